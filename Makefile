@@ -1,0 +1,54 @@
+# Tabby build and test entry points. See README.md.
+GO ?= go
+BIN := bin
+CONTROLLER_GEN := $(GO) tool controller-gen
+
+.PHONY: all build test test-privileged test-all bench lint generate fuzz clean
+
+all: build
+
+## build: every binary into bin/
+build:
+	@mkdir -p $(BIN)
+	@pkgs=$$($(GO) list -f '{{if eq .Name "main"}}{{.ImportPath}}{{end}}' ./... ); \
+	if [ -n "$$pkgs" ]; then $(GO) build -o $(BIN)/ $$pkgs; fi
+
+## test: unit tests (no root needed), with the race detector
+test:
+	$(GO) test -race -count=1 ./...
+
+## test-privileged: only the kernel/netns/real-service tests (build tag
+## "privileged", names TestPrivileged*); root only: they fail, never skip,
+## without root
+test-privileged:
+	$(GO) test -race -count=1 -tags privileged -p 1 -run '^TestPrivileged' ./...
+
+## test-all: what CI runs: lint, then every test (unit and privileged) once
+test-all: lint
+	$(GO) test -race -count=1 -tags privileged -p 1 ./...
+
+## bench: benchmarks, printed
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+## fuzz: the selector fuzz target for FUZZTIME (default 60s)
+FUZZTIME ?= 60s
+fuzz:
+	$(GO) test ./api/selector/ -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME)
+
+## lint: gofmt check + go vet
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) vet -tags privileged ./...
+
+## generate: deepcopy functions and CRDs from the API types
+generate:
+	rm -f manifests/crds/crd.projectcalico.org_*.yaml
+	$(CONTROLLER_GEN) object paths=./api/v3/...
+	$(CONTROLLER_GEN) crd:allowDangerousTypes=true paths=./api/v3/... output:crd:artifacts:config=manifests/crds
+	$(GO) run ./hack/crdpostprocess manifests/crds
+
+clean:
+	rm -rf $(BIN)

@@ -1,0 +1,85 @@
+// Command crdpostprocess rewrites the CRDs controller-gen writes so the
+// Kubernetes API server accepts them: controller-gen cannot express Calico's
+// number-or-string fields (ports, protocols, AS numbers) for struct types
+// with custom JSON, so every schema marked x-kubernetes-int-or-string is
+// replaced by the structural int-or-string form (anyOf integer, string).
+//
+// Usage: crdpostprocess DIR (rewrites every *.yaml in DIR in place).
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"sigs.k8s.io/yaml"
+)
+
+func main() {
+	if len(os.Args) != 2 {
+		fmt.Fprintln(os.Stderr, "usage: crdpostprocess DIR")
+		os.Exit(2)
+	}
+	files, err := filepath.Glob(filepath.Join(os.Args[1], "*.yaml"))
+	if err != nil || len(files) == 0 {
+		fmt.Fprintf(os.Stderr, "crdpostprocess: no CRD files in %s\n", os.Args[1])
+		os.Exit(1)
+	}
+	for _, f := range files {
+		if err := rewriteFile(f); err != nil {
+			fmt.Fprintf(os.Stderr, "crdpostprocess: %s: %v\n", f, err)
+			os.Exit(1)
+		}
+	}
+}
+
+func rewriteFile(path string) error {
+	in, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	out, err := Rewrite(in)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, out, 0o644)
+}
+
+// Rewrite returns the CRD YAML with int-or-string schemas made structural.
+func Rewrite(in []byte) ([]byte, error) {
+	var doc map[string]any
+	if err := yaml.Unmarshal(in, &doc); err != nil {
+		return nil, err
+	}
+	fixIntOrString(doc)
+	out, err := yaml.Marshal(doc)
+	if err != nil {
+		return nil, err
+	}
+	return append([]byte("---\n"), out...), nil
+}
+
+func fixIntOrString(node any) {
+	switch n := node.(type) {
+	case map[string]any:
+		if v, ok := n["x-kubernetes-int-or-string"].(bool); ok && v {
+			for k := range n {
+				if k != "description" && k != "x-kubernetes-int-or-string" {
+					delete(n, k)
+				}
+			}
+			n["anyOf"] = []any{
+				map[string]any{"type": "integer"},
+				map[string]any{"type": "string"},
+			}
+			return
+		}
+		for _, v := range n {
+			fixIntOrString(v)
+		}
+	case []any:
+		for _, v := range n {
+			fixIntOrString(v)
+		}
+	}
+}

@@ -1,0 +1,38 @@
+// Package netnstest gives privileged tests their own network namespaces:
+// each is created fresh with a unique name and removed in t.Cleanup, so a
+// test never touches the host's own network. Tests that use it carry the
+// "privileged" build tag and fail (never skip) when not run as root.
+package netnstest
+
+import (
+	"os"
+	"testing"
+
+	"github.com/containernetworking/plugins/pkg/ns"
+	"github.com/containernetworking/plugins/pkg/testutils"
+)
+
+// RequireRoot fails the test when it is not running as root: privileged
+// tests must not pass by skipping.
+func RequireRoot(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Fatalf("privileged test needs root (run as root: make test-privileged)")
+	}
+}
+
+// New creates a fresh, uniquely named network namespace that is closed and
+// removed when the test ends, even if it fails.
+func New(t testing.TB) ns.NetNS {
+	t.Helper()
+	RequireRoot(t)
+	n, err := testutils.NewNS()
+	if err != nil {
+		t.Fatalf("creating netns: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = n.Close()
+		_ = testutils.UnmountNS(n)
+	})
+	return n
+}
