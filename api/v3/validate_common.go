@@ -1,6 +1,7 @@
 package v3
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"strings"
@@ -59,6 +60,10 @@ func validateSelector(p Path, s string) ErrorList {
 		return nil
 	}
 	if _, err := selector.Parse(s); err != nil {
+		var pe *selector.ParseError
+		if errors.As(err, &pe) {
+			return ErrorList{{Path: p, Msg: fmt.Sprintf("invalid selector %q: at position %d: %s", s, pe.Pos, pe.Msg)}}
+		}
 		return ErrorList{{Path: p, Msg: fmt.Sprintf("invalid selector %q: %v", s, err)}}
 	}
 	return nil
