@@ -194,7 +194,7 @@ func EncodeJSON(r Resource) ([]byte, error) {
 		m["apiVersion"] = GroupVersion
 	}
 	if _, ok := m["kind"]; !ok {
-		m["kind"] = kindOf(r)
+		m["kind"] = KindOf(r)
 	}
 	if md, ok := m["metadata"].(map[string]any); ok {
 		if ts, present := md["creationTimestamp"]; present && ts == nil {
@@ -224,8 +224,9 @@ func EncodeYAML(rs ...Resource) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// kindOf finds the registered kind of r by its Go type.
-func kindOf(r Resource) string {
+// KindOf returns the kind of r: its TypeMeta kind, or else the registered
+// kind of its Go type (for objects built in code without TypeMeta).
+func KindOf(r Resource) string {
 	if k := r.GetObjectKind().GroupVersionKind().Kind; k != "" {
 		return k
 	}

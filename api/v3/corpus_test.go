@@ -35,7 +35,7 @@ func TestValidCorpus(t *testing.T) {
 				if err != nil {
 					t.Fatalf("decode: %v", err)
 				}
-				seen[kindOf(r)]++
+				seen[KindOf(r)]++
 				defaulted := r.DeepCopyObject().(Resource)
 				if err := DefaultAndValidate(defaulted); err != nil {
 					t.Fatalf("validate: %v", err)

@@ -2,7 +2,10 @@
 // Kubernetes API server accepts them: controller-gen cannot express Calico's
 // number-or-string fields (ports, protocols, AS numbers) for struct types
 // with custom JSON, so every schema marked x-kubernetes-int-or-string is
-// replaced by the structural int-or-string form (anyOf integer, string).
+// replaced by the structural int-or-string form (anyOf integer, string);
+// and list items that Calico writes as JSON null (free ordinals in an
+// IPAMBlock's allocations) are marked nullable, which controller-gen has
+// no marker for.
 //
 // Usage: crdpostprocess DIR (rewrites every *.yaml in DIR in place).
 package main
@@ -52,6 +55,9 @@ func Rewrite(in []byte) ([]byte, error) {
 		return nil, err
 	}
 	fixIntOrString(doc)
+	if err := markNullableItems(doc); err != nil {
+		return nil, err
+	}
 	out, err := yaml.Marshal(doc)
 	if err != nil {
 		return nil, err
@@ -82,4 +88,40 @@ func fixIntOrString(node any) {
 			fixIntOrString(v)
 		}
 	}
+}
+
+// nullableItems lists, per CRD name, the spec fields whose list items may be
+// null.
+var nullableItems = map[string][]string{
+	"ipamblocks.crd.projectcalico.org": {"allocations"},
+}
+
+func markNullableItems(doc map[string]any) error {
+	name, _ := dig(doc, "metadata", "name").(string)
+	fields := nullableItems[name]
+	if len(fields) == 0 {
+		return nil
+	}
+	versions, _ := dig(doc, "spec", "versions").([]any)
+	for _, v := range versions {
+		for _, f := range fields {
+			items, ok := dig(v, "schema", "openAPIV3Schema", "properties", "spec", "properties", f, "items").(map[string]any)
+			if !ok {
+				return fmt.Errorf("%s: spec.%s has no list items schema to mark nullable", name, f)
+			}
+			items["nullable"] = true
+		}
+	}
+	return nil
+}
+
+func dig(node any, path ...string) any {
+	for _, p := range path {
+		m, ok := node.(map[string]any)
+		if !ok {
+			return nil
+		}
+		node = m[p]
+	}
+	return node
 }
