@@ -1,0 +1,112 @@
+package datastore
+
+import (
+	"context"
+
+	v3 "github.com/tabbynet/tabby/api/v3"
+)
+
+// Key names one resource.
+type Key struct {
+	Kind      string // e.g. v3.KindIPPool
+	Namespace string // empty for cluster-scoped kinds
+	Name      string
+}
+
+func (k Key) String() string {
+	if k.Namespace != "" {
+		return k.Kind + "(" + k.Namespace + "/" + k.Name + ")"
+	}
+	return k.Kind + "(" + k.Name + ")"
+}
+
+// KeyOf returns the key of a resource.
+func KeyOf(r v3.Resource) Key {
+	return Key{Kind: v3.KindOf(r), Namespace: r.GetNamespace(), Name: r.GetName()}
+}
+
+// Client reads and writes resources. Implementations are safe for
+// concurrent use. Returned objects are the caller's to modify.
+type Client interface {
+	// Create stores a new resource (defaulted and validated first) and
+	// returns it as stored, with ResourceVersion, UID and
+	// CreationTimestamp set. ErrAlreadyExists if the key is taken.
+	Create(ctx context.Context, r v3.Resource) (v3.Resource, error)
+
+	// Update replaces a resource if its stored version still equals
+	// r.GetResourceVersion() (compare-and-swap; the version is required).
+	// ErrConflict when it changed since, ErrNotFound when it is gone.
+	Update(ctx context.Context, r v3.Resource) (v3.Resource, error)
+
+	// Delete removes a resource and returns its last state. With
+	// preconditions it deletes only if the stored version/UID still match
+	// (ErrConflict otherwise). ErrNotFound when absent.
+	Delete(ctx context.Context, k Key, opts DeleteOptions) (v3.Resource, error)
+
+	// Get returns one resource, or ErrNotFound.
+	Get(ctx context.Context, k Key) (v3.Resource, error)
+
+	// List returns the resources of a kind, optionally restricted to a
+	// namespace and to labels matching a Calico selector, sorted by
+	// namespace then name, with the revision the list is consistent at.
+	List(ctx context.Context, kind string, opts ListOptions) (*List, error)
+
+	// Watch streams changes to a kind after opts.Revision (from now when
+	// empty). A revision too old to replay yields ErrRevisionGone, either
+	// from Watch itself or as an EventError on the channel.
+	Watch(ctx context.Context, kind string, opts WatchOptions) (Watcher, error)
+
+	// Close releases connections.
+	Close() error
+}
+
+// DeleteOptions are preconditions for a delete.
+type DeleteOptions struct {
+	ResourceVersion string // delete only if the stored version equals this
+	UID             string // delete only if the stored UID equals this
+}
+
+// ListOptions restrict a list.
+type ListOptions struct {
+	Namespace string // "" lists all namespaces
+	Selector  string // Calico selector over the resources' labels; "" is all()
+}
+
+// List is the result of a list.
+type List struct {
+	Items    []v3.Resource
+	Revision string // watch from here to see every later change
+}
+
+// WatchOptions position and restrict a watch.
+type WatchOptions struct {
+	Namespace string
+	Revision  string // changes strictly after this revision; "" means from now
+}
+
+// EventType says what happened to a resource.
+type EventType string
+
+const (
+	EventAdded    EventType = "Added"
+	EventModified EventType = "Modified"
+	EventDeleted  EventType = "Deleted"
+	// EventError carries Err; the watch is over after it.
+	EventError EventType = "Error"
+)
+
+// Event is one change seen by a watch.
+type Event struct {
+	Type     EventType
+	Object   v3.Resource // the new state; for Deleted, the last state
+	Previous v3.Resource // the state before a Modified (nil if unknown)
+	Revision string      // the store revision of this change
+	Err      error       // for EventError
+}
+
+// Watcher is a running watch. The channel closes after Stop, after the
+// context ends, or after an EventError.
+type Watcher interface {
+	ResultChan() <-chan Event
+	Stop()
+}

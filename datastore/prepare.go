@@ -1,0 +1,23 @@
+package datastore
+
+import (
+	v3 "github.com/tabbynet/tabby/api/v3"
+)
+
+// PrepareWrite copies r, applies defaults and validates it. Backends call
+// it first on every create and update, so an invalid object never reaches
+// the store and the caller's object is never modified.
+func PrepareWrite(op string, r v3.Resource) (v3.Resource, error) {
+	kind := v3.KindOf(r)
+	info, ok := v3.LookupKind(kind)
+	if !ok {
+		return nil, &OpError{Op: op, Key: KeyOf(r), Err: v3.ErrUnknownKind}
+	}
+	c := r.DeepCopyObject().(v3.Resource)
+	c.GetObjectKind().SetGroupVersionKind(info.New().GetObjectKind().GroupVersionKind())
+	c.Default()
+	if errs := c.Validate(); len(errs) > 0 {
+		return nil, &OpError{Op: op, Key: KeyOf(r), Err: &ValidationError{Errors: errs}}
+	}
+	return c, nil
+}

@@ -1,0 +1,246 @@
+package datastore
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	v3 "github.com/tabbynet/tabby/api/v3"
+)
+
+// SyncStatus is where a syncer is in its life.
+type SyncStatus string
+
+const (
+	// StatusWaitForDatastore: no complete snapshot yet (store unreachable
+	// or first lists still running).
+	StatusWaitForDatastore SyncStatus = "WaitForDatastore"
+	// StatusInSync: every kind's snapshot has been delivered; updates
+	// follow as they happen.
+	StatusInSync SyncStatus = "InSync"
+)
+
+// Update is one change delivered by a syncer. For UpdateDeleted, Object
+// is the last known state.
+type Update struct {
+	Type   EventType // EventAdded, EventModified or EventDeleted
+	Key    Key
+	Object v3.Resource
+}
+
+// SyncerCallbacks receive a syncer's output. Calls are serialised: never
+// two at once. Updates for one key arrive in the order they happened.
+type SyncerCallbacks interface {
+	OnStatusUpdated(SyncStatus)
+	OnUpdates([]Update)
+}
+
+// Syncer delivers a consistent view of some kinds to a long-running
+// consumer.
+type Syncer interface {
+	// Run delivers the snapshot, then updates, until ctx ends.
+	Run(ctx context.Context)
+}
+
+// Backoff bounds the retry delay of syncers after an error.
+type Backoff struct {
+	Initial, Max time.Duration
+}
+
+func (b Backoff) next(cur time.Duration) time.Duration {
+	if cur == 0 {
+		cur = b.Initial
+	} else {
+		cur *= 2
+	}
+	if cur > b.Max {
+		cur = b.Max
+	}
+	return cur
+}
+
+// jittered returns d ± 20%, so many syncers do not retry in lockstep.
+func jittered(d time.Duration) time.Duration {
+	return d - d/5 + time.Duration(rand.Int64N(int64(d)/5*2+1))
+}
+
+// DefaultBackoff is used when a syncer is given none.
+var DefaultBackoff = Backoff{Initial: 100 * time.Millisecond, Max: 5 * time.Second}
+
+// WatchSyncer is a Syncer over any Client's List and Watch: per kind it
+// lists, delivers the difference from what it delivered before, then
+// watches from the list's revision. When the watch fails (revision
+// compacted, store down) it relists with backoff and again delivers only
+// the difference, so consumers never see a spurious delete/re-add.
+//
+// One goroutine runs per kind; the callbacks are serialised by a mutex.
+type WatchSyncer struct {
+	client  Client
+	kinds   []string
+	cb      SyncerCallbacks
+	backoff Backoff
+
+	mu       sync.Mutex // serialises callbacks and guards below
+	synced   map[string]bool
+	inSync   bool
+	statusTx SyncStatus
+}
+
+// NewWatchSyncer returns a syncer for kinds over client.
+func NewWatchSyncer(client Client, kinds []string, cb SyncerCallbacks, backoff Backoff) *WatchSyncer {
+	if backoff.Initial == 0 {
+		backoff = DefaultBackoff
+	}
+	return &WatchSyncer{client: client, kinds: kinds, cb: cb, backoff: backoff, synced: map[string]bool{}}
+}
+
+// Run implements Syncer.
+func (s *WatchSyncer) Run(ctx context.Context) {
+	s.setStatus(StatusWaitForDatastore)
+	var wg sync.WaitGroup
+	for _, kind := range s.kinds {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.runKind(ctx, kind)
+		}()
+	}
+	wg.Wait()
+}
+
+func (s *WatchSyncer) setStatus(st SyncStatus) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.statusTx == st {
+		return
+	}
+	s.statusTx = st
+	s.cb.OnStatusUpdated(st)
+}
+
+func (s *WatchSyncer) emit(ups []Update) {
+	if len(ups) == 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cb.OnUpdates(ups)
+}
+
+func (s *WatchSyncer) markSynced(kind string) {
+	s.mu.Lock()
+	s.synced[kind] = true
+	all := len(s.synced) == len(s.kinds)
+	s.mu.Unlock()
+	if all {
+		s.setStatus(StatusInSync)
+	}
+}
+
+// runKind owns the cache for one kind: what has been delivered, by key.
+func (s *WatchSyncer) runKind(ctx context.Context, kind string) {
+	cache := map[Key]v3.Resource{}
+	var delay time.Duration
+	for ctx.Err() == nil {
+		list, err := s.client.List(ctx, kind, ListOptions{})
+		if err != nil {
+			delay = s.backoff.next(delay)
+			sleep(ctx, jittered(delay))
+			continue
+		}
+		s.emit(diffSnapshot(cache, list.Items))
+		s.markSynced(kind)
+
+		err = s.watch(ctx, kind, list.Revision, cache)
+		if ctx.Err() != nil {
+			return
+		}
+		if errors.Is(err, ErrRevisionGone) {
+			delay = 0 // relist at once: the store is up
+			continue
+		}
+		delay = s.backoff.next(delay)
+		sleep(ctx, jittered(delay))
+	}
+}
+
+// watch follows changes after rev until the watch fails, keeping cache
+// current. It returns the error that ended the watch.
+func (s *WatchSyncer) watch(ctx context.Context, kind, rev string, cache map[Key]v3.Resource) error {
+	w, err := s.client.Watch(ctx, kind, WatchOptions{Revision: rev})
+	if err != nil {
+		return err
+	}
+	defer w.Stop()
+	for {
+		var ev Event
+		var ok bool
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case ev, ok = <-w.ResultChan():
+		}
+		if !ok {
+			return errors.New("watch closed")
+		}
+		if ev.Type == EventError {
+			return ev.Err
+		}
+		k := KeyOf(ev.Object)
+		switch ev.Type {
+		case EventDeleted:
+			if _, ok := cache[k]; !ok {
+				continue
+			}
+			delete(cache, k)
+		case EventAdded, EventModified:
+			typ := EventAdded
+			if _, ok := cache[k]; ok {
+				typ = EventModified
+			}
+			cache[k] = ev.Object
+			ev.Type = typ
+		}
+		s.emit([]Update{{Type: ev.Type, Key: k, Object: ev.Object}})
+	}
+}
+
+// diffSnapshot updates cache to items and returns the updates that take a
+// consumer from the old cache to the new one, in key order.
+func diffSnapshot(cache map[Key]v3.Resource, items []v3.Resource) []Update {
+	var ups []Update
+	seen := make(map[Key]bool, len(items))
+	for _, it := range items {
+		k := KeyOf(it)
+		seen[k] = true
+		old, ok := cache[k]
+		switch {
+		case !ok:
+			ups = append(ups, Update{Type: EventAdded, Key: k, Object: it})
+		case old.GetResourceVersion() != it.GetResourceVersion():
+			ups = append(ups, Update{Type: EventModified, Key: k, Object: it})
+		default:
+			continue
+		}
+		cache[k] = it
+	}
+	for k, old := range cache {
+		if !seen[k] {
+			ups = append(ups, Update{Type: EventDeleted, Key: k, Object: old})
+			delete(cache, k)
+		}
+	}
+	sortUpdates(ups)
+	return ups
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}

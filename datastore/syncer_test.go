@@ -1,0 +1,201 @@
+package datastore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v3 "github.com/tabbynet/tabby/api/v3"
+)
+
+// fakeStore is a minimal Client for the syncer's pure logic: List returns
+// its items; each Watch hands the test a channel to drive.
+type fakeStore struct {
+	mu       sync.Mutex
+	items    map[string]v3.Resource
+	listErr  error
+	lists    int
+	watches  chan chan Event
+	revision int
+}
+
+func newFakeStore() *fakeStore {
+	return &fakeStore{items: map[string]v3.Resource{}, watches: make(chan chan Event, 10)}
+}
+
+func (f *fakeStore) put(name string) v3.Resource {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.revision++
+	p := &v3.IPPool{TypeMeta: metav1.TypeMeta{Kind: v3.KindIPPool}, ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: fmt.Sprint(f.revision)}}
+	f.items[name] = p
+	return p
+}
+
+func (f *fakeStore) remove(name string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.items, name)
+}
+
+func (f *fakeStore) List(ctx context.Context, kind string, _ ListOptions) (*List, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.lists++
+	if f.listErr != nil {
+		return nil, f.listErr
+	}
+	l := &List{Revision: fmt.Sprint(f.revision)}
+	for _, it := range f.items {
+		l.Items = append(l.Items, it)
+	}
+	return l, nil
+}
+
+type fakeWatcher struct{ ch chan Event }
+
+func (w fakeWatcher) ResultChan() <-chan Event { return w.ch }
+func (w fakeWatcher) Stop()                    {}
+
+func (f *fakeStore) Watch(ctx context.Context, kind string, _ WatchOptions) (Watcher, error) {
+	ch := make(chan Event, 10)
+	f.watches <- ch
+	return fakeWatcher{ch}, nil
+}
+
+func (f *fakeStore) Create(context.Context, v3.Resource) (v3.Resource, error) { panic("unused") }
+func (f *fakeStore) Update(context.Context, v3.Resource) (v3.Resource, error) { panic("unused") }
+func (f *fakeStore) Delete(context.Context, Key, DeleteOptions) (v3.Resource, error) {
+	panic("unused")
+}
+func (f *fakeStore) Get(context.Context, Key) (v3.Resource, error) { panic("unused") }
+func (f *fakeStore) Close() error                                  { return nil }
+
+type logCallbacks struct {
+	mu  sync.Mutex
+	log []string
+}
+
+func (c *logCallbacks) OnStatusUpdated(s SyncStatus) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.log = append(c.log, string(s))
+}
+
+func (c *logCallbacks) OnUpdates(ups []Update) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, u := range ups {
+		c.log = append(c.log, string(u.Type)+" "+u.Key.Name)
+	}
+}
+
+func (c *logCallbacks) waitLen(t *testing.T, n int) string {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		c.mu.Lock()
+		if len(c.log) >= n {
+			s := strings.Join(c.log, "; ")
+			c.mu.Unlock()
+			return s
+		}
+		c.mu.Unlock()
+		time.Sleep(5 * time.Millisecond)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t.Fatalf("log has %d entries, want %d: %v", len(c.log), n, c.log)
+	return ""
+}
+
+func nextWatch(t *testing.T, f *fakeStore) chan Event {
+	t.Helper()
+	select {
+	case ch := <-f.watches:
+		return ch
+	case <-time.After(10 * time.Second):
+		t.Fatal("syncer did not watch")
+	}
+	return nil
+}
+
+// TestWatchSyncerRelistDeliversOnlyDifferences drives the syncer through
+// a lost watch history: the relist must deliver exactly what changed.
+func TestWatchSyncerRelistDeliversOnlyDifferences(t *testing.T) {
+	f := newFakeStore()
+	f.put("a")
+	f.put("b")
+	f.put("c")
+	cb := &logCallbacks{}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s := NewWatchSyncer(f, []string{v3.KindIPPool}, cb, Backoff{Initial: time.Millisecond, Max: 5 * time.Millisecond})
+	done := make(chan struct{})
+	go func() { s.Run(ctx); close(done) }()
+
+	w1 := nextWatch(t, f)
+	if got := cb.waitLen(t, 5); got != "WaitForDatastore; Added a; Added b; Added c; InSync" {
+		t.Fatalf("snapshot: %s", got)
+	}
+	// A live change, then history is lost while b changes, c goes and d comes.
+	w1 <- Event{Type: EventAdded, Object: f.put("x")}
+	cb.waitLen(t, 6)
+	f.put("b")
+	f.remove("c")
+	f.put("d")
+	w1 <- Event{Type: EventError, Err: ErrRevisionGone}
+	nextWatch(t, f)
+	got := cb.waitLen(t, 9)
+	want := "WaitForDatastore; Added a; Added b; Added c; InSync; Added x; Modified b; Deleted c; Added d"
+	if got != want {
+		t.Fatalf("after relist:\n got %s\nwant %s", got, want)
+	}
+	cancel()
+	<-done
+}
+
+// TestWatchSyncerRetriesWhileStoreDown: list failures are retried with
+// backoff and the syncer stays WaitForDatastore until a list succeeds.
+func TestWatchSyncerRetriesWhileStoreDown(t *testing.T) {
+	f := newFakeStore()
+	f.put("a")
+	f.listErr = &UnavailableError{Endpoints: []string{"http://127.0.0.1:1"}, Err: errors.New("connection refused")}
+	cb := &logCallbacks{}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s := NewWatchSyncer(f, []string{v3.KindIPPool}, cb, Backoff{Initial: time.Millisecond, Max: 2 * time.Millisecond})
+	done := make(chan struct{})
+	go func() { s.Run(ctx); close(done) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		f.mu.Lock()
+		n := f.lists
+		f.mu.Unlock()
+		if n >= 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("syncer did not retry its list")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if got := cb.waitLen(t, 1); got != "WaitForDatastore" {
+		t.Fatalf("while down: %s", got)
+	}
+	f.mu.Lock()
+	f.listErr = nil
+	f.mu.Unlock()
+	nextWatch(t, f)
+	if got := cb.waitLen(t, 3); got != "WaitForDatastore; Added a; InSync" {
+		t.Fatalf("after recovery: %s", got)
+	}
+	cancel()
+	<-done
+}

@@ -1,0 +1,68 @@
+package testservers
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// process is one server process that can be stopped and started again
+// with the same arguments.
+type process struct {
+	t    testing.TB
+	name string
+	args []string
+	log  string
+	cmd  *exec.Cmd
+}
+
+func (p *process) start() {
+	p.t.Helper()
+	logf, err := os.OpenFile(p.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		p.t.Fatalf("opening %s: %v", p.log, err)
+	}
+	cmd := exec.Command(p.args[0], p.args[1:]...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	// Own process group, and die with the test process.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		p.t.Fatalf("starting %s: %v", p.name, err)
+	}
+	logf.Close()
+	p.cmd = cmd
+}
+
+func (p *process) stop() {
+	if p.cmd == nil {
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = p.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		<-done
+	}
+	p.cmd = nil
+}
+
+// running reports whether the process is still alive.
+func (p *process) running() bool {
+	return p.cmd != nil && p.cmd.ProcessState == nil && p.cmd.Process.Signal(syscall.Signal(0)) == nil
+}
+
+// tail returns the end of the log, for failure messages.
+func (p *process) tail() string {
+	b, _ := os.ReadFile(p.log)
+	if len(b) > 3000 {
+		b = b[len(b)-3000:]
+	}
+	return fmt.Sprintf("--- %s log (%s) ---\n%s", p.name, p.log, b)
+}
