@@ -57,8 +57,30 @@ type header struct {
 // kind "List" or "<Kind>List" contributes its items. Empty documents are
 // skipped. It neither defaults nor validates.
 func DecodeYAML(data []byte) ([]Resource, error) {
+	docs, err := DecodeYAMLDocuments(data)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Resource, len(docs))
+	for i, d := range docs {
+		out[i] = d.Resource
+	}
+	return out, nil
+}
+
+// Decoded is one resource and the 1-based document it came from (items of
+// a List share their document's number).
+// +kubebuilder:object:generate=false
+type Decoded struct {
+	Doc      int
+	Resource Resource
+}
+
+// DecodeYAMLDocuments is DecodeYAML keeping each resource's document number,
+// so callers can say where a later validation error comes from.
+func DecodeYAMLDocuments(data []byte) ([]Decoded, error) {
 	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	var out []Resource
+	var out []Decoded
 	for doc := 1; ; doc++ {
 		raw, err := r.Read()
 		if err == io.EOF {
@@ -80,7 +102,9 @@ func DecodeYAML(data []byte) ([]Resource, error) {
 			}
 			return nil, &DecodeError{Doc: doc, Err: err}
 		}
-		out = append(out, rs...)
+		for _, r := range rs {
+			out = append(out, Decoded{Doc: doc, Resource: r})
+		}
 	}
 }
 

@@ -1,47 +1,100 @@
-// Package commands implements calicoctl's verbs over the api/v3 types (and,
-// from the calicoctl issue on, the datastore client). Each verb is a cobra
-// command in its own file; Execute is the entry point main calls.
+// Package commands implements calicoctl's verbs over the api/v3 types and
+// the datastore client. Each verb is a cobra command in its own file;
+// Execute is the entry point main calls. Everything a command touches
+// outside itself (streams, environment, datastore) comes through app, so
+// tests drive the real commands against real servers.
 package commands
 
 import (
+	"fmt"
 	"io"
+	"os"
 
 	"github.com/spf13/cobra"
+
+	"github.com/tabbynet/tabby/datastore"
+	"github.com/tabbynet/tabby/datastore/dsconfig"
 )
 
 // Version is set at build time with -ldflags "-X ...commands.Version=...".
 var Version = "dev"
 
+// app carries what commands need from the outside world.
+type app struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	getenv         func(string) string
+	configPath     string
+	configExplicit bool
+	// defaultConfig is --config's default (tests point it elsewhere).
+	defaultConfig string
+	// newClient builds the datastore client; replaced in tests.
+	newClient func(dsconfig.Spec) (datastore.Client, error)
+}
+
 // Execute runs calicoctl with args and returns the process exit code.
 func Execute(args []string, stdout, stderr io.Writer) int {
-	root := newRoot(stdout, stderr)
+	return run(&app{stdin: os.Stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv, newClient: dsconfig.New, defaultConfig: dsconfig.DefaultConfigFile}, args)
+}
+
+func run(a *app, args []string) int {
+	root := newRoot(a)
 	root.SetArgs(args)
 	if err := root.Execute(); err != nil {
+		fmt.Fprintln(a.stderr, "Error:", err)
 		return 1
 	}
 	return 0
 }
 
-func newRoot(stdout, stderr io.Writer) *cobra.Command {
+func newRoot(a *app) *cobra.Command {
 	root := &cobra.Command{
-		Use:           "calicoctl",
-		Short:         "Manage Tabby (Calico-compatible) networking resources",
+		Use:   "calicoctl",
+		Short: "Manage Tabby (Calico-compatible) networking resources",
+		Long: `calicoctl manages projectcalico.org/v3 resources in the datastore Tabby
+uses (etcd v3 or the Kubernetes API), with the verbs and flags of Calico's
+calicoctl. The datastore comes from --config (a CalicoAPIConfig file,
+default /etc/calico/calicoctl.cfg) and the environment: DATASTORE_TYPE,
+ETCD_ENDPOINTS, KUBECONFIG, K8S_API_ENDPOINT.`,
 		SilenceUsage:  true,
-		SilenceErrors: false,
+		SilenceErrors: true,
+		PersistentPreRun: func(cmd *cobra.Command, _ []string) {
+			a.configExplicit = cmd.Flags().Changed("config")
+		},
 	}
-	root.SetOut(stdout)
-	root.SetErr(stderr)
-	root.AddCommand(newValidateCmd(), newVersionCmd())
+	root.SetIn(a.stdin)
+	root.SetOut(a.stdout)
+	root.SetErr(a.stderr)
+	root.PersistentFlags().StringVarP(&a.configPath, "config", "c", a.defaultConfig, "path to the CalicoAPIConfig file")
+	root.AddCommand(
+		newCreateCmd(a), newApplyCmd(a), newReplaceCmd(a), newDeleteCmd(a),
+		newGetCmd(a), newPatchCmd(a), newLabelCmd(a),
+		newValidateCmd(), newVersionCmd(a),
+	)
 	return root
 }
 
-func newVersionCmd() *cobra.Command {
+// client loads the datastore configuration and connects.
+func (a *app) client() (datastore.Client, error) {
+	spec, err := dsconfig.Load(a.configPath, a.configExplicit, a.getenv)
+	if err != nil {
+		return nil, err
+	}
+	c, err := a.newClient(spec)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to the %s datastore: %w", spec.DatastoreType, err)
+	}
+	return c, nil
+}
+
+func newVersionCmd(a *app) *cobra.Command {
 	return &cobra.Command{
-		Use:   "version",
-		Short: "Print the client version",
-		Args:  cobra.NoArgs,
+		Use:     "version",
+		Short:   "Print the client version",
+		Example: "  calicoctl version",
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cmd.Printf("Client Version:    %s\n", Version)
+			fmt.Fprintf(a.stdout, "Client Version:    %s\n", Version)
 			return nil
 		},
 	}

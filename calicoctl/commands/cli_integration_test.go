@@ -1,0 +1,247 @@
+//go:build integration
+
+package commands
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	v3 "github.com/tabbynet/tabby/api/v3"
+	"github.com/tabbynet/tabby/datastore/dsconfig"
+	"github.com/tabbynet/tabby/internal/testservers"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// cliBackend is a real datastore the CLI talks to, configured the way a
+// user would: through the environment.
+type cliBackend struct {
+	name string
+	env  map[string]string
+}
+
+func etcdBackend(t *testing.T) cliBackend {
+	e := testservers.StartEtcd(t)
+	return cliBackend{name: "etcd", env: map[string]string{"DATASTORE_TYPE": "etcdv3", "ETCD_ENDPOINTS": e.Endpoint()}}
+}
+
+func (b cliBackend) run(t *testing.T, stdin string, args ...string) (string, int) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	a := &app{
+		stdin: strings.NewReader(stdin), stdout: &out, stderr: &errOut,
+		getenv:        func(k string) string { return b.env[k] },
+		newClient:     dsconfig.New,
+		defaultConfig: "/nonexistent/calicoctl.cfg",
+	}
+	code := run(a, args)
+	return fmt.Sprintf("$ calicoctl %s\nexit %d\n%s%s", strings.Join(args, " "), code, out.String(), errOut.String()), code
+}
+
+var (
+	uidRE  = regexp.MustCompile(`(?m)(uid|"uid"): "?[0-9a-f-]{36}"?`)
+	rvRE   = regexp.MustCompile(`(?m)(resourceVersion|"resourceVersion"): "[0-9]+"`)
+	tsRE   = regexp.MustCompile(`(?m)(creationTimestamp|"creationTimestamp"): "?[0-9TZ:-]+"?`)
+	portRE = regexp.MustCompile(`127\.0\.0\.1:[0-9]+`)
+)
+
+// normalise replaces what changes from run to run.
+func normalise(s string) string {
+	s = uidRE.ReplaceAllString(s, `$1: <uid>`)
+	s = rvRE.ReplaceAllString(s, `$1: <rv>`)
+	s = tsRE.ReplaceAllString(s, `$1: <timestamp>`)
+	return portRE.ReplaceAllString(s, "127.0.0.1:<port>")
+}
+
+func checkGolden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", "golden", name+".txt")
+	got = normalise(got)
+	if *update {
+		os.MkdirAll(filepath.Dir(path), 0o755)
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if d := cmp.Diff(string(want), got); d != "" {
+		t.Errorf("%s differs from golden (-want +got):\n%s", path, d)
+	}
+}
+
+// step is one calicoctl invocation of a scenario.
+type step struct {
+	args     []string
+	stdin    string
+	wantCode int
+}
+
+func cliScenario(t *testing.T, b cliBackend, name string, steps []step) {
+	t.Run(name, func(t *testing.T) {
+		var transcript strings.Builder
+		for _, s := range steps {
+			out, code := b.run(t, s.stdin, s.args...)
+			if code != s.wantCode {
+				t.Errorf("calicoctl %s: exit %d, want %d\n%s", strings.Join(s.args, " "), code, s.wantCode, out)
+			}
+			transcript.WriteString(out)
+			transcript.WriteString("\n")
+		}
+		checkGolden(t, name, transcript.String())
+	})
+}
+
+func args(s string) []string { return strings.Fields(s) }
+
+func TestCLIEtcd(t *testing.T) {
+	b := etcdBackend(t)
+	td := "testdata/cli/"
+	cliScenario(t, b, "pools", []step{
+		{args: args("create -f " + td + "pools.yaml")},
+		{args: args("get ippools")},
+		{args: args("get ippools -o wide")},
+		{args: args("get ippool pool-a -o yaml")},
+		{args: args("get ipp pool-b -o json")},
+		{args: args("get pools -o name")},
+		{args: args("get ippools -l zone=='west'")},
+		{args: args("create -f " + td + "pools.yaml"), wantCode: 1},
+		{args: args("create -f " + td + "pools.yaml --skip-exists")},
+		{args: args("apply -f " + td + "pools-changed.yaml")},
+		{args: args("get ippool pool-a -o yaml")},
+		{args: args("replace -f " + td + "later-invalid.yaml"), wantCode: 1},
+		{args: args("create -f " + td + "later-invalid.yaml"), wantCode: 1},
+		{args: args("get ippools")},
+		{args: args("patch ippool pool-a -p {\"spec\":{\"disabled\":false,\"natOutgoing\":null}}")},
+		{args: args("patch ippool pool-a -p {\"spec\":{\"blockSize\":40}}"), wantCode: 1},
+		{args: args("patch ippool pool-a -p {\"spec\":{\"bogus\":1}}"), wantCode: 1},
+		{args: args("label ippool pool-a team=net")},
+		{args: args("label ippool pool-a team=db"), wantCode: 1},
+		{args: args("label ippool pool-a team=db --overwrite")},
+		{args: args("get ippool pool-a -o yaml")},
+		{args: args("label ippool pool-a team --remove")},
+		{args: args("delete ippool pool-b")},
+		{args: args("delete ippool pool-b"), wantCode: 1},
+		{args: args("delete ippool pool-b --skip-not-exists")},
+		{args: args("delete -f " + td + "pools.yaml --skip-not-exists")},
+		{args: args("get ippools")},
+	})
+	cliScenario(t, b, "namespaced", []step{
+		{args: args("apply -f -"), stdin: mustRead(t, td+"policy.yaml")},
+		{args: args("get networkpolicy")},
+		{args: args("get networkpolicy -n prod")},
+		{args: args("get networkpolicies -A -o wide")},
+		{args: args("get np allow-db -n staging -o yaml")},
+		{args: args("delete np allow-web -n prod")},
+		{args: args("get np -A")},
+	})
+	cliScenario(t, b, "bad-input", []step{
+		{args: args("create -f " + td + "broken.yaml"), wantCode: 1},
+		{args: args("create -f " + td + "unknown-kind.yaml"), wantCode: 1},
+		{args: args("get frobnicators"), wantCode: 1},
+		{args: args("get"), wantCode: 1},
+		{args: args("get ippools -o xml"), wantCode: 1},
+		{args: args("create -f " + td + "no-such-file.yaml"), wantCode: 1},
+		{args: args("create"), wantCode: 1},
+	})
+
+	t.Run("missing-config", func(t *testing.T) {
+		none := cliBackend{env: map[string]string{}}
+		out, code := none.run(t, "", "get", "ippools")
+		if code == 0 || !strings.Contains(out, "no datastore configured: set DATASTORE_TYPE") {
+			t.Fatalf("exit %d:\n%s", code, out)
+		}
+	})
+	t.Run("unreachable", func(t *testing.T) {
+		down := cliBackend{env: map[string]string{"DATASTORE_TYPE": "etcdv3", "ETCD_ENDPOINTS": "http://127.0.0.1:1"}}
+		out, code := down.run(t, "", "get", "ippools")
+		if code == 0 || !strings.Contains(out, "datastore unavailable at [http://127.0.0.1:1]") || !strings.Contains(out, "check the datastore is running") {
+			t.Fatalf("exit %d:\n%s", code, out)
+		}
+	})
+	t.Run("corpus", func(t *testing.T) { testCorpusRoundTrip(t, b) })
+}
+
+func mustRead(t *testing.T, path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// testCorpusRoundTrip applies every document of the API's valid corpus
+// (Calico-style YAML for every kind) unchanged, reads each back and checks
+// it equals the input with Calico's defaults applied.
+func testCorpusRoundTrip(t *testing.T, b cliBackend) {
+	files, _ := filepath.Glob("../../api/v3/testdata/valid/*.yaml")
+	if len(files) == 0 {
+		t.Fatal("no corpus")
+	}
+	kinds := map[string]bool{}
+	for _, f := range files {
+		data := mustRead(t, f)
+		docs, err := v3.DecodeYAMLDocuments([]byte(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range docs {
+			r := d.Resource
+			kind := v3.KindOf(r)
+			kinds[kind] = true
+			t.Run(fmt.Sprintf("%s#%d", filepath.Base(f), d.Doc), func(t *testing.T) {
+				js, _ := v3.EncodeJSON(r)
+				if out, code := b.run(t, string(js), "apply", "-f", "-"); code != 0 {
+					t.Fatalf("apply failed:\n%s", out)
+				}
+				getArgs := []string{"get", kind, r.GetName(), "-o", "yaml"}
+				if r.GetNamespace() != "" {
+					getArgs = append(getArgs, "-n", r.GetNamespace())
+				}
+				out, code := b.run(t, "", getArgs...)
+				if code != 0 {
+					t.Fatalf("get failed:\n%s", out)
+				}
+				// Drop the "$ calicoctl ..." and "exit 0" lines.
+				body := strings.SplitN(out, "\n", 3)[2]
+				back, err := v3.DecodeOne([]byte(body))
+				if err != nil {
+					t.Fatalf("reading back: %v\n%s", err, body)
+				}
+				want := r.DeepCopyObject().(v3.Resource)
+				want.Default()
+				for _, o := range []v3.Resource{want, back} {
+					o.SetResourceVersion("")
+					o.SetUID("")
+					o.SetCreationTimestamp(zeroTime)
+				}
+				if d := cmp.Diff(want, back); d != "" {
+					t.Errorf("read back differs from what was applied (-want +got):\n%s", d)
+				}
+				delArgs := []string{"delete", kind, r.GetName()}
+				if r.GetNamespace() != "" {
+					delArgs = append(delArgs, "-n", r.GetNamespace())
+				}
+				if out, code := b.run(t, "", delArgs...); code != 0 {
+					t.Fatalf("delete failed:\n%s", out)
+				}
+			})
+		}
+	}
+	for _, k := range v3.Kinds() {
+		if !kinds[k.Kind] {
+			t.Errorf("corpus has no %s", k.Kind)
+		}
+	}
+}

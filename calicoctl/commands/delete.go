@@ -1,0 +1,85 @@
+package commands
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tabbynet/tabby/datastore"
+)
+
+func newDeleteCmd(a *app) *cobra.Command {
+	f := &writeFlags{}
+	var namespace string
+	cmd := &cobra.Command{
+		Use:   "delete (-f FILENAME | KIND NAME...)",
+		Short: "Delete resources named in files or on the command line",
+		Example: `  calicoctl delete -f ippool.yaml
+  calicoctl delete ippool my-pool
+  calicoctl delete networkpolicy allow-web -n prod --skip-not-exists`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			if ctx == nil {
+				ctx = context.Background()
+			}
+			if len(f.files) > 0 {
+				if len(args) > 0 {
+					return fmt.Errorf("give either -f or KIND NAME..., not both")
+				}
+				return a.runWrite(ctx, "deleted", f, opDelete(f.skipNotExists))
+			}
+			if len(args) < 2 {
+				return fmt.Errorf("name what to delete: calicoctl delete KIND NAME... (or -f FILE)")
+			}
+			info, err := resolveKind(args[0])
+			if err != nil {
+				return err
+			}
+			ns := namespaceFor(info.Namespaced, namespace)
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			done, skipped := 0, 0
+			for _, name := range args[1:] {
+				k := datastore.Key{Kind: info.Kind, Namespace: ns, Name: name}
+				_, err := c.Delete(ctx, k, datastore.DeleteOptions{})
+				if err != nil && f.skipNotExists && isNotFound(err) {
+					skipped++
+					continue
+				}
+				if err != nil {
+					if done > 0 {
+						fmt.Fprintf(a.stdout, "Partial success: deleted the first %d out of %d resources.\n", done, len(args)-1)
+					}
+					return friendly(err)
+				}
+				done++
+			}
+			msg := fmt.Sprintf("Successfully deleted %d resource(s)", done)
+			if skipped > 0 {
+				msg += fmt.Sprintf(", skipped %d", skipped)
+			}
+			fmt.Fprintln(a.stdout, msg+".")
+			return nil
+		},
+	}
+	addFileFlag(cmd, f)
+	cmd.Flags().BoolVar(&f.skipNotExists, "skip-not-exists", false, "treat resources that do not exist as deleted")
+	cmd.Flags().StringVarP(&namespace, "namespace", "n", "", "namespace of namespaced resources (default \"default\")")
+	return cmd
+}
+
+// namespaceFor applies calicoctl's rule: namespaced kinds default to the
+// "default" namespace; cluster-scoped kinds have none.
+func namespaceFor(namespaced bool, flag string) string {
+	if !namespaced {
+		return ""
+	}
+	if flag == "" {
+		return "default"
+	}
+	return flag
+}

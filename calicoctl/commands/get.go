@@ -1,0 +1,110 @@
+package commands
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	v3 "github.com/tabbynet/tabby/api/v3"
+	"github.com/tabbynet/tabby/datastore"
+)
+
+func isNotFound(err error) bool { return errors.Is(err, datastore.ErrNotFound) }
+
+func newGetCmd(a *app) *cobra.Command {
+	var (
+		output, namespace, selector string
+		allNamespaces               bool
+		files                       []string
+	)
+	cmd := &cobra.Command{
+		Use:   "get (KIND [NAME...] | -f FILENAME)",
+		Short: "Show resources",
+		Long: `Show resources of a kind (all, or the named ones), or the ones named in
+files. Output: a table (default), wide (more columns), yaml, json or name.`,
+		Example: `  calicoctl get ippools
+  calicoctl get ippool default-ipv4-ippool -o yaml
+  calicoctl get networkpolicy -A -o wide
+  calicoctl get gnp -l 'team == "net"'
+  calicoctl get -f policy.yaml -o json`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			if ctx == nil {
+				ctx = context.Background()
+			}
+			p, err := newPrinter(output)
+			if err != nil {
+				return err
+			}
+			var targets []datastore.Key
+			var info v3.KindInfo
+			listAll := false
+			switch {
+			case len(files) > 0:
+				if len(args) > 0 {
+					return fmt.Errorf("give either -f or KIND [NAME...], not both")
+				}
+				ins, err := a.readInputs(files, false)
+				if err != nil {
+					return err
+				}
+				for _, in := range ins {
+					targets = append(targets, datastore.KeyOf(in.r))
+				}
+				info, _ = v3.LookupKind(targets[0].Kind)
+			case len(args) == 0:
+				return fmt.Errorf("name a resource type: calicoctl get KIND [NAME...] (e.g. calicoctl get ippools)")
+			default:
+				info, err = resolveKind(args[0])
+				if err != nil {
+					return err
+				}
+				if len(args) == 1 {
+					listAll = true
+				}
+				ns := namespaceFor(info.Namespaced, namespace)
+				if allNamespaces && len(args) > 1 {
+					return fmt.Errorf("-A lists every namespace: it cannot be combined with names")
+				}
+				for _, name := range args[1:] {
+					targets = append(targets, datastore.Key{Kind: info.Kind, Namespace: ns, Name: name})
+				}
+			}
+
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			var items []v3.Resource
+			if listAll {
+				opts := datastore.ListOptions{Selector: selector}
+				if info.Namespaced && !allNamespaces {
+					opts.Namespace = namespaceFor(true, namespace)
+				}
+				l, err := c.List(ctx, info.Kind, opts)
+				if err != nil {
+					return friendly(err)
+				}
+				items = l.Items
+			} else {
+				for _, k := range targets {
+					r, err := c.Get(ctx, k)
+					if err != nil {
+						return fmt.Errorf("%s: %w", k, friendly(err))
+					}
+					items = append(items, r)
+				}
+			}
+			return p.print(a.stdout, info, items, !listAll && len(items) == 1, info.Namespaced)
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "ps", "output format: ps (table), wide, yaml, json, name")
+	cmd.Flags().StringVarP(&namespace, "namespace", "n", "", "namespace of namespaced resources (default \"default\")")
+	cmd.Flags().BoolVarP(&allNamespaces, "all-namespaces", "A", false, "list namespaced resources in every namespace")
+	cmd.Flags().StringVarP(&selector, "selector", "l", "", "only resources whose labels match this Calico selector")
+	cmd.Flags().StringArrayVarP(&files, "filename", "f", nil, "get the resources named in a file, directory or - (stdin)")
+	return cmd
+}

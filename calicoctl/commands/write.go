@@ -1,0 +1,194 @@
+package commands
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	v3 "github.com/tabbynet/tabby/api/v3"
+	"github.com/tabbynet/tabby/datastore"
+)
+
+// writeOp applies one verb to one resource; skipped means it was left
+// alone on purpose (--skip-exists / --skip-not-exists).
+type writeOp func(ctx context.Context, c datastore.Client, r v3.Resource) (skipped bool, err error)
+
+type writeFlags struct {
+	files         []string
+	skipExists    bool
+	skipNotExists bool
+}
+
+// runWrite implements create/apply/replace/delete -f: read and validate
+// every document first, then write them in order and stop at the first
+// failure, saying exactly what was and was not done.
+func (a *app) runWrite(ctx context.Context, past string, flags *writeFlags, op writeOp) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ins, err := a.readInputs(flags.files, past != "deleted")
+	if err != nil {
+		return err
+	}
+	c, err := a.client()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	done, skipped := 0, 0
+	for _, in := range ins {
+		sk, err := op(ctx, c, in.r)
+		if err != nil {
+			if done > 0 {
+				fmt.Fprintf(a.stdout, "Partial success: %s the first %d out of %d resources.\n", past, done, len(ins))
+			}
+			return fmt.Errorf("%s: %w", in.where(), friendly(err))
+		}
+		if sk {
+			skipped++
+		} else {
+			done++
+		}
+	}
+	msg := fmt.Sprintf("Successfully %s %d resource(s)", past, done)
+	if skipped > 0 {
+		msg += fmt.Sprintf(", skipped %d", skipped)
+	}
+	fmt.Fprintln(a.stdout, msg+".")
+	return nil
+}
+
+// friendly adds what to do to the errors users hit most.
+func friendly(err error) error {
+	switch {
+	case errors.Is(err, datastore.ErrAlreadyExists):
+		return fmt.Errorf("%w (use apply or replace to change it, or --skip-exists)", err)
+	case errors.Is(err, datastore.ErrNotFound):
+		return fmt.Errorf("%w (use create or apply to make it)", err)
+	case errors.Is(err, datastore.ErrConflict):
+		return fmt.Errorf("%w (someone else changed it: get it again and retry)", err)
+	case errors.Is(err, datastore.ErrUnavailable):
+		return fmt.Errorf("%w (check the datastore is running and the endpoints in your configuration)", err)
+	}
+	return err
+}
+
+func opCreate(skipExists bool) writeOp {
+	return func(ctx context.Context, c datastore.Client, r v3.Resource) (bool, error) {
+		_, err := c.Create(ctx, r)
+		if skipExists && errors.Is(err, datastore.ErrAlreadyExists) {
+			return true, nil
+		}
+		return false, err
+	}
+}
+
+// opApply creates or updates. With no resourceVersion in the input it
+// updates whatever is stored (retrying lost races); with one it is a
+// compare-and-swap on that version.
+func opApply(ctx context.Context, c datastore.Client, r v3.Resource) (bool, error) {
+	for attempt := 0; ; attempt++ {
+		cur, err := c.Get(ctx, datastore.KeyOf(r))
+		if errors.Is(err, datastore.ErrNotFound) {
+			if _, err = c.Create(ctx, r); errors.Is(err, datastore.ErrAlreadyExists) && attempt < 5 {
+				continue
+			}
+			return false, err
+		}
+		if err != nil {
+			return false, err
+		}
+		if err = updateFrom(ctx, c, r, cur); errors.Is(err, datastore.ErrConflict) && r.GetResourceVersion() == "" && attempt < 5 {
+			time.Sleep(time.Duration(attempt+1) * 20 * time.Millisecond)
+			continue
+		}
+		return false, err
+	}
+}
+
+func opReplace(ctx context.Context, c datastore.Client, r v3.Resource) (bool, error) {
+	cur, err := c.Get(ctx, datastore.KeyOf(r))
+	if err != nil {
+		return false, err
+	}
+	return false, updateFrom(ctx, c, r, cur)
+}
+
+// updateFrom writes r over cur, keeping cur's identity and version unless
+// the input pins a version.
+func updateFrom(ctx context.Context, c datastore.Client, r, cur v3.Resource) error {
+	u := r.DeepCopyObject().(v3.Resource)
+	if u.GetResourceVersion() == "" {
+		u.SetResourceVersion(cur.GetResourceVersion())
+	}
+	u.SetUID(cur.GetUID())
+	u.SetCreationTimestamp(cur.GetCreationTimestamp())
+	_, err := c.Update(ctx, u)
+	return err
+}
+
+func opDelete(skipNotExists bool) writeOp {
+	return func(ctx context.Context, c datastore.Client, r v3.Resource) (bool, error) {
+		_, err := c.Delete(ctx, datastore.KeyOf(r), datastore.DeleteOptions{ResourceVersion: r.GetResourceVersion()})
+		if skipNotExists && errors.Is(err, datastore.ErrNotFound) {
+			return true, nil
+		}
+		return false, err
+	}
+}
+
+func newCreateCmd(a *app) *cobra.Command {
+	f := &writeFlags{}
+	cmd := &cobra.Command{
+		Use:   "create -f FILENAME",
+		Short: "Create resources from files; fails for any that already exist",
+		Example: `  calicoctl create -f ippool.yaml
+  calicoctl create -f policies/ --skip-exists
+  cat pool.yaml | calicoctl create -f -`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.runWrite(cmd.Context(), "created", f, opCreate(f.skipExists))
+		},
+	}
+	addFileFlag(cmd, f)
+	cmd.Flags().BoolVar(&f.skipExists, "skip-exists", false, "leave resources that already exist alone instead of failing")
+	return cmd
+}
+
+func newApplyCmd(a *app) *cobra.Command {
+	f := &writeFlags{}
+	cmd := &cobra.Command{
+		Use:   "apply -f FILENAME",
+		Short: "Create resources, or update them if they exist",
+		Example: `  calicoctl apply -f ippool.yaml
+  calicoctl apply -f manifests/`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.runWrite(cmd.Context(), "applied", f, opApply)
+		},
+	}
+	addFileFlag(cmd, f)
+	return cmd
+}
+
+func newReplaceCmd(a *app) *cobra.Command {
+	f := &writeFlags{}
+	cmd := &cobra.Command{
+		Use:     "replace -f FILENAME",
+		Short:   "Replace existing resources; fails for any that do not exist",
+		Example: `  calicoctl replace -f ippool.yaml`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.runWrite(cmd.Context(), "replaced", f, opReplace)
+		},
+	}
+	addFileFlag(cmd, f)
+	return cmd
+}
+
+func addFileFlag(cmd *cobra.Command, f *writeFlags) {
+	cmd.Flags().StringArrayVarP(&f.files, "filename", "f", nil, "file, directory of *.yaml/*.yml/*.json, or - for stdin (repeatable)")
+}

@@ -1,0 +1,160 @@
+package dsconfig
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	kjson "sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
+)
+
+// Datastore types, as Calico spells them.
+const (
+	TypeEtcdV3     = "etcdv3"
+	TypeKubernetes = "kubernetes"
+)
+
+// DefaultConfigFile is where calicoctl looks when --config is not given.
+const DefaultConfigFile = "/etc/calico/calicoctl.cfg"
+
+// ErrNotConfigured means neither a config file nor the environment says
+// which datastore to use.
+var ErrNotConfigured = errors.New("no datastore configured")
+
+// Spec is the spec of a CalicoAPIConfig (field names as Calico's).
+type Spec struct {
+	DatastoreType string `json:"datastoreType,omitempty"`
+
+	EtcdEndpoints  string `json:"etcdEndpoints,omitempty"`
+	EtcdUsername   string `json:"etcdUsername,omitempty"`
+	EtcdPassword   string `json:"etcdPassword,omitempty"`
+	EtcdKeyFile    string `json:"etcdKeyFile,omitempty"`
+	EtcdCertFile   string `json:"etcdCertFile,omitempty"`
+	EtcdCACertFile string `json:"etcdCACertFile,omitempty"`
+
+	Kubeconfig               string `json:"kubeconfig,omitempty"`
+	K8sAPIEndpoint           string `json:"k8sAPIEndpoint,omitempty"`
+	K8sKeyFile               string `json:"k8sKeyFile,omitempty"`
+	K8sCertFile              string `json:"k8sCertFile,omitempty"`
+	K8sCAFile                string `json:"k8sCAFile,omitempty"`
+	K8sAPIToken              string `json:"k8sAPIToken,omitempty"`
+	K8sInsecureSkipTLSVerify bool   `json:"k8sInsecureSkipTLSVerify,omitempty"`
+}
+
+// APIConfig is the CalicoAPIConfig document.
+type APIConfig struct {
+	APIVersion string         `json:"apiVersion"`
+	Kind       string         `json:"kind"`
+	Metadata   map[string]any `json:"metadata,omitempty"`
+	Spec       Spec           `json:"spec"`
+}
+
+// envVars maps each environment variable to the field it sets. Calico
+// also accepts the upper-snake form of each spec field; these are the ones
+// its documentation names.
+var envVars = []struct {
+	name string
+	set  func(*Spec, string)
+}{
+	{"DATASTORE_TYPE", func(s *Spec, v string) { s.DatastoreType = v }},
+	{"ETCD_ENDPOINTS", func(s *Spec, v string) { s.EtcdEndpoints = v }},
+	{"ETCD_USERNAME", func(s *Spec, v string) { s.EtcdUsername = v }},
+	{"ETCD_PASSWORD", func(s *Spec, v string) { s.EtcdPassword = v }},
+	{"ETCD_KEY_FILE", func(s *Spec, v string) { s.EtcdKeyFile = v }},
+	{"ETCD_CERT_FILE", func(s *Spec, v string) { s.EtcdCertFile = v }},
+	{"ETCD_CA_CERT_FILE", func(s *Spec, v string) { s.EtcdCACertFile = v }},
+	{"KUBECONFIG", func(s *Spec, v string) { s.Kubeconfig = v }},
+	{"K8S_API_ENDPOINT", func(s *Spec, v string) { s.K8sAPIEndpoint = v }},
+	{"K8S_KEY_FILE", func(s *Spec, v string) { s.K8sKeyFile = v }},
+	{"K8S_CERT_FILE", func(s *Spec, v string) { s.K8sCertFile = v }},
+	{"K8S_CA_FILE", func(s *Spec, v string) { s.K8sCAFile = v }},
+	{"K8S_API_TOKEN", func(s *Spec, v string) { s.K8sAPIToken = v }},
+	{"K8S_INSECURE_SKIP_TLS_VERIFY", func(s *Spec, v string) { s.K8sInsecureSkipTLSVerify = v == "true" }},
+}
+
+// Load reads the config file at path (if it exists; a missing file is not
+// an error unless explicit is true) and then applies the environment.
+// It fails with ErrNotConfigured when nothing names a datastore.
+func Load(path string, explicit bool, getenv func(string) string) (Spec, error) {
+	var spec Spec
+	data, err := os.ReadFile(path)
+	switch {
+	case err == nil:
+		cfg, err := Parse(data)
+		if err != nil {
+			return Spec{}, fmt.Errorf("config file %s: %w", path, err)
+		}
+		spec = cfg.Spec
+	case explicit || !errors.Is(err, os.ErrNotExist):
+		return Spec{}, fmt.Errorf("reading config file: %w", err)
+	}
+	for _, ev := range envVars {
+		if v := getenv(ev.name); v != "" {
+			ev.set(&spec, v)
+		}
+	}
+	if spec.DatastoreType == "" {
+		switch {
+		case spec.EtcdEndpoints != "":
+			spec.DatastoreType = TypeEtcdV3
+		case spec.Kubeconfig != "" || spec.K8sAPIEndpoint != "":
+			spec.DatastoreType = TypeKubernetes
+		default:
+			return Spec{}, fmt.Errorf("%w: set DATASTORE_TYPE=etcdv3 with ETCD_ENDPOINTS, or DATASTORE_TYPE=kubernetes with KUBECONFIG, or write %s (kind CalicoAPIConfig)", ErrNotConfigured, path)
+		}
+	}
+	return spec, spec.Validate()
+}
+
+// Parse decodes a CalicoAPIConfig document strictly.
+func Parse(data []byte) (APIConfig, error) {
+	var cfg APIConfig
+	js, err := yaml.YAMLToJSONStrict(data)
+	if err != nil {
+		return APIConfig{}, fmt.Errorf("not valid YAML: %w", err)
+	}
+	strict, err := kjson.UnmarshalStrict(js, &cfg, kjson.DisallowUnknownFields, kjson.DisallowDuplicateFields)
+	if err == nil && len(strict) > 0 {
+		err = strict[0]
+	}
+	if err != nil {
+		return APIConfig{}, fmt.Errorf("not a valid CalicoAPIConfig: %w", err)
+	}
+	if cfg.Kind != "CalicoAPIConfig" {
+		return APIConfig{}, fmt.Errorf("kind is %q, want CalicoAPIConfig", cfg.Kind)
+	}
+	if cfg.APIVersion != "projectcalico.org/v3" {
+		return APIConfig{}, fmt.Errorf("apiVersion is %q, want projectcalico.org/v3", cfg.APIVersion)
+	}
+	return cfg, nil
+}
+
+// Validate checks the spec names a usable datastore.
+func (s Spec) Validate() error {
+	switch s.DatastoreType {
+	case TypeEtcdV3:
+		if len(s.Endpoints()) == 0 {
+			return fmt.Errorf("%w: datastoreType etcdv3 needs etcdEndpoints (ETCD_ENDPOINTS), e.g. http://127.0.0.1:2379", ErrNotConfigured)
+		}
+	case TypeKubernetes:
+		if s.Kubeconfig == "" && s.K8sAPIEndpoint == "" && os.Getenv("KUBERNETES_SERVICE_HOST") == "" {
+			return fmt.Errorf("%w: datastoreType kubernetes needs kubeconfig (KUBECONFIG) or k8sAPIEndpoint, or must run in a pod", ErrNotConfigured)
+		}
+	default:
+		return fmt.Errorf("datastoreType %q is not supported: use %s or %s", s.DatastoreType, TypeEtcdV3, TypeKubernetes)
+	}
+	return nil
+}
+
+// Endpoints splits the comma-separated etcd endpoint list.
+func (s Spec) Endpoints() []string {
+	var out []string
+	for _, e := range strings.Split(s.EtcdEndpoints, ",") {
+		if e = strings.TrimSpace(e); e != "" {
+			out = append(out, e)
+		}
+	}
+	return out
+}
