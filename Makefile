@@ -10,7 +10,7 @@ all: build
 ## build: every binary into bin/
 build:
 	@mkdir -p $(BIN)
-	@pkgs=$$($(GO) list -f '{{if eq .Name "main"}}{{.ImportPath}}{{end}}' ./... ); \
+	@pkgs=$$($(GO) list -f '{{if eq .Name "main"}}{{.ImportPath}}{{end}}' ./... | grep -v /hack/); \
 	if [ -n "$$pkgs" ]; then $(GO) build -o $(BIN)/ $$pkgs; fi
 
 ## test: unit tests (no root needed), with the race detector

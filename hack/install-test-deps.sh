@@ -2,7 +2,7 @@
 # Installs the system packages Tabby's tests use (Debian). Idempotent: skips
 # apt when everything is present. Needs root.
 set -euo pipefail
-pkgs=(make git iproute2 iptables ipset)
+pkgs=(make git iproute2 iptables ipset conntrack bird2 ncat)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
