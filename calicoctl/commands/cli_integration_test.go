@@ -109,6 +109,7 @@ func TestCLIEtcd(t *testing.T) {
 	b := etcdBackend(t)
 	td := "testdata/cli/"
 	cliScenario(t, b, "pools", []step{
+		{args: args("version")},
 		{args: args("create -f " + td + "pools.yaml")},
 		{args: args("get ippools")},
 		{args: args("get ippools -o wide")},
@@ -171,6 +172,10 @@ func TestCLIEtcd(t *testing.T) {
 		}
 	})
 	t.Run("corpus", func(t *testing.T) { testCorpusRoundTrip(t, b) })
+	cliScenario(t, b, "version-initialised", []step{
+		{args: args("apply -f -"), stdin: "apiVersion: projectcalico.org/v3\nkind: ClusterInformation\nmetadata: {name: default}\nspec: {calicoVersion: v3.30.0, clusterType: 'k8s,bgp'}\n"},
+		{args: args("version")},
+	})
 }
 
 func mustRead(t *testing.T, path string) string {

@@ -6,12 +6,15 @@
 package commands
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 
 	"github.com/spf13/cobra"
 
+	v3 "github.com/tabbynet/tabby/api/v3"
 	"github.com/tabbynet/tabby/datastore"
 	"github.com/tabbynet/tabby/datastore/dsconfig"
 )
@@ -30,11 +33,13 @@ type app struct {
 	defaultConfig string
 	// newClient builds the datastore client; replaced in tests.
 	newClient func(dsconfig.Spec) (datastore.Client, error)
+	// probe inspects the host for node checksystem; replaced in tests.
+	probe func() systemProbe
 }
 
 // Execute runs calicoctl with args and returns the process exit code.
 func Execute(args []string, stdout, stderr io.Writer) int {
-	return run(&app{stdin: os.Stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv, newClient: dsconfig.New, defaultConfig: dsconfig.DefaultConfigFile}, args)
+	return run(&app{stdin: os.Stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv, newClient: dsconfig.New, defaultConfig: dsconfig.DefaultConfigFile, probe: realProbe}, args)
 }
 
 func run(a *app, args []string) int {
@@ -69,7 +74,7 @@ ETCD_ENDPOINTS, KUBECONFIG, K8S_API_ENDPOINT.`,
 	root.AddCommand(
 		newCreateCmd(a), newApplyCmd(a), newReplaceCmd(a), newDeleteCmd(a),
 		newGetCmd(a), newPatchCmd(a), newLabelCmd(a),
-		newValidateCmd(), newVersionCmd(a),
+		newNodeCmd(a), newValidateCmd(), newVersionCmd(a),
 	)
 	return root
 }
@@ -89,12 +94,36 @@ func (a *app) client() (datastore.Client, error) {
 
 func newVersionCmd(a *app) *cobra.Command {
 	return &cobra.Command{
-		Use:     "version",
-		Short:   "Print the client version",
-		Example: "  calicoctl version",
-		Args:    cobra.NoArgs,
+		Use:   "version",
+		Short: "Print the client version, and the cluster's when a datastore is configured",
+		Example: `  calicoctl version
+  DATASTORE_TYPE=kubernetes KUBECONFIG=~/.kube/config calicoctl version`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			fmt.Fprintf(a.stdout, "Client Version:    %s\n", Version)
+			c, err := a.client()
+			if errors.Is(err, dsconfig.ErrNotConfigured) {
+				return nil // no datastore: the client version is all there is
+			}
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			ctx := cmd.Context()
+			if ctx == nil {
+				ctx = context.Background()
+			}
+			r, err := c.Get(ctx, datastore.Key{Kind: v3.KindClusterInformation, Name: "default"})
+			if errors.Is(err, datastore.ErrNotFound) {
+				fmt.Fprintln(a.stdout, "Cluster Version:   unknown (no ClusterInformation yet: the node agent creates it on first start)")
+				return nil
+			}
+			if err != nil {
+				return fmt.Errorf("reading the cluster version: %w", friendly(err))
+			}
+			ci := r.(*v3.ClusterInformation)
+			fmt.Fprintf(a.stdout, "Cluster Version:   %s\n", ci.Spec.CalicoVersion)
+			fmt.Fprintf(a.stdout, "Cluster Type:      %s\n", ci.Spec.ClusterType)
 			return nil
 		},
 	}
