@@ -1,0 +1,241 @@
+package netconf
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+
+	"github.com/containernetworking/cni/pkg/types"
+)
+
+// Datastore types.
+const (
+	DatastoreEtcdV3     = "etcdv3"
+	DatastoreKubernetes = "kubernetes"
+)
+
+// DefaultMTU is used when the config sets none (Calico's default).
+const DefaultMTU = 1500
+
+// DefaultNodenameFile is where calico-node writes the node name.
+const DefaultNodenameFile = "/var/lib/calico/nodename"
+
+// Kubernetes holds the `kubernetes` section.
+type Kubernetes struct {
+	Kubeconfig string `json:"kubeconfig,omitempty"`
+	K8sAPIRoot string `json:"k8s_api_root,omitempty"`
+}
+
+// Policy holds the `policy` section.
+type Policy struct {
+	PolicyType string `json:"type,omitempty"`
+}
+
+// ContainerSettings holds `container_settings`.
+type ContainerSettings struct {
+	AllowIPForwarding bool `json:"allow_ip_forwarding,omitempty"`
+}
+
+// NetConf is the calico plugin's configuration.
+type NetConf struct {
+	types.PluginConf
+
+	DatastoreType  string `json:"datastore_type,omitempty"`
+	EtcdEndpoints  string `json:"etcd_endpoints,omitempty"`
+	EtcdDiscovery  string `json:"etcd_discovery_srv,omitempty"`
+	EtcdKeyFile    string `json:"etcd_key_file,omitempty"`
+	EtcdCertFile   string `json:"etcd_cert_file,omitempty"`
+	EtcdCaCertFile string `json:"etcd_ca_cert_file,omitempty"`
+
+	Kubernetes Kubernetes `json:"kubernetes,omitempty"`
+	Policy     Policy     `json:"policy,omitempty"`
+
+	Nodename             string `json:"nodename,omitempty"`
+	NodenameFile         string `json:"nodename_file,omitempty"`
+	NodenameFileOptional bool   `json:"nodename_file_optional,omitempty"`
+
+	MTU               int               `json:"mtu,omitempty"`
+	ContainerSettings ContainerSettings `json:"container_settings,omitempty"`
+	LogLevel          string            `json:"log_level,omitempty"`
+	LogFilePath       string            `json:"log_file_path,omitempty"`
+
+	// Calico's IPAM plugin reads these from the same config.
+	IncludeDefaultRoutes bool `json:"include_default_routes,omitempty"`
+	FeatureControl       struct {
+		IPAddrsNoIpam bool `json:"ip_addrs_no_ipam,omitempty"`
+		FloatingIPs   bool `json:"floating_ips,omitempty"`
+	} `json:"feature_control,omitempty"`
+	NumQueues int `json:"num_queues,omitempty"`
+}
+
+// Error is a configuration error carrying its CNI error code.
+type Error struct {
+	Code  uint // types.ErrDecodingFailure, types.ErrInvalidNetworkConfig, ...
+	Field string
+	Msg   string
+}
+
+func (e *Error) Error() string {
+	if e.Field == "" {
+		return e.Msg
+	}
+	return e.Field + ": " + e.Msg
+}
+
+// CNI turns the error into the CNI spec's error object.
+func (e *Error) CNI() *types.Error {
+	return types.NewError(e.Code, e.Error(), "")
+}
+
+func invalid(field, format string, args ...any) *Error {
+	return &Error{Code: types.ErrInvalidNetworkConfig, Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
+// Parse decodes and validates a network configuration, filling Calico's
+// defaults. Errors are *Error with code 6 (decode) or 7 (invalid).
+func Parse(data []byte) (*NetConf, error) {
+	var c NetConf
+	if err := json.Unmarshal(data, &c); err != nil {
+		return nil, &Error{Code: types.ErrDecodingFailure, Msg: "network configuration is not valid JSON: " + err.Error()}
+	}
+	if err := c.defaultAndValidate(); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+func (c *NetConf) defaultAndValidate() error {
+	if c.Name == "" {
+		return invalid("name", "is required (the network's name)")
+	}
+	if c.Type == "" {
+		return invalid("type", "is required")
+	}
+	if c.DatastoreType == "" {
+		c.DatastoreType = DatastoreEtcdV3
+		if c.EtcdEndpoints == "" && (c.Kubernetes.Kubeconfig != "" || c.Kubernetes.K8sAPIRoot != "") {
+			c.DatastoreType = DatastoreKubernetes
+		}
+	}
+	switch c.DatastoreType {
+	case DatastoreEtcdV3:
+		if c.EtcdEndpoints == "" && c.EtcdDiscovery == "" {
+			return invalid("etcd_endpoints", "is required with datastore_type etcdv3 (e.g. \"http://127.0.0.1:2379\")")
+		}
+		for _, ep := range c.Endpoints() {
+			if !strings.HasPrefix(ep, "http://") && !strings.HasPrefix(ep, "https://") {
+				return invalid("etcd_endpoints", "%q is not an http:// or https:// URL", ep)
+			}
+		}
+	case DatastoreKubernetes:
+		if c.Kubernetes.Kubeconfig == "" && c.Kubernetes.K8sAPIRoot == "" {
+			return invalid("kubernetes.kubeconfig", "is required with datastore_type kubernetes")
+		}
+	default:
+		return invalid("datastore_type", "%q is not supported: use %q or %q", c.DatastoreType, DatastoreEtcdV3, DatastoreKubernetes)
+	}
+	if c.MTU == 0 {
+		c.MTU = DefaultMTU
+	}
+	if c.MTU < 576 || c.MTU > 65535 {
+		return invalid("mtu", "%d is outside 576-65535", c.MTU)
+	}
+	if c.IPAM.Type == "" {
+		return invalid("ipam.type", "is required (calico-ipam, or another IPAM plugin such as host-local)")
+	}
+	if c.Policy.PolicyType != "" && c.Policy.PolicyType != "k8s" {
+		return invalid("policy.type", "%q is not supported: use \"k8s\" or leave it out", c.Policy.PolicyType)
+	}
+	switch strings.ToLower(c.LogLevel) {
+	case "", "debug", "info", "warning", "warn", "error", "fatal", "panic":
+	default:
+		return invalid("log_level", "%q is not one of debug, info, warning, error", c.LogLevel)
+	}
+	if c.NodenameFile == "" {
+		c.NodenameFile = DefaultNodenameFile
+	}
+	return nil
+}
+
+// Endpoints splits etcd_endpoints.
+func (c *NetConf) Endpoints() []string {
+	var out []string
+	for _, e := range strings.Split(c.EtcdEndpoints, ",") {
+		if e = strings.TrimSpace(e); e != "" {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// ResolveNodename returns the node name as Calico determines it: the
+// `nodename` key, else the nodename file, else the hostname.
+func (c *NetConf) ResolveNodename(hostname func() (string, error)) (string, error) {
+	if c.Nodename != "" {
+		return c.Nodename, nil
+	}
+	b, err := os.ReadFile(c.NodenameFile)
+	switch {
+	case err == nil:
+		if n := strings.TrimSpace(string(b)); n != "" {
+			return n, nil
+		}
+	case errors.Is(err, os.ErrNotExist) && !c.nodenameFileRequired():
+	default:
+		return "", &Error{Code: types.ErrInvalidEnvironmentVariables, Field: "nodename_file",
+			Msg: fmt.Sprintf("reading %s: %v (is calico-node running on this host? set nodename_file_optional to fall back to the hostname)", c.NodenameFile, err)}
+	}
+	h, err := hostname()
+	if err != nil {
+		return "", &Error{Code: types.ErrInternal, Msg: "determining the hostname: " + err.Error()}
+	}
+	return strings.ToLower(strings.TrimSpace(h)), nil
+}
+
+// nodenameFileRequired reports whether a missing nodename file is an
+// error: only when the user pointed at one and did not mark it optional.
+func (c *NetConf) nodenameFileRequired() bool {
+	return c.NodenameFile != DefaultNodenameFile && !c.NodenameFileOptional
+}
+
+// Args are the CNI_ARGS Kubernetes runtimes pass.
+type Args struct {
+	types.CommonArgs
+	K8S_POD_NAME               types.UnmarshallableString //nolint:revive // CNI's names
+	K8S_POD_NAMESPACE          types.UnmarshallableString //nolint:revive
+	K8S_POD_INFRA_CONTAINER_ID types.UnmarshallableString //nolint:revive
+	K8S_POD_UID                types.UnmarshallableString //nolint:revive
+}
+
+// ParseArgs parses CNI_ARGS ("K=V;K=V"), ignoring unknown keys.
+func ParseArgs(s string) (*Args, error) {
+	a := &Args{}
+	a.IgnoreUnknown = true
+	if err := types.LoadArgs(s, a); err != nil {
+		return nil, &Error{Code: types.ErrInvalidEnvironmentVariables, Field: "CNI_ARGS", Msg: err.Error()}
+	}
+	return a, nil
+}
+
+// IsKubernetes reports whether the runtime called on behalf of a pod.
+func (a *Args) IsKubernetes() bool { return a.K8S_POD_NAME != "" && a.K8S_POD_NAMESPACE != "" }
+
+// ParseIPList parses a JSON list of IPs, as in the ipAddrs annotation.
+func ParseIPList(field, s string) ([]net.IP, error) {
+	var raw []string
+	if err := json.Unmarshal([]byte(s), &raw); err != nil {
+		return nil, invalid(field, "%q is not a JSON list of addresses: %v", s, err)
+	}
+	out := make([]net.IP, 0, len(raw))
+	for _, r := range raw {
+		ip := net.ParseIP(r)
+		if ip == nil {
+			return nil, invalid(field, "%q is not an IP address", r)
+		}
+		out = append(out, ip)
+	}
+	return out, nil
+}

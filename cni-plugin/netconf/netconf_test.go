@@ -1,0 +1,133 @@
+package netconf
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/containernetworking/cni/pkg/types"
+)
+
+// calicoConflistPlugin is the calico plugin's entry of the conflist Calico's
+// own manifests install, unchanged.
+const calicoConflistPlugin = `{
+  "type": "calico",
+  "name": "k8s-pod-network",
+  "cniVersion": "1.0.0",
+  "log_level": "info",
+  "log_file_path": "/var/log/calico/cni/cni.log",
+  "datastore_type": "kubernetes",
+  "nodename": "node1",
+  "mtu": 1440,
+  "ipam": { "type": "calico-ipam" },
+  "policy": { "type": "k8s" },
+  "kubernetes": { "kubeconfig": "/etc/cni/net.d/calico-kubeconfig" },
+  "container_settings": { "allow_ip_forwarding": true }
+}`
+
+func TestParseCalicoConfig(t *testing.T) {
+	c, err := Parse([]byte(calicoConflistPlugin))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.DatastoreType != DatastoreKubernetes || c.MTU != 1440 || c.IPAM.Type != "calico-ipam" ||
+		c.Kubernetes.Kubeconfig != "/etc/cni/net.d/calico-kubeconfig" || !c.ContainerSettings.AllowIPForwarding ||
+		c.Policy.PolicyType != "k8s" || c.Nodename != "node1" {
+		t.Fatalf("parsed %+v", c)
+	}
+	etcd, err := Parse([]byte(`{"name":"n","type":"calico","etcd_endpoints":"http://127.0.0.1:2379, http://10.0.0.2:2379","ipam":{"type":"host-local","subnet":"10.1.0.0/24"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if etcd.DatastoreType != DatastoreEtcdV3 || etcd.MTU != DefaultMTU || strings.Join(etcd.Endpoints(), ",") != "http://127.0.0.1:2379,http://10.0.0.2:2379" {
+		t.Fatalf("defaults: %+v", etcd)
+	}
+}
+
+func TestParseBadConfig(t *testing.T) {
+	base := `"name":"n","type":"calico","ipam":{"type":"calico-ipam"}`
+	tests := []struct {
+		name, in string
+		code     uint
+		want     string
+	}{
+		{"malformed JSON", `{"name":`, types.ErrDecodingFailure, "not valid JSON"},
+		{"not an object", `[1,2]`, types.ErrDecodingFailure, "not valid JSON"},
+		{"missing name", `{"type":"calico","etcd_endpoints":"http://a:1","ipam":{"type":"calico-ipam"}}`, types.ErrInvalidNetworkConfig, "name: is required"},
+		{"unknown datastore", `{` + base + `,"datastore_type":"consul"}`, types.ErrInvalidNetworkConfig, `datastore_type: "consul" is not supported`},
+		{"etcd without endpoints", `{` + base + `,"datastore_type":"etcdv3"}`, types.ErrInvalidNetworkConfig, "etcd_endpoints: is required"},
+		{"etcd endpoint not a URL", `{` + base + `,"etcd_endpoints":"127.0.0.1:2379"}`, types.ErrInvalidNetworkConfig, `etcd_endpoints: "127.0.0.1:2379" is not an http`},
+		{"kubernetes without kubeconfig", `{` + base + `,"datastore_type":"kubernetes"}`, types.ErrInvalidNetworkConfig, "kubernetes.kubeconfig: is required"},
+		{"MTU too small", `{` + base + `,"etcd_endpoints":"http://a:1","mtu":100}`, types.ErrInvalidNetworkConfig, "mtu: 100 is outside 576-65535"},
+		{"MTU not a number", `{` + base + `,"etcd_endpoints":"http://a:1","mtu":"big"}`, types.ErrDecodingFailure, "not valid JSON"},
+		{"no ipam", `{"name":"n","type":"calico","etcd_endpoints":"http://a:1"}`, types.ErrInvalidNetworkConfig, "ipam.type: is required"},
+		{"bad policy type", `{` + base + `,"etcd_endpoints":"http://a:1","policy":{"type":"opa"}}`, types.ErrInvalidNetworkConfig, `policy.type: "opa" is not supported`},
+		{"bad log level", `{` + base + `,"etcd_endpoints":"http://a:1","log_level":"chatty"}`, types.ErrInvalidNetworkConfig, `log_level: "chatty"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte(tc.in))
+			var ce *Error
+			if !errors.As(err, &ce) {
+				t.Fatalf("error %v is not a netconf.Error", err)
+			}
+			if ce.Code != tc.code || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got code %d %q, want code %d containing %q", ce.Code, err, tc.code, tc.want)
+			}
+		})
+	}
+}
+
+func TestResolveNodename(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "nodename")
+	os.WriteFile(file, []byte("node-from-file\n"), 0o644)
+	host := func() (string, error) { return "Host-A", nil }
+	tests := []struct {
+		name string
+		c    NetConf
+		want string
+		err  string
+	}{
+		{"config wins", NetConf{Nodename: "n1", NodenameFile: file}, "n1", ""},
+		{"file", NetConf{NodenameFile: file}, "node-from-file", ""},
+		{"optional missing file: hostname", NetConf{NodenameFile: filepath.Join(dir, "none"), NodenameFileOptional: true}, "host-a", ""},
+		{"required missing file", NetConf{NodenameFile: filepath.Join(dir, "none")}, "", "is calico-node running"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := tc.c.ResolveNodename(host)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Fatalf("got %q %v, want %q", got, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestParseArgs(t *testing.T) {
+	a, err := ParseArgs("IgnoreUnknown=1;K8S_POD_NAMESPACE=prod;K8S_POD_NAME=web-0;K8S_POD_INFRA_CONTAINER_ID=abc;OTHER=x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !a.IsKubernetes() || a.K8S_POD_NAME != "web-0" || a.K8S_POD_NAMESPACE != "prod" {
+		t.Fatalf("%+v", a)
+	}
+	if _, err := ParseArgs("garbage"); err == nil {
+		t.Fatal("accepted garbage CNI_ARGS")
+	}
+	ips, err := ParseIPList("ipAddrs", `["10.0.0.5","fd00::5"]`)
+	if err != nil || len(ips) != 2 {
+		t.Fatal(ips, err)
+	}
+	if _, err := ParseIPList("ipAddrs", `["10.0.0.500"]`); err == nil {
+		t.Fatal("accepted a bad IP")
+	}
+}

@@ -1,0 +1,260 @@
+package wiring
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"syscall"
+
+	"github.com/containernetworking/plugins/pkg/ip"
+	"github.com/containernetworking/plugins/pkg/ns"
+	"github.com/vishvananda/netlink"
+)
+
+// Pod describes one pod interface.
+type Pod struct {
+	NetNSPath         string      // the pod's network namespace
+	ContainerIf       string      // usually eth0
+	HostIf            string      // cali...
+	Addrs             []net.IPNet // the pod's addresses, each /32 or /128
+	MTU               int
+	AllowIPForwarding bool
+	HostNS            ns.NetNS // where the host end and routes go
+}
+
+// Result is what Setup made.
+type Result struct {
+	HostMAC      string
+	ContainerMAC string
+	Sandbox      string
+}
+
+// Setup wires the pod. On error nothing it created is left behind.
+func Setup(p Pod) (res *Result, err error) {
+	podNS, err := ns.GetNS(p.NetNSPath)
+	if err != nil {
+		return nil, fmt.Errorf("opening pod netns %s: %w", p.NetNSPath, err)
+	}
+	defer podNS.Close()
+
+	// A stale host end with our name (a pod re-created with the same
+	// name) would block the new one: remove it first, as Calico does.
+	if err := p.HostNS.Do(func(ns.NetNS) error { return deleteLinkIfExists(p.HostIf) }); err != nil {
+		return nil, fmt.Errorf("removing stale %s: %w", p.HostIf, err)
+	}
+	defer func() {
+		if err != nil {
+			_ = Teardown(p.HostNS, p.HostIf, p.NetNSPath, p.ContainerIf)
+		}
+	}()
+
+	res = &Result{Sandbox: p.NetNSPath}
+	err = podNS.Do(func(ns.NetNS) error {
+		_, cont, err := ip.SetupVethWithName(p.ContainerIf, p.HostIf, p.MTU, "", p.HostNS)
+		if err != nil {
+			return fmt.Errorf("creating veth %s/%s: %w", p.ContainerIf, p.HostIf, err)
+		}
+		res.ContainerMAC = cont.HardwareAddr.String()
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err = p.HostNS.Do(func(ns.NetNS) error { return setupHostSide(p) }); err != nil {
+		return nil, err
+	}
+	res.HostMAC = HostMAC
+	if err = podNS.Do(func(ns.NetNS) error { return setupPodSide(p) }); err != nil {
+		return nil, err
+	}
+	if err = p.HostNS.Do(func(ns.NetNS) error { return addHostRoutes(p) }); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+func hasV6(addrs []net.IPNet) bool {
+	for _, a := range addrs {
+		if a.IP.To4() == nil {
+			return true
+		}
+	}
+	return false
+}
+
+func setupHostSide(p Pod) error {
+	link, err := netlink.LinkByName(p.HostIf)
+	if err != nil {
+		return fmt.Errorf("finding %s on the node: %w", p.HostIf, err)
+	}
+	mac, _ := net.ParseMAC(HostMAC)
+	if err := netlink.LinkSetHardwareAddr(link, mac); err != nil {
+		return fmt.Errorf("setting %s MAC: %w", p.HostIf, err)
+	}
+	sysctls := map[string]string{
+		"ipv4/conf/" + p.HostIf + "/proxy_arp":    "1",
+		"ipv4/neigh/" + p.HostIf + "/proxy_delay": "0",
+		"ipv4/conf/" + p.HostIf + "/forwarding":   "1",
+	}
+	if hasV6(p.Addrs) {
+		// No DAD: the link-local next hop must answer the moment it is up.
+		sysctls["ipv6/conf/"+p.HostIf+"/accept_dad"] = "0"
+		sysctls["ipv6/conf/"+p.HostIf+"/proxy_ndp"] = "1"
+		sysctls["ipv6/conf/"+p.HostIf+"/accept_ra"] = "0"
+		sysctls["ipv6/conf/"+p.HostIf+"/forwarding"] = "1"
+	}
+	for k, v := range sysctls {
+		if err := writeSysctl(k, v); err != nil {
+			return err
+		}
+	}
+	if err := netlink.LinkSetUp(link); err != nil {
+		return fmt.Errorf("bringing %s up: %w", p.HostIf, err)
+	}
+	return nil
+}
+
+func setupPodSide(p Pod) error {
+	link, err := netlink.LinkByName(p.ContainerIf)
+	if err != nil {
+		return fmt.Errorf("finding %s in the pod: %w", p.ContainerIf, err)
+	}
+	if hasV6(p.Addrs) {
+		if err := writeSysctl("ipv6/conf/"+p.ContainerIf+"/accept_dad", "0"); err != nil {
+			return err
+		}
+	}
+	for _, a := range p.Addrs {
+		a := a
+		if err := netlink.AddrAdd(link, &netlink.Addr{IPNet: &a}); err != nil {
+			return fmt.Errorf("adding %s to %s: %w", a.String(), p.ContainerIf, err)
+		}
+	}
+	if err := netlink.LinkSetUp(link); err != nil {
+		return fmt.Errorf("bringing %s up: %w", p.ContainerIf, err)
+	}
+	for _, r := range podRoutes(link.Attrs().Index, p.Addrs) {
+		r := r
+		if err := netlink.RouteAdd(&r); err != nil && !errors.Is(err, syscall.EEXIST) {
+			return fmt.Errorf("adding pod route %s: %w", r.String(), err)
+		}
+	}
+	if p.AllowIPForwarding {
+		if err := writeSysctl("ipv4/ip_forward", "1"); err != nil {
+			return err
+		}
+		if hasV6(p.Addrs) {
+			if err := writeSysctl("ipv6/conf/all/forwarding", "1"); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// podRoutes are the routes inside the pod: the gateway as a link route and
+// the default through it, per address family in use.
+func podRoutes(ifIndex int, addrs []net.IPNet) []netlink.Route {
+	var rs []netlink.Route
+	v4, v6 := false, false
+	for _, a := range addrs {
+		if a.IP.To4() != nil {
+			v4 = true
+		} else {
+			v6 = true
+		}
+	}
+	if v4 {
+		rs = append(rs,
+			netlink.Route{LinkIndex: ifIndex, Dst: &net.IPNet{IP: GatewayIPv4.To4(), Mask: net.CIDRMask(32, 32)}, Scope: netlink.SCOPE_LINK},
+			netlink.Route{LinkIndex: ifIndex, Dst: &net.IPNet{IP: net.IPv4zero.To4(), Mask: net.CIDRMask(0, 32)}, Gw: GatewayIPv4.To4()})
+	}
+	if v6 {
+		rs = append(rs, netlink.Route{LinkIndex: ifIndex, Dst: &net.IPNet{IP: net.IPv6zero, Mask: net.CIDRMask(0, 128)}, Gw: HostLinkLocalIPv6})
+	}
+	return rs
+}
+
+// hostRoutes are the node's routes to the pod.
+func hostRoutes(ifIndex int, addrs []net.IPNet) []netlink.Route {
+	rs := make([]netlink.Route, 0, len(addrs))
+	for _, a := range addrs {
+		bits := 32
+		if a.IP.To4() == nil {
+			bits = 128
+		}
+		rs = append(rs, netlink.Route{
+			LinkIndex: ifIndex,
+			Dst:       &net.IPNet{IP: a.IP, Mask: net.CIDRMask(bits, bits)},
+			Scope:     netlink.SCOPE_LINK,
+			Priority:  RouteMetric,
+			Protocol:  netlink.RouteProtocol(syscall.RTPROT_BOOT),
+		})
+	}
+	return rs
+}
+
+func addHostRoutes(p Pod) error {
+	link, err := netlink.LinkByName(p.HostIf)
+	if err != nil {
+		return fmt.Errorf("finding %s on the node: %w", p.HostIf, err)
+	}
+	for _, r := range hostRoutes(link.Attrs().Index, p.Addrs) {
+		r := r
+		// Replace: a stale route to a reused address must point here now.
+		if err := netlink.RouteReplace(&r); err != nil {
+			return fmt.Errorf("adding node route to %s via %s: %w", r.Dst, p.HostIf, err)
+		}
+	}
+	return nil
+}
+
+// Teardown removes the pod's veth (and with it the node routes). Missing
+// namespaces and links are not errors.
+func Teardown(hostNS ns.NetNS, hostIf, netnsPath, containerIf string) error {
+	if err := hostNS.Do(func(ns.NetNS) error { return deleteLinkIfExists(hostIf) }); err != nil {
+		return fmt.Errorf("removing %s: %w", hostIf, err)
+	}
+	if netnsPath == "" {
+		return nil
+	}
+	podNS, err := ns.GetNS(netnsPath)
+	if err != nil {
+		var nsErr ns.NSPathNotExistErr
+		if errors.As(err, &nsErr) || errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		var notNS ns.NSPathNotNSErr
+		if errors.As(err, &notNS) {
+			return nil
+		}
+		return fmt.Errorf("opening pod netns %s: %w", netnsPath, err)
+	}
+	defer podNS.Close()
+	return podNS.Do(func(ns.NetNS) error { return deleteLinkIfExists(containerIf) })
+}
+
+func deleteLinkIfExists(name string) error {
+	link, err := netlink.LinkByName(name)
+	if err != nil {
+		var nf netlink.LinkNotFoundError
+		if errors.As(err, &nf) {
+			return nil
+		}
+		return err
+	}
+	if err := netlink.LinkDel(link); err != nil && !errors.Is(err, syscall.ENODEV) {
+		return err
+	}
+	return nil
+}
+
+func writeSysctl(key, value string) error {
+	path := filepath.Join("/proc/sys/net", key)
+	if err := os.WriteFile(path, []byte(value), 0o644); err != nil {
+		return fmt.Errorf("setting %s=%s: %w", path, value, err)
+	}
+	return nil
+}
