@@ -130,10 +130,10 @@ func TestPrivilegedSetupPodTraffic(t *testing.T) {
 			return fmt.Errorf("host MTU %d", l.Attrs().MTU)
 		}
 		for key, want := range map[string]string{
-			"ipv4/conf/" + hostA + "/proxy_arp":   "1",
+			"ipv4/conf/" + hostA + "/proxy_arp":    "1",
 			"ipv4/neigh/" + hostA + "/proxy_delay": "0",
-			"ipv6/conf/" + hostA + "/proxy_ndp":   "1",
-			"ipv6/conf/" + hostA + "/accept_ra":   "0",
+			"ipv6/conf/" + hostA + "/proxy_ndp":    "1",
+			"ipv6/conf/" + hostA + "/accept_ra":    "0",
 		} {
 			b, err := os.ReadFile("/proc/sys/net/" + key)
 			if err != nil || strings.TrimSpace(string(b)) != want {
