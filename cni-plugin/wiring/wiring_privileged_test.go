@@ -18,40 +18,7 @@ import (
 	"github.com/tabbynet/tabby/internal/netnstest"
 )
 
-// node makes a node namespace shaped like a real node: an uplink (a veth
-// whose peer stays in the namespace; this kernel has no dummy interfaces)
-// with the node's addresses and a default route, which proxy-ARP needs to
-// answer for 169.254.1.1.
-func node(t *testing.T) ns.NetNS {
-	n := netnstest.New(t)
-	err := n.Do(func(ns.NetNS) error {
-		if err := netlink.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "uplink"}, PeerName: "uplink-peer"}); err != nil {
-			return err
-		}
-		for _, name := range []string{"lo", "uplink", "uplink-peer"} {
-			l, err := netlink.LinkByName(name)
-			if err != nil {
-				return err
-			}
-			if err := netlink.LinkSetUp(l); err != nil {
-				return err
-			}
-		}
-		up, _ := netlink.LinkByName("uplink")
-		for _, a := range []string{"192.0.2.1/24", "fd00:1::1/64"} {
-			addr, _ := netlink.ParseAddr(a)
-			addr.Flags = syscall.IFA_F_NODAD
-			if err := netlink.AddrAdd(up, addr); err != nil {
-				return fmt.Errorf("adding %s: %w", a, err)
-			}
-		}
-		return netlink.RouteAdd(&netlink.Route{LinkIndex: up.Attrs().Index, Gw: net.ParseIP("192.0.2.254"), Flags: int(netlink.FLAG_ONLINK)})
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
+func node(t *testing.T) ns.NetNS { return netnstest.NewNode(t) }
 
 func cidrs(t *testing.T, ss ...string) []net.IPNet {
 	var out []net.IPNet

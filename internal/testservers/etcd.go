@@ -12,6 +12,7 @@ import (
 type Etcd struct {
 	proc     *process
 	endpoint string
+	unix     string
 }
 
 // StartEtcd starts a fresh single-member etcd and stops it at cleanup.
@@ -20,11 +21,16 @@ func StartEtcd(t testing.TB) *Etcd {
 	dir := t.TempDir()
 	client, peer := freePort(t), freePort(t)
 	e := &Etcd{endpoint: "http://127.0.0.1:" + itoa(client)}
-	e.proc = &process{t: t, name: "etcd", log: filepath.Join(dir, "etcd.log"), args: []string{
+	// A unix socket too (etcd names it after the URL's host, in its working
+	// folder): reachable from every network namespace, so processes inside
+	// a test's node namespace can use the same server.
+	sock := "localhost:" + itoa(client)
+	e.unix = "unix://" + filepath.Join(dir, sock)
+	e.proc = &process{t: t, name: "etcd", dir: dir, log: filepath.Join(dir, "etcd.log"), args: []string{
 		binary(t, "etcd"),
 		"--name", "test",
 		"--data-dir", filepath.Join(dir, "data"),
-		"--listen-client-urls", e.endpoint,
+		"--listen-client-urls", e.endpoint + ",unix://" + sock,
 		"--advertise-client-urls", e.endpoint,
 		"--listen-peer-urls", "http://127.0.0.1:" + itoa(peer),
 		"--initial-advertise-peer-urls", "http://127.0.0.1:" + itoa(peer),
@@ -37,8 +43,12 @@ func StartEtcd(t testing.TB) *Etcd {
 	return e
 }
 
-// Endpoint is the client URL.
+// Endpoint is the client URL on loopback.
 func (e *Etcd) Endpoint() string { return e.endpoint }
+
+// UnixEndpoint is the client URL of the server's unix socket, usable from
+// any network namespace.
+func (e *Etcd) UnixEndpoint() string { return e.unix }
 
 // Stop stops the server, keeping its data.
 func (e *Etcd) Stop() { e.proc.stop() }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"syscall"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ type process struct {
 	t    testing.TB
 	name string
 	args []string
+	dir  string // working folder ("" = inherit)
 	log  string
 	cmd  *exec.Cmd
 }
@@ -27,9 +29,10 @@ func (p *process) start() {
 	}
 	cmd := exec.Command(p.args[0], p.args[1:]...)
 	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Dir = p.dir
 	// Own process group, and die with the test process.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	if err := spawn(cmd); err != nil {
 		logf.Close()
 		p.t.Fatalf("starting %s: %v", p.name, err)
 	}
@@ -65,4 +68,30 @@ func (p *process) tail() string {
 		b = b[len(b)-3000:]
 	}
 	return fmt.Sprintf("--- %s log (%s) ---\n%s", p.name, p.log, b)
+}
+
+// Pdeathsig fires when the OS thread that forked the child exits, not the
+// process; Go retires threads (e.g. after a namespace switch with the thread
+// locked), which would kill servers at random. So every server is forked
+// from one thread that lives as long as the test binary.
+var spawnReqs = make(chan spawnReq)
+
+type spawnReq struct {
+	cmd  *exec.Cmd
+	done chan error
+}
+
+func init() {
+	go func() {
+		runtime.LockOSThread() // never unlocked: this thread outlives every child
+		for r := range spawnReqs {
+			r.done <- r.cmd.Start()
+		}
+	}()
+}
+
+func spawn(cmd *exec.Cmd) error {
+	done := make(chan error)
+	spawnReqs <- spawnReq{cmd: cmd, done: done}
+	return <-done
 }

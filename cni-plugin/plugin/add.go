@@ -1,0 +1,149 @@
+package plugin
+
+import (
+	"errors"
+	"fmt"
+	"net"
+
+	"github.com/containernetworking/cni/pkg/skel"
+	"github.com/containernetworking/cni/pkg/types"
+	current "github.com/containernetworking/cni/pkg/types/100"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v3 "github.com/tabbynet/tabby/api/v3"
+	"github.com/tabbynet/tabby/cni-plugin/wiring"
+	"github.com/tabbynet/tabby/datastore"
+	"github.com/tabbynet/tabby/ipam"
+)
+
+// Add wires a pod: IPAM, then the veth and routes, then the
+// WorkloadEndpoint. A failure at any step undoes the earlier ones.
+func (p *Plugin) Add(a *skel.CmdArgs) error {
+	res, err := p.add(a)
+	if err != nil {
+		return toCNI(err, "adding the pod network")
+	}
+	return types.PrintResult(res, res.CNIVersion)
+}
+
+func (p *Plugin) add(a *skel.CmdArgs) (res *current.Result, err error) {
+	c, err := p.parse(a)
+	if err != nil {
+		return nil, err
+	}
+	if a.Netns == "" {
+		return nil, types.NewError(types.ErrInvalidEnvironmentVariables, "CNI_NETNS is required for ADD", "")
+	}
+	ctx, cancel := p.ctx()
+	defer cancel()
+	client, err := p.NewClient(c.conf)
+	if err != nil {
+		return nil, err
+	}
+	defer client.Close()
+	alloc := ipam.New(client, ipam.Config{})
+
+	addrs, err := p.assign(ctx, c, a, alloc)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			// Release with a fresh context: ctx may be what failed.
+			rctx, rcancel := p.ctx()
+			defer rcancel()
+			if rerr := p.release(rctx, c, a, alloc); rerr != nil {
+				err = fmt.Errorf("%w (and releasing the address failed: %v)", err, rerr)
+			}
+		}
+	}()
+
+	hostNS, err := p.HostNS()
+	if err != nil {
+		return nil, fmt.Errorf("opening the node's namespace: %w", err)
+	}
+	defer hostNS.Close()
+	wired, err := wiring.Setup(wiring.Pod{
+		NetNSPath: a.Netns, ContainerIf: a.IfName, HostIf: c.id.hostIf, Addrs: addrs,
+		MTU: c.conf.MTU, AllowIPForwarding: c.conf.ContainerSettings.AllowIPForwarding, HostNS: hostNS,
+	})
+	if err != nil {
+		return nil, types.NewError(ErrCodeWiring, "wiring the pod network", err.Error())
+	}
+	defer func() {
+		if err != nil {
+			_ = wiring.Teardown(hostNS, c.id.hostIf, a.Netns, a.IfName)
+		}
+	}()
+
+	if err = p.recordEndpoint(ctx, client, c, a, addrs, wired.ContainerMAC); err != nil {
+		return nil, fmt.Errorf("recording the WorkloadEndpoint: %w", err)
+	}
+	return result(c, a, addrs, wired), nil
+}
+
+// recordEndpoint writes (or takes over) the pod's WorkloadEndpoint.
+func (p *Plugin) recordEndpoint(ctx ctxT, client datastore.Client, c *call, a *skel.CmdArgs, addrs []net.IPNet, mac string) error {
+	nets := make([]string, len(addrs))
+	for i, n := range addrs {
+		nets[i] = n.String()
+	}
+	profiles := []string{c.conf.Name}
+	if c.id.orchestrator == "k8s" {
+		profiles = []string{"kns." + c.id.namespace}
+	}
+	wep := &v3.WorkloadEndpoint{
+		TypeMeta: metav1.TypeMeta{Kind: v3.KindWorkloadEndpoint, APIVersion: v3.GroupVersion},
+		ObjectMeta: metav1.ObjectMeta{Name: c.id.wepName, Namespace: c.id.namespace, Labels: map[string]string{
+			"projectcalico.org/namespace":    c.id.namespace,
+			"projectcalico.org/orchestrator": c.id.orchestrator,
+		}},
+		Spec: v3.WorkloadEndpointSpec{
+			Orchestrator: c.id.orchestrator, Workload: c.id.workload, Node: c.node,
+			ContainerID: a.ContainerID, Pod: c.id.pod, Endpoint: a.IfName,
+			IPNetworks: nets, Profiles: profiles, InterfaceName: c.id.hostIf, MAC: mac,
+		},
+	}
+	_, err := client.Create(ctx, wep)
+	if errors.Is(err, datastore.ErrAlreadyExists) {
+		// A record left by an earlier sandbox of the same pod: this ADD
+		// owns the name now.
+		cur, gerr := client.Get(ctx, datastore.KeyOf(wep))
+		if gerr != nil {
+			return gerr
+		}
+		wep.ResourceVersion = cur.GetResourceVersion()
+		_, err = client.Update(ctx, wep)
+	}
+	return err
+}
+
+func result(c *call, a *skel.CmdArgs, addrs []net.IPNet, wired *wiring.Result) *current.Result {
+	zero := 1
+	res := &current.Result{
+		CNIVersion: c.conf.CNIVersion,
+		Interfaces: []*current.Interface{
+			{Name: c.id.hostIf, Mac: wired.HostMAC},
+			{Name: a.IfName, Mac: wired.ContainerMAC, Sandbox: a.Netns},
+		},
+	}
+	if res.CNIVersion == "" {
+		res.CNIVersion = current.ImplementedSpecVersion
+	}
+	v4, v6 := false, false
+	for _, n := range addrs {
+		res.IPs = append(res.IPs, &current.IPConfig{Interface: &zero, Address: n})
+		if n.IP.To4() != nil {
+			v4 = true
+		} else {
+			v6 = true
+		}
+	}
+	if v4 {
+		res.Routes = append(res.Routes, &types.Route{Dst: net.IPNet{IP: net.IPv4zero.To4(), Mask: net.CIDRMask(0, 32)}, GW: wiring.GatewayIPv4.To4()})
+	}
+	if v6 {
+		res.Routes = append(res.Routes, &types.Route{Dst: net.IPNet{IP: net.IPv6zero, Mask: net.CIDRMask(0, 128)}, GW: wiring.HostLinkLocalIPv6})
+	}
+	return res
+}

@@ -1,0 +1,70 @@
+package plugin
+
+import (
+	"context"
+	"errors"
+
+	"github.com/containernetworking/cni/pkg/skel"
+
+	v3 "github.com/tabbynet/tabby/api/v3"
+	"github.com/tabbynet/tabby/cni-plugin/wiring"
+	"github.com/tabbynet/tabby/datastore"
+	"github.com/tabbynet/tabby/ipam"
+)
+
+type ctxT = context.Context
+
+// Del removes the pod's network. Everything already gone is success, so
+// DEL can be repeated; the WorkloadEndpoint is removed only if it still
+// belongs to this container (a late DEL must not delete a newer pod's
+// record).
+func (p *Plugin) Del(a *skel.CmdArgs) error {
+	if err := p.del(a); err != nil {
+		return toCNI(err, "deleting the pod network")
+	}
+	return nil
+}
+
+func (p *Plugin) del(a *skel.CmdArgs) error {
+	c, err := p.parse(a)
+	if err != nil {
+		return err
+	}
+	hostNS, err := p.HostNS()
+	if err != nil {
+		return err
+	}
+	defer hostNS.Close()
+	// Only tear down the veth if it is ours: a newer sandbox of the same
+	// pod reuses the name, and its WorkloadEndpoint says whose it is.
+	ctx, cancel := p.ctx()
+	defer cancel()
+	client, err := p.NewClient(c.conf)
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+
+	key := datastore.Key{Kind: v3.KindWorkloadEndpoint, Namespace: c.id.namespace, Name: c.id.wepName}
+	cur, err := client.Get(ctx, key)
+	switch {
+	case err == nil && cur.(*v3.WorkloadEndpoint).Spec.ContainerID != a.ContainerID:
+		// A newer sandbox owns the name and the veth: release only our
+		// addresses.
+	case err == nil:
+		if err := wiring.Teardown(hostNS, c.id.hostIf, a.Netns, a.IfName); err != nil {
+			return err
+		}
+		_, err = client.Delete(ctx, key, datastore.DeleteOptions{ResourceVersion: cur.GetResourceVersion()})
+		if err != nil && !errors.Is(err, datastore.ErrNotFound) && !errors.Is(err, datastore.ErrConflict) {
+			return err
+		}
+	case errors.Is(err, datastore.ErrNotFound):
+		if err := wiring.Teardown(hostNS, c.id.hostIf, a.Netns, a.IfName); err != nil {
+			return err
+		}
+	default:
+		return err
+	}
+	return p.release(ctx, c, a, ipam.New(client, ipam.Config{}))
+}

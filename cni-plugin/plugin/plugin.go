@@ -1,0 +1,241 @@
+package plugin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/containernetworking/cni/pkg/invoke"
+	"github.com/containernetworking/cni/pkg/skel"
+	"github.com/containernetworking/cni/pkg/types"
+	current "github.com/containernetworking/cni/pkg/types/100"
+	"github.com/containernetworking/plugins/pkg/ns"
+
+	"github.com/tabbynet/tabby/cni-plugin/netconf"
+	"github.com/tabbynet/tabby/cni-plugin/wiring"
+	"github.com/tabbynet/tabby/datastore"
+	"github.com/tabbynet/tabby/datastore/dsconfig"
+	"github.com/tabbynet/tabby/ipam"
+)
+
+// CalicoIPAM is the IPAM type served in-process.
+const CalicoIPAM = "calico-ipam"
+
+// Plugin carries the plugin's dependencies; the zero value is not usable,
+// use New.
+type Plugin struct {
+	// Hostname falls back as the node name [os.Hostname].
+	Hostname func() (string, error)
+	// NewClient connects to the configured datastore.
+	NewClient func(*netconf.NetConf) (datastore.Client, error)
+	// HostNS is the node's namespace, where host veths and routes go
+	// [the current namespace].
+	HostNS func() (ns.NetNS, error)
+	// Exec runs delegated IPAM plugins [libcni's default].
+	Exec invoke.Exec
+	// Timeout bounds one invocation [30s].
+	Timeout time.Duration
+}
+
+// New returns a Plugin with production dependencies.
+func New() *Plugin {
+	return &Plugin{
+		Hostname:  os.Hostname,
+		NewClient: clientFor,
+		HostNS:    ns.GetCurrentNS,
+		Timeout:   30 * time.Second,
+	}
+}
+
+// clientFor builds the datastore client the network config names.
+func clientFor(c *netconf.NetConf) (datastore.Client, error) {
+	spec := dsconfig.Spec{
+		DatastoreType: c.DatastoreType, EtcdEndpoints: c.EtcdEndpoints,
+		EtcdKeyFile: c.EtcdKeyFile, EtcdCertFile: c.EtcdCertFile, EtcdCACertFile: c.EtcdCaCertFile,
+		Kubeconfig: c.Kubernetes.Kubeconfig, K8sAPIEndpoint: c.Kubernetes.K8sAPIRoot,
+	}
+	return dsconfig.New(spec)
+}
+
+// Funcs returns skel's callbacks.
+func (p *Plugin) Funcs() skel.CNIFuncs {
+	return skel.CNIFuncs{Add: p.Add, Del: p.Del, Check: p.Check, Status: p.Status, GC: p.GC}
+}
+
+// call is one invocation's parsed input.
+type call struct {
+	conf *netconf.NetConf
+	args *netconf.Args
+	node string
+	id   identity
+}
+
+// identity says who the pod is and how its records are named.
+type identity struct {
+	orchestrator string // "k8s" or "cni"
+	namespace    string
+	pod          string
+	workload     string
+	handle       string
+	wepName      string
+	hostIf       string
+}
+
+func (p *Plugin) parse(a *skel.CmdArgs) (*call, error) {
+	conf, err := netconf.Parse(a.StdinData)
+	if err != nil {
+		return nil, err
+	}
+	args, err := netconf.ParseArgs(a.Args)
+	if err != nil {
+		return nil, err
+	}
+	node, err := conf.ResolveNodename(p.Hostname)
+	if err != nil {
+		return nil, err
+	}
+	if a.ContainerID == "" {
+		return nil, types.NewError(types.ErrInvalidEnvironmentVariables, "CNI_CONTAINERID is required", "")
+	}
+	if a.IfName == "" {
+		return nil, types.NewError(types.ErrInvalidEnvironmentVariables, "CNI_IFNAME is required", "")
+	}
+	c := &call{conf: conf, args: args, node: node}
+	c.id = identify(node, a.ContainerID, a.IfName, args)
+	return c, nil
+}
+
+func identify(node, containerID, ifName string, args *netconf.Args) identity {
+	if args.IsKubernetes() {
+		ns, pod := string(args.K8S_POD_NAMESPACE), string(args.K8S_POD_NAME)
+		return identity{
+			orchestrator: "k8s", namespace: ns, pod: pod, workload: ns + "." + pod,
+			handle:  "k8s-pod-network." + containerID,
+			wepName: escapedName(node, "k8s", pod, ifName),
+			hostIf:  wiring.HostVethName(ns, pod),
+		}
+	}
+	return identity{
+		orchestrator: "cni", namespace: "default", workload: containerID,
+		handle:  "cni-network." + containerID,
+		wepName: escapedName(node, "cni", containerID, ifName),
+		hostIf:  wiring.HostVethNameForContainer(containerID, ifName),
+	}
+}
+
+// escapedName builds Calico's WorkloadEndpoint name: the parts joined by
+// '-', with each '-' inside a part doubled so the name parses back.
+func escapedName(parts ...string) string {
+	for i, p := range parts {
+		parts[i] = strings.ReplaceAll(p, "-", "--")
+	}
+	return strings.Join(parts, "-")
+}
+
+func (p *Plugin) ctx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), p.Timeout)
+}
+
+// ipamRequest is the part of the ipam section calico-ipam reads.
+type ipamRequest struct {
+	AssignIPv4 *string  `json:"assign_ipv4,omitempty"`
+	AssignIPv6 *string  `json:"assign_ipv6,omitempty"`
+	IPv4Pools  []string `json:"ipv4_pools,omitempty"`
+	IPv6Pools  []string `json:"ipv6_pools,omitempty"`
+}
+
+func parseIPAMRequest(stdin []byte) (num4, num6 int, req ipamRequest, err error) {
+	var wrap struct {
+		IPAM ipamRequest `json:"ipam"`
+	}
+	if err := json.Unmarshal(stdin, &wrap); err != nil {
+		return 0, 0, req, &netconf.Error{Code: types.ErrDecodingFailure, Field: "ipam", Msg: err.Error()}
+	}
+	req = wrap.IPAM
+	num4, num6 = 1, 0
+	if req.AssignIPv4 != nil && *req.AssignIPv4 == "false" {
+		num4 = 0
+	}
+	if req.AssignIPv6 != nil && *req.AssignIPv6 == "true" {
+		num6 = 1
+	}
+	if num4+num6 == 0 {
+		return 0, 0, req, &netconf.Error{Code: types.ErrInvalidNetworkConfig, Field: "ipam.assign_ipv4", Msg: "both assign_ipv4 and assign_ipv6 are off: the pod would get no address"}
+	}
+	return num4, num6, req, nil
+}
+
+// assign gets the pod's addresses: in-process for calico-ipam, through the
+// configured plugin otherwise. release undoes it.
+func (p *Plugin) assign(ctx context.Context, c *call, a *skel.CmdArgs, alloc *ipam.Allocator) ([]net.IPNet, error) {
+	if c.conf.IPAM.Type != CalicoIPAM {
+		r, err := invoke.DelegateAdd(ctx, c.conf.IPAM.Type, a.StdinData, p.Exec)
+		if err != nil {
+			return nil, fmt.Errorf("IPAM plugin %s: %w", c.conf.IPAM.Type, err)
+		}
+		res, err := current.NewResultFromResult(r)
+		if err != nil {
+			return nil, err
+		}
+		var out []net.IPNet
+		for _, ip := range res.IPs {
+			out = append(out, hostPrefix(ip.Address.IP))
+		}
+		if len(out) == 0 {
+			return nil, fmt.Errorf("IPAM plugin %s returned no address", c.conf.IPAM.Type)
+		}
+		return out, nil
+	}
+	num4, num6, req, err := parseIPAMRequest(a.StdinData)
+	if err != nil {
+		return nil, err
+	}
+	attrs := map[string]string{ipam.AttrNode: c.node}
+	if c.id.orchestrator == "k8s" {
+		attrs[ipam.AttrNamespace] = c.id.namespace
+		attrs[ipam.AttrPod] = c.id.pod
+	}
+	ips, err := alloc.AutoAssign(ctx, ipam.AutoAssignArgs{
+		Num4: num4, Num6: num6, HandleID: c.id.handle, Attrs: attrs, Hostname: c.node,
+		IPv4Pools: req.IPv4Pools, IPv6Pools: req.IPv6Pools,
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]net.IPNet, len(ips))
+	for i, ip := range ips {
+		out[i] = hostPrefix(ip.AsSlice())
+	}
+	return out, nil
+}
+
+func (p *Plugin) release(ctx context.Context, c *call, a *skel.CmdArgs, alloc *ipam.Allocator) error {
+	if c.conf.IPAM.Type != CalicoIPAM {
+		if err := invoke.DelegateDel(ctx, c.conf.IPAM.Type, a.StdinData, p.Exec); err != nil {
+			return fmt.Errorf("IPAM plugin %s: %w", c.conf.IPAM.Type, err)
+		}
+		return nil
+	}
+	if _, err := alloc.ReleaseByHandle(ctx, c.id.handle); err != nil && !errors.Is(err, ipam.ErrHandleNotFound) {
+		return err
+	}
+	return nil
+}
+
+func hostPrefix(ip net.IP) net.IPNet {
+	if v4 := ip.To4(); v4 != nil {
+		return net.IPNet{IP: v4, Mask: net.CIDRMask(32, 32)}
+	}
+	return net.IPNet{IP: ip, Mask: net.CIDRMask(128, 128)}
+}
+
+func toAddr(n net.IPNet) netip.Addr {
+	a, _ := netip.AddrFromSlice(n.IP)
+	return a.Unmap()
+}
