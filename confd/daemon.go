@@ -1,0 +1,207 @@
+package confd
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	v3 "github.com/tabbynet/tabby/api/v3"
+	"github.com/tabbynet/tabby/confd/render"
+	"github.com/tabbynet/tabby/datastore"
+)
+
+// Kinds are the resource kinds confd watches.
+var Kinds = []string{
+	v3.KindBGPConfiguration, v3.KindBGPPeer, v3.KindBGPFilter,
+	v3.KindNode, v3.KindIPPool, v3.KindBlockAffinity,
+}
+
+// Applier makes a configuration text BIRD's running configuration
+// (*bird.Driver in production).
+type Applier interface {
+	Apply(ctx context.Context, text string) error
+}
+
+// Config configures a Daemon.
+type Config struct {
+	NodeName string
+	RouterID string // as render.Input.RouterID
+	LogFile  string // BIRD's log file; "" = stderr
+	// Secrets returns the resolved BGP passwords; nil means none.
+	Secrets func() map[render.SecretRef]string
+	// Debounce is how long to wait for more updates before rendering
+	// (default 20ms): a burst of changes gives one reload.
+	Debounce time.Duration
+	// RetryMax caps the backoff after a failed apply (default 10s).
+	RetryMax time.Duration
+	Logger   *slog.Logger
+}
+
+// Daemon keeps BIRD's configuration in step with the datastore: it is the
+// syncer's callback (it caches the resources), and its Run loop renders and
+// applies, debounced, once the syncer is in sync.
+//
+// Thread-safety: the syncer calls OnStatusUpdated/OnUpdates from its own
+// goroutines; they only touch the cache under mu and poke the kick channel.
+// Rendering and applying happen only in Run's goroutine.
+type Daemon struct {
+	cfg     Config
+	applier Applier
+	log     *slog.Logger
+	kick    chan struct{}
+
+	mu     sync.Mutex
+	cache  map[datastore.Key]v3.Resource
+	inSync bool
+}
+
+// NewDaemon returns a daemon that applies through applier.
+func NewDaemon(cfg Config, applier Applier) *Daemon {
+	if cfg.Debounce == 0 {
+		cfg.Debounce = 20 * time.Millisecond
+	}
+	if cfg.RetryMax == 0 {
+		cfg.RetryMax = 10 * time.Second
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Daemon{
+		cfg: cfg, applier: applier, log: log.With("component", "confd", "node", cfg.NodeName),
+		kick: make(chan struct{}, 1), cache: map[datastore.Key]v3.Resource{},
+	}
+}
+
+// OnStatusUpdated implements datastore.SyncerCallbacks.
+func (d *Daemon) OnStatusUpdated(st datastore.SyncStatus) {
+	d.mu.Lock()
+	d.inSync = st == datastore.StatusInSync
+	d.mu.Unlock()
+	d.poke()
+}
+
+// OnUpdates implements datastore.SyncerCallbacks.
+func (d *Daemon) OnUpdates(ups []datastore.Update) {
+	d.mu.Lock()
+	for _, u := range ups {
+		if u.Type == datastore.EventDeleted {
+			delete(d.cache, u.Key)
+		} else {
+			d.cache[u.Key] = u.Object
+		}
+	}
+	d.mu.Unlock()
+	d.poke()
+}
+
+func (d *Daemon) poke() {
+	select {
+	case d.kick <- struct{}{}:
+	default:
+	}
+}
+
+// RunWithSyncer runs a WatchSyncer over client feeding this daemon, and the
+// daemon's loop, until ctx ends.
+func (d *Daemon) RunWithSyncer(ctx context.Context, client datastore.Client) {
+	syncer := datastore.NewWatchSyncer(client, Kinds, d, datastore.DefaultBackoff)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		syncer.Run(ctx)
+	}()
+	d.Run(ctx)
+	wg.Wait()
+}
+
+// Run renders and applies after each burst of changes until ctx ends. A
+// render error (bad input) is logged and the running config is kept until
+// the input changes; an apply error is retried with backoff.
+func (d *Daemon) Run(ctx context.Context) {
+	var (
+		timer   = time.NewTimer(time.Hour)
+		retry   time.Duration
+		lastErr string
+	)
+	timer.Stop()
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-d.kick:
+			timer.Reset(d.cfg.Debounce)
+			continue
+		case <-timer.C:
+		}
+		err := d.sync(ctx)
+		var renderErr *renderError
+		switch {
+		case err == nil:
+			retry, lastErr = 0, ""
+		case errors.As(err, &renderErr):
+			// Bad input: retrying cannot help, the next change will.
+			if err.Error() != lastErr {
+				d.log.Error("cannot render BIRD config, keeping the running one", "err", err)
+				lastErr = err.Error()
+			}
+			retry = 0
+		default:
+			retry = min(max(2*retry, 100*time.Millisecond), d.cfg.RetryMax)
+			if err.Error() != lastErr {
+				d.log.Error("applying BIRD config failed, keeping the running one", "err", err, "retry", retry)
+				lastErr = err.Error()
+			}
+			timer.Reset(retry)
+		}
+	}
+}
+
+type renderError struct{ err error }
+
+func (e *renderError) Error() string { return e.err.Error() }
+func (e *renderError) Unwrap() error { return e.err }
+
+// sync renders the cached resources and applies the result. Before the
+// syncer is in sync it does nothing: a partial view would drop peers.
+func (d *Daemon) sync(ctx context.Context) error {
+	in, ok := d.snapshot()
+	if !ok {
+		return nil
+	}
+	start := time.Now()
+	text, err := render.Render(in)
+	if err != nil {
+		return &renderError{err}
+	}
+	if err := d.applier.Apply(ctx, text); err != nil {
+		return err
+	}
+	d.log.Debug("BIRD config applied", "took", time.Since(start))
+	return nil
+}
+
+func (d *Daemon) snapshot() (render.Input, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.inSync {
+		return render.Input{}, false
+	}
+	rs := make([]v3.Resource, 0, len(d.cache))
+	for _, r := range d.cache {
+		rs = append(rs, r)
+	}
+	in, err := render.FromResources(d.cfg.NodeName, rs)
+	if err != nil {
+		return render.Input{}, false
+	}
+	in.RouterID, in.LogFile = d.cfg.RouterID, d.cfg.LogFile
+	if d.cfg.Secrets != nil {
+		in.Secrets = d.cfg.Secrets()
+	}
+	return in, true
+}
