@@ -8,6 +8,7 @@ import (
 	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
+	"github.com/containernetworking/plugins/pkg/ns"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v3 "github.com/tabbynet/tabby/api/v3"
@@ -33,6 +34,12 @@ func (p *Plugin) add(a *skel.CmdArgs) (res *current.Result, err error) {
 	}
 	if a.Netns == "" {
 		return nil, types.NewError(types.ErrInvalidEnvironmentVariables, "CNI_NETNS is required for ADD", "")
+	}
+	// Fail before taking an address if the namespace is not there.
+	if podNS, err := ns.GetNS(a.Netns); err != nil {
+		return nil, types.NewError(types.ErrInvalidEnvironmentVariables, "CNI_NETNS is not a usable network namespace", err.Error())
+	} else {
+		podNS.Close()
 	}
 	ctx, cancel := p.ctx()
 	defer cancel()

@@ -59,6 +59,9 @@ func clientFor(c *netconf.NetConf) (datastore.Client, error) {
 		DatastoreType: c.DatastoreType, EtcdEndpoints: c.EtcdEndpoints,
 		EtcdKeyFile: c.EtcdKeyFile, EtcdCertFile: c.EtcdCertFile, EtcdCACertFile: c.EtcdCaCertFile,
 		Kubeconfig: c.Kubernetes.Kubeconfig, K8sAPIEndpoint: c.Kubernetes.K8sAPIRoot,
+		// A pod ADD should fail fast when the datastore is down: the
+		// runtime retries, and a healthy datastore answers in milliseconds.
+		RequestTimeout: 3 * time.Second,
 	}
 	return dsconfig.New(spec)
 }

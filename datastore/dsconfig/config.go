@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
@@ -41,6 +42,10 @@ type Spec struct {
 	K8sCAFile                string `json:"k8sCAFile,omitempty"`
 	K8sAPIToken              string `json:"k8sAPIToken,omitempty"`
 	K8sInsecureSkipTLSVerify bool   `json:"k8sInsecureSkipTLSVerify,omitempty"`
+
+	// RequestTimeout bounds each datastore request (0: the backend's
+	// default). Not part of the file format: components set it.
+	RequestTimeout time.Duration `json:"-"`
 }
 
 // APIConfig is the CalicoAPIConfig document.

@@ -22,7 +22,7 @@ func New(s Spec) (datastore.Client, error) {
 		if s.EtcdKeyFile != "" || s.EtcdCertFile != "" || s.EtcdCACertFile != "" || s.EtcdUsername != "" {
 			return nil, fmt.Errorf("etcd TLS and authentication are not supported yet: use a plain http endpoint")
 		}
-		return etcd.New(etcd.Config{Endpoints: s.Endpoints()})
+		return etcd.New(etcd.Config{Endpoints: s.Endpoints(), RequestTimeout: s.RequestTimeout})
 	case TypeKubernetes:
 		if NewKubernetesClient == nil {
 			return nil, fmt.Errorf("the kubernetes datastore is not built into this binary")

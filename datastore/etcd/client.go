@@ -67,10 +67,10 @@ func New(cfg Config) (*Client, error) {
 // Close closes the connection.
 func (c *Client) Close() error { return c.cli.Close() }
 
+// reqCtx bounds one request by RequestTimeout (or the caller's deadline
+// when that is sooner): etcd's client waits for a connection rather than
+// failing, so without a bound a store that is down looks like a hang.
 func (c *Client) reqCtx(ctx context.Context) (context.Context, context.CancelFunc) {
-	if _, ok := ctx.Deadline(); ok {
-		return context.WithCancel(ctx)
-	}
 	return context.WithTimeout(ctx, c.timeout)
 }
 
