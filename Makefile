@@ -3,7 +3,7 @@ GO ?= go
 BIN := bin
 CONTROLLER_GEN := $(GO) tool controller-gen
 
-.PHONY: all build test test-privileged test-integration kube-binaries test-all bench lint generate fuzz clean
+.PHONY: all build test test-privileged test-integration kube-binaries test-all bench bench-cni lint generate fuzz clean
 
 all: build
 
@@ -20,7 +20,7 @@ test:
 ## test-privileged: only the kernel/netns/real-service tests (build tag
 ## "privileged", names TestPrivileged*); root only: they fail, never skip,
 ## without root
-test-privileged:
+test-privileged: kube-binaries
 	$(GO) test -race -count=1 -tags privileged -p 1 -run '^TestPrivileged' ./...
 
 ## test-integration: only the tests against real servers (etcd,
@@ -41,6 +41,11 @@ test-all: lint kube-binaries
 ## bench: benchmarks, printed
 bench: kube-binaries
 	$(GO) test -tags integration -run '^$$' -bench . -benchmem ./...
+
+## bench-cni: ADD/DEL min/p50/p95 over 60 sequential pods, Tabby vs
+## ptp + host-local from containernetworking/plugins, same run (root)
+bench-cni: kube-binaries
+	$(GO) test -tags privileged -run '^$$' -bench CNI -benchtime 60x ./cni-plugin/e2e/
 
 ## fuzz: the selector fuzz target for FUZZTIME (default 60s)
 FUZZTIME ?= 60s

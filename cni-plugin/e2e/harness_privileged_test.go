@@ -38,7 +38,7 @@ var (
 
 // cniBinDir builds the calico plugin (and portmap from
 // containernetworking/plugins) once per test binary.
-func cniBinDir(t *testing.T) string {
+func cniBinDir(t testing.TB) string {
 	buildOnce.Do(func() {
 		binDir, buildErr = os.MkdirTemp("", "tabby-cni-bin-")
 		if buildErr != nil {
@@ -46,8 +46,10 @@ func cniBinDir(t *testing.T) string {
 		}
 		goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
 		for name, pkg := range map[string]string{
-			"calico":  "github.com/tabbynet/tabby/cni-plugin/cmd/calico",
-			"portmap": "github.com/containernetworking/plugins/plugins/meta/portmap",
+			"calico":     "github.com/tabbynet/tabby/cni-plugin/cmd/calico",
+			"portmap":    "github.com/containernetworking/plugins/plugins/meta/portmap",
+			"ptp":        "github.com/containernetworking/plugins/plugins/main/ptp",
+			"host-local": "github.com/containernetworking/plugins/plugins/ipam/host-local",
 		} {
 			out, err := exec.Command(goBin, "build", "-o", filepath.Join(binDir, name), pkg).CombinedOutput()
 			if err != nil {
@@ -65,7 +67,7 @@ func cniBinDir(t *testing.T) string {
 // cluster is one node namespace with the CNI set up like a kubelet's, and
 // a real etcd holding the pools.
 type cluster struct {
-	t      *testing.T
+	t      testing.TB
 	node   ns.NetNS
 	etcd   *testservers.Etcd
 	client datastore.Client
@@ -82,7 +84,7 @@ type clusterOpts struct {
 	extraIPAM  map[string]any
 }
 
-func newCluster(t *testing.T, o clusterOpts) *cluster {
+func newCluster(t testing.TB, o clusterOpts) *cluster {
 	c := &cluster{t: t, node: netnstest.NewNode(t), etcd: testservers.StartEtcd(t)}
 	var err error
 	c.client, err = etcd.New(etcd.Config{Endpoints: []string{c.etcd.Endpoint()}})

@@ -43,14 +43,18 @@ func (p *Plugin) add(a *skel.CmdArgs) (res *current.Result, err error) {
 	}
 	ctx, cancel := p.ctx()
 	defer cancel()
+	tm := newPhaseTimer("ADD")
+	defer tm.done()
 	client, err := p.NewClient(c.conf)
 	if err != nil {
 		return nil, err
 	}
 	defer client.Close()
 	alloc := ipam.New(client, ipam.Config{})
+	tm.mark("connect")
 
 	addrs, err := p.assign(ctx, c, a, alloc)
+	tm.mark("ipam")
 	if err != nil {
 		return nil, err
 	}
@@ -74,6 +78,7 @@ func (p *Plugin) add(a *skel.CmdArgs) (res *current.Result, err error) {
 		NetNSPath: a.Netns, ContainerIf: a.IfName, HostIf: c.id.hostIf, Addrs: addrs,
 		MTU: c.conf.MTU, AllowIPForwarding: c.conf.ContainerSettings.AllowIPForwarding, HostNS: hostNS,
 	})
+	tm.mark("wiring")
 	if err != nil {
 		return nil, types.NewError(ErrCodeWiring, "wiring the pod network", err.Error())
 	}
@@ -86,6 +91,7 @@ func (p *Plugin) add(a *skel.CmdArgs) (res *current.Result, err error) {
 	if err = p.recordEndpoint(ctx, client, c, a, addrs, wired.ContainerMAC); err != nil {
 		return nil, fmt.Errorf("recording the WorkloadEndpoint: %w", err)
 	}
+	tm.mark("endpoint")
 	return result(c, a, addrs, wired), nil
 }
 

@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/netip"
 	"os"
@@ -83,7 +84,16 @@ func load(args *skel.CmdArgs) (*env, error) {
 	if err != nil {
 		return nil, types.NewError(types.ErrTryAgainLater, "connecting to the datastore: "+err.Error(), "")
 	}
-	return &env{conf: conf, req: req, plugin: &cniipam.Plugin{Alloc: ipam.New(c, ipam.Config{})}, close: func() { c.Close() }}, nil
+	var lock struct {
+		Path *string `json:"ipam_lock_file"`
+	}
+	_ = json.Unmarshal(args.StdinData, &lock) // already known to be valid JSON
+	lockPath := cniipam.DefaultLockPath
+	if lock.Path != nil {
+		lockPath = *lock.Path // "" turns the lock off
+	}
+	p := &cniipam.Plugin{Alloc: ipam.New(c, ipam.Config{}), LockPath: lockPath}
+	return &env{conf: conf, req: req, plugin: p, close: func() { c.Close() }}, nil
 }
 
 // ipArgs reads IP=<addr>[,<addr>] from CNI_ARGS (how Calico's plugin

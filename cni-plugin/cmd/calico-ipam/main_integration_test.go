@@ -41,9 +41,10 @@ func TestIntegrationBinary(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: v3.IPPoolSpec{CIDR: "10.0.0.0/24"}}); err != nil {
 		t.Fatal(err)
 	}
+	lock := filepath.Join(t.TempDir(), "ipam.lock")
 	conf := func(extra string) string {
 		return fmt.Sprintf(`{"cniVersion":"1.1.0","name":"k8s-pod-network","type":"calico","datastore_type":"etcdv3",
-			"etcd_endpoints":%q,"nodename":"node-1","ipam":{"type":"calico-ipam"}%s}`, server.Endpoint(), extra)
+			"etcd_endpoints":%q,"nodename":"node-1","ipam_lock_file":%q,"ipam":{"type":"calico-ipam"}%s}`, server.Endpoint(), lock, extra)
 	}
 	run := func(cmd, cid, stdin, cniArgs string) (map[string]any, error) {
 		t.Helper()
@@ -106,7 +107,7 @@ func TestIntegrationBinary(t *testing.T) {
 		code              float64
 	}{
 		{"malformed JSON", `{`, "", 6},
-		{"bad assign_ipv4", conf(`,"x":1`)[:len(conf(""))-len(`"ipam":{"type":"calico-ipam"}}`)] + `"ipam":{"type":"calico-ipam","assign_ipv4":"maybe"}}`, "", 7},
+		{"bad assign_ipv4", strings.Replace(conf(""), `"calico-ipam"`, `"calico-ipam","assign_ipv4":"maybe"`, 1), "", 7},
 		{"unknown pool", strings.Replace(conf(""), `"calico-ipam"`, `"calico-ipam","ipv4_pools":["nope"]`, 1), "", 101},
 		{"address outside pools", conf(""), "IP=192.168.9.9", 102},
 		{"bad IP arg", conf(""), "IP=10.0.0.999", 4},
