@@ -3,7 +3,7 @@ GO ?= go
 BIN := bin
 CONTROLLER_GEN := $(GO) tool controller-gen
 
-.PHONY: all build test test-privileged test-integration kube-binaries test-all bench bench-cni lint generate fuzz clean
+.PHONY: all build test test-privileged test-integration kube-binaries test-all bench bench-cni demo lint generate fuzz clean
 
 all: build
 
@@ -46,6 +46,11 @@ bench: kube-binaries
 ## ptp + host-local from containernetworking/plugins, same run (root)
 bench-cni: kube-binaries
 	$(GO) test -tags privileged -run '^$$' -bench CNI -benchtime 60x ./cni-plugin/e2e/
+
+## demo: the end-to-end demo (root): etcd, an IPPool, a node namespace and
+## two pods wired by the calico CNI plugin through libcni, TCP between them
+demo: kube-binaries
+	$(GO) run ./hack/demo
 
 ## fuzz: the selector fuzz target for FUZZTIME (default 60s)
 FUZZTIME ?= 60s
