@@ -53,7 +53,11 @@ func (p *Plugin) add(a *skel.CmdArgs) (res *current.Result, err error) {
 	alloc := ipam.New(client, ipam.Config{})
 	tm.mark("connect")
 
-	addrs, err := p.assign(ctx, c, a, alloc)
+	req, err := podRequest(ctx, client, c)
+	if err != nil {
+		return nil, err
+	}
+	addrs, err := p.assign(ctx, c, a, alloc, req)
 	tm.mark("ipam")
 	if err != nil {
 		return nil, err
@@ -97,6 +101,10 @@ func (p *Plugin) add(a *skel.CmdArgs) (res *current.Result, err error) {
 
 // recordEndpoint writes (or takes over) the pod's WorkloadEndpoint.
 func (p *Plugin) recordEndpoint(ctx ctxT, client datastore.Client, c *call, a *skel.CmdArgs, addrs []net.IPNet, mac string) error {
+	if kube, ok := kubeOf(client); ok && c.id.orchestrator == "k8s" {
+		// Kubernetes mode: the WorkloadEndpoint is derived from the pod.
+		return annotatePod(ctx, kube, c, a.ContainerID, addrs)
+	}
 	nets := make([]string, len(addrs))
 	for i, n := range addrs {
 		nets[i] = n.String()

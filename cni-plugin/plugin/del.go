@@ -45,6 +45,24 @@ func (p *Plugin) del(a *skel.CmdArgs) error {
 	}
 	defer client.Close()
 
+	if kube, ok := kubeOf(client); ok && c.id.orchestrator == "k8s" {
+		// Kubernetes mode: the pod's annotations say which sandbox owns
+		// the pod's network now.
+		owner, err := podOwner(ctx, kube, c)
+		if err != nil {
+			return err
+		}
+		if owner == "" || owner == a.ContainerID {
+			if err := wiring.Teardown(hostNS, c.id.hostIf, a.Netns, a.IfName); err != nil {
+				return err
+			}
+			if err := releasePodAnnotations(ctx, kube, c, a.ContainerID); err != nil {
+				return err
+			}
+		}
+		return p.release(ctx, c, a, ipam.New(client, ipam.Config{}))
+	}
+
 	key := datastore.Key{Kind: v3.KindWorkloadEndpoint, Namespace: c.id.namespace, Name: c.id.wepName}
 	cur, err := client.Get(ctx, key)
 	switch {

@@ -176,7 +176,7 @@ func parseIPAMRequest(stdin []byte) (num4, num6 int, req ipamRequest, err error)
 
 // assign gets the pod's addresses: in-process for calico-ipam, through the
 // configured plugin otherwise. release undoes it.
-func (p *Plugin) assign(ctx context.Context, c *call, a *skel.CmdArgs, alloc *ipam.Allocator) ([]net.IPNet, error) {
+func (p *Plugin) assign(ctx context.Context, c *call, a *skel.CmdArgs, alloc *ipam.Allocator, pod ipam.PodRequest) ([]net.IPNet, error) {
 	if c.conf.IPAM.Type != CalicoIPAM {
 		r, err := invoke.DelegateAdd(ctx, c.conf.IPAM.Type, a.StdinData, p.Exec)
 		if err != nil {
@@ -203,6 +203,27 @@ func (p *Plugin) assign(ctx context.Context, c *call, a *skel.CmdArgs, alloc *ip
 	if c.id.orchestrator == "k8s" {
 		attrs[ipam.AttrNamespace] = c.id.namespace
 		attrs[ipam.AttrPod] = c.id.pod
+	}
+	if len(pod.IPAddrs) > 0 {
+		// cni.projectcalico.org/ipAddrs: exactly these addresses.
+		var out []net.IPNet
+		for _, ip := range pod.IPAddrs {
+			err := alloc.AssignIP(ctx, ipam.AssignIPArgs{IP: ip, HandleID: c.id.handle, Attrs: attrs, Hostname: c.node})
+			if err != nil {
+				if len(out) > 0 {
+					_, _ = alloc.ReleaseByHandle(ctx, c.id.handle)
+				}
+				return nil, fmt.Errorf("assigning %s from the pod's ipAddrs annotation: %w", ip, err)
+			}
+			out = append(out, hostPrefix(ip.AsSlice()))
+		}
+		return out, nil
+	}
+	if len(pod.IPv4Pools) > 0 {
+		req.IPv4Pools = pod.IPv4Pools
+	}
+	if len(pod.IPv6Pools) > 0 {
+		req.IPv6Pools = pod.IPv6Pools
 	}
 	ips, err := alloc.AutoAssign(ctx, ipam.AutoAssignArgs{
 		Num4: num4, Num6: num6, HandleID: c.id.handle, Attrs: attrs, Hostname: c.node,
