@@ -1,13 +1,17 @@
 // Command calicoctl is Tabby's CLI, compatible with Calico's calicoctl.
-// It only wires flags to the commands package.
+// It only wires the datastore backends and hands over to the commands
+// package.
 package main
 
 import (
 	"os"
 
 	"github.com/tabbynet/tabby/calicoctl/commands"
+	"github.com/tabbynet/tabby/datastore/dsconfig"
+	"github.com/tabbynet/tabby/datastore/kdd"
 )
 
 func main() {
+	dsconfig.NewKubernetesClient = kdd.FromSpec
 	os.Exit(commands.Execute(os.Args[1:], os.Stdout, os.Stderr))
 }

@@ -329,6 +329,8 @@ type FelixConfigurationSpec struct {
 	EndpointStatusPathPrefix string `json:"endpointStatusPathPrefix,omitempty"`
 	// IptablesMarkMask is the set of packet mark bits Felix may use with
 	// iptables: a 32-bit mask with at least 8 bits set. [Default: 0xffff0000]
+	// A mask is an unsigned 32-bit value, above int32's range.
+	// +kubebuilder:validation:Format=int64
 	IptablesMarkMask *uint32 `json:"iptablesMarkMask,omitempty"`
 	// DisableConntrackInvalidCheck turns off dropping of packets conntrack
 	// marks invalid. [Default: false]
@@ -464,6 +466,8 @@ type FelixConfigurationSpec struct {
 	NftablesFilterDenyAction string `json:"nftablesFilterDenyAction,omitempty"`
 	// NftablesMarkMask is the set of packet mark bits Felix may use with
 	// nftables: a 32-bit mask with at least 8 bits set. [Default: 0xffff0000]
+	// A mask is an unsigned 32-bit value, above int32's range.
+	// +kubebuilder:validation:Format=int64
 	NftablesMarkMask *uint32 `json:"nftablesMarkMask,omitempty"`
 
 	// BPFEnabled switches Felix to the eBPF dataplane. [Default: false]

@@ -245,6 +245,13 @@ type KubeControllersConfigurationStatus struct {
 // The full default object is KubeControllersDefaults.
 func (c *KubeControllersConfiguration) Default() {
 	s := &c.Spec
+	// The CRD schema defaults these too: keep both datastores identical.
+	if s.HealthChecks == "" {
+		s.HealthChecks = "Enabled"
+	}
+	if m := s.Controllers.Migration; m != nil && m.PolicyNameMigrator == "" {
+		m.PolicyNameMigrator = ControllerEnabled
+	}
 	if s.PrometheusMetricsPort == nil {
 		s.PrometheusMetricsPort = new(9094)
 	}

@@ -20,7 +20,7 @@ func TestKubeControllersConfigurationDefault(t *testing.T) {
 		{
 			name: "no controllers: only the metrics port",
 			in:   KubeControllersConfigurationSpec{},
-			want: KubeControllersConfigurationSpec{PrometheusMetricsPort: new(9094)},
+			want: KubeControllersConfigurationSpec{HealthChecks: "Enabled", PrometheusMetricsPort: new(9094)},
 		},
 		{
 			name: "node and loadBalancer controllers get their client defaults; others stay as written",
@@ -29,7 +29,7 @@ func TestKubeControllersConfigurationDefault(t *testing.T) {
 				LoadBalancer: &LoadBalancerControllerConfig{},
 				Policy:       &PolicyControllerConfig{},
 			}},
-			want: KubeControllersConfigurationSpec{
+			want: KubeControllersConfigurationSpec{HealthChecks: "Enabled",
 				PrometheusMetricsPort: new(9094),
 				Controllers: ControllersConfig{
 					Node:         &NodeControllerConfig{SyncLabels: "Enabled", LeakGracePeriod: dur(15 * time.Minute)},
@@ -47,7 +47,7 @@ func TestKubeControllersConfigurationDefault(t *testing.T) {
 					LoadBalancer: &LoadBalancerControllerConfig{AssignIPs: RequestedServicesOnly},
 				},
 			},
-			want: KubeControllersConfigurationSpec{
+			want: KubeControllersConfigurationSpec{HealthChecks: "Enabled",
 				PrometheusMetricsPort: new(0),
 				Controllers: ControllersConfig{
 					Node:         &NodeControllerConfig{LeakGracePeriod: dur(0)},

@@ -25,12 +25,15 @@ func (c *Client) storeErr(err error) error {
 	var status apierrors.APIStatus
 	if errors.As(err, &status) {
 		switch {
+		// NotFound and Conflict carry nothing the OpError's key does not
+		// already say: return the bare sentinels, so both backends read the
+		// same to users.
 		case apierrors.IsNotFound(err):
-			return fmt.Errorf("%w: %s", datastore.ErrNotFound, status.Status().Message)
+			return datastore.ErrNotFound
 		case apierrors.IsAlreadyExists(err):
 			return datastore.ErrAlreadyExists
 		case apierrors.IsConflict(err):
-			return fmt.Errorf("%w: %s", datastore.ErrConflict, status.Status().Message)
+			return datastore.ErrConflict
 		case apierrors.IsGone(err), apierrors.IsResourceExpired(err), isTooOld(err):
 			return fmt.Errorf("%w: %s", datastore.ErrRevisionGone, status.Status().Message)
 		case apierrors.IsInvalid(err), apierrors.IsBadRequest(err):
