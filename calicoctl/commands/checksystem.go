@@ -103,8 +103,23 @@ func printChecks(w io.Writer, rs []checkResult) error {
 func newNodeCmd(a *app) *cobra.Command {
 	node := &cobra.Command{
 		Use:   "node",
-		Short: "Node-level commands: checksystem",
+		Short: "Node-level commands: status, checksystem",
+		Example: `  calicoctl node status
+  calicoctl node checksystem`,
 	}
+	var socket string
+	status := &cobra.Command{
+		Use:   "status",
+		Short: "Show this node's BGP sessions, read from BIRD's control socket",
+		Example: `  calicoctl node status
+  calicoctl node status --bird-socket=/var/run/bird/bird.ctl`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.nodeStatus(cmdContext(cmd), socket)
+		},
+	}
+	status.Flags().StringVar(&socket, "bird-socket", "", "BIRD's control socket [default /var/run/calico/bird.ctl, else /var/run/bird/bird.ctl]")
+	node.AddCommand(status)
 	node.AddCommand(&cobra.Command{
 		Use:     "checksystem",
 		Short:   "Check this host has what Tabby needs (iptables, ipset, BIRD, kernel modules)",

@@ -35,6 +35,8 @@ type app struct {
 	newClient func(dsconfig.Spec) (datastore.Client, error)
 	// probe inspects the host for node checksystem; replaced in tests.
 	probe func() systemProbe
+	// birdc talks to BIRD for node status [default: the birdc binary].
+	birdc birdCommand
 }
 
 // Execute runs calicoctl with args and returns the process exit code.
@@ -75,7 +77,16 @@ ETCD_ENDPOINTS, KUBECONFIG, K8S_API_ENDPOINT.`,
 		newCreateCmd(a), newApplyCmd(a), newReplaceCmd(a), newDeleteCmd(a),
 		newGetCmd(a), newPatchCmd(a), newLabelCmd(a),
 		newNodeCmd(a), newValidateCmd(), newVersionCmd(a),
+		newIPAMCmd(a), newConvertCmd(a),
 	)
+	// Cobra's completion command (bash, zsh, fish, powershell), added now
+	// rather than at Execute so it is configured like every other group.
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() == "completion" || c.Name() == "ipam" || c.Name() == "node" {
+			requireSubcommand(c)
+		}
+	}
 	return root
 }
 

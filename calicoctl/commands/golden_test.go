@@ -1,0 +1,48 @@
+package commands
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"regexp"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+var (
+	uidRE  = regexp.MustCompile(`(?m)(uid|"uid"): "?[0-9a-f-]{36}"?`)
+	rvRE   = regexp.MustCompile(`(?m)(resourceVersion|"resourceVersion"): "[0-9]+"`)
+	tsRE   = regexp.MustCompile(`(?m)(creationTimestamp|"creationTimestamp"): "?[0-9TZ:-]+"?`)
+	portRE = regexp.MustCompile(`127\.0\.0\.1:[0-9]+`)
+)
+
+// normalise replaces what changes from run to run.
+func normalise(s string) string {
+	s = uidRE.ReplaceAllString(s, `$1: <uid>`)
+	s = rvRE.ReplaceAllString(s, `$1: <rv>`)
+	s = tsRE.ReplaceAllString(s, `$1: <timestamp>`)
+	return portRE.ReplaceAllString(s, "127.0.0.1:<port>")
+}
+
+func checkGolden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", "golden", name+".txt")
+	got = normalise(got)
+	if *update {
+		os.MkdirAll(filepath.Dir(path), 0o755)
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if d := cmp.Diff(string(want), got); d != "" {
+		t.Errorf("%s differs from golden (-want +got):\n%s", path, d)
+	}
+}

@@ -1,0 +1,312 @@
+package ipam
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/netip"
+	"sync"
+	"time"
+
+	v3 "github.com/tabbynet/tabby/api/v3"
+	"github.com/tabbynet/tabby/datastore"
+)
+
+// Config tunes an Allocator. The zero value is usable.
+type Config struct {
+	// CacheTTL is how long pools, IPAMConfiguration, reservations and
+	// node labels read from the datastore are reused. 0 reads them on
+	// every call (right for a short-lived CNI process); a long-lived
+	// caller may set a few seconds, at the price of a pool change taking
+	// that long to apply. Blocks are always cached optimistically: every
+	// write is a compare-and-swap, so a stale cached block only costs a
+	// conflict and a re-read, never correctness.
+	CacheTTL time.Duration
+	// MaxRetries bounds compare-and-swap retries per write [default 20].
+	MaxRetries int
+	// Now is the clock [default time.Now].
+	Now func() time.Time
+	// Logger [default slog.Default()].
+	Logger *slog.Logger
+}
+
+// Allocator assigns and releases addresses. It is safe for concurrent use
+// by many goroutines, and many Allocators (in many processes, on many
+// nodes) may share one datastore: all coordination is by compare-and-swap
+// on the datastore objects, the in-memory caches are only hints.
+type Allocator struct {
+	c   datastore.Client
+	cfg Config
+	log *slog.Logger
+
+	mu     sync.Mutex
+	env    *env                           // cached cluster settings
+	labels map[string]cachedLabels        // node -> labels
+	blocks map[netip.Prefix]*v3.IPAMBlock // last seen state of blocks
+	affine map[string][]netip.Prefix      // node -> affine block CIDRs
+	empty  map[netip.Prefix]emptySeen     // blocks seen empty, for the release grace period
+
+	// blockLocks serialise this process's writers of one block, so
+	// goroutines of one Allocator queue instead of losing CAS races to
+	// each other. Only an optimisation: other processes still race, and
+	// the compare-and-swap decides.
+	blockLocks sync.Map // netip.Prefix -> *sync.Mutex
+}
+
+type cachedLabels struct {
+	labels map[string]string
+	at     time.Time
+}
+
+type emptySeen struct {
+	rv    string
+	since time.Time
+}
+
+// env is the cluster-wide state an allocation depends on.
+type env struct {
+	pools        []Pool
+	strict       bool
+	autoAllocate bool
+	maxBlocks    int
+	reserved     Reservations
+	at           time.Time
+}
+
+// New returns an Allocator over c.
+func New(c datastore.Client, cfg Config) *Allocator {
+	if cfg.MaxRetries <= 0 {
+		cfg.MaxRetries = 20
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Allocator{
+		c: c, cfg: cfg, log: cfg.Logger,
+		labels: map[string]cachedLabels{},
+		blocks: map[netip.Prefix]*v3.IPAMBlock{},
+		affine: map[string][]netip.Prefix{},
+		empty:  map[netip.Prefix]emptySeen{},
+	}
+}
+
+// loadEnv returns the pools, IPAM settings and reservations, from the cache
+// when fresh enough.
+func (a *Allocator) loadEnv(ctx context.Context) (*env, error) {
+	now := a.cfg.Now()
+	a.mu.Lock()
+	e := a.env
+	a.mu.Unlock()
+	if e != nil && a.cfg.CacheTTL > 0 && now.Sub(e.at) < a.cfg.CacheTTL {
+		return e, nil
+	}
+	// Three independent reads, issued together: one round trip of latency.
+	var (
+		wg                 sync.WaitGroup
+		pl, rl             *datastore.List
+		cfg                v3.Resource
+		plErr, rlErr, cErr error
+	)
+	wg.Add(3)
+	go func() { defer wg.Done(); pl, plErr = a.c.List(ctx, v3.KindIPPool, datastore.ListOptions{}) }()
+	go func() { defer wg.Done(); rl, rlErr = a.c.List(ctx, v3.KindIPReservation, datastore.ListOptions{}) }()
+	go func() {
+		defer wg.Done()
+		cfg, cErr = a.c.Get(ctx, datastore.Key{Kind: v3.KindIPAMConfiguration, Name: "default"})
+	}()
+	wg.Wait()
+	if plErr != nil {
+		return nil, fmt.Errorf("listing IP pools: %w", plErr)
+	}
+	var pools []v3.IPPool
+	for _, r := range pl.Items {
+		pools = append(pools, *r.(*v3.IPPool))
+	}
+	e = &env{pools: ParsePools(pools), autoAllocate: true, at: now}
+	switch {
+	case cErr == nil:
+		s := cfg.(*v3.IPAMConfiguration).Spec
+		e.strict = s.StrictAffinity
+		e.maxBlocks = int(s.MaxBlocksPerHost)
+		if s.AutoAllocateBlocks != nil {
+			e.autoAllocate = *s.AutoAllocateBlocks
+		}
+	case !errors.Is(cErr, datastore.ErrNotFound):
+		return nil, fmt.Errorf("reading IPAMConfiguration: %w", cErr)
+	}
+	if rlErr != nil {
+		return nil, fmt.Errorf("listing IP reservations: %w", rlErr)
+	}
+	var rs []v3.IPReservation
+	for _, r := range rl.Items {
+		rs = append(rs, *r.(*v3.IPReservation))
+	}
+	e.reserved = ParseReservations(rs)
+	a.mu.Lock()
+	a.env = e
+	a.mu.Unlock()
+	return e, nil
+}
+
+// nodeLabels returns the labels of a node; a node with no Node object has
+// none.
+func (a *Allocator) nodeLabels(ctx context.Context, node string) (map[string]string, error) {
+	now := a.cfg.Now()
+	a.mu.Lock()
+	c, ok := a.labels[node]
+	a.mu.Unlock()
+	if ok && a.cfg.CacheTTL > 0 && now.Sub(c.at) < a.cfg.CacheTTL {
+		return c.labels, nil
+	}
+	r, err := a.c.Get(ctx, datastore.Key{Kind: v3.KindNode, Name: node})
+	var labels map[string]string
+	switch {
+	case err == nil:
+		labels = r.GetLabels()
+	case !errors.Is(err, datastore.ErrNotFound):
+		return nil, fmt.Errorf("reading node %s: %w", node, err)
+	}
+	a.mu.Lock()
+	a.labels[node] = cachedLabels{labels: labels, at: now}
+	a.mu.Unlock()
+	return labels, nil
+}
+
+// backoff sleeps a short random time growing with the attempt, so writers
+// that collided do not collide again in lockstep.
+func backoff(ctx context.Context, attempt int) error {
+	maxD := time.Millisecond << min(attempt, 6) // 1ms .. 64ms
+	d := time.Duration(rand.Int64N(int64(maxD))) + 100*time.Microsecond
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+func (a *Allocator) cachedBlock(cidr netip.Prefix) *v3.IPAMBlock {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if b := a.blocks[cidr]; b != nil {
+		return b.DeepCopy()
+	}
+	return nil
+}
+
+func (a *Allocator) storeBlock(cidr netip.Prefix, b *v3.IPAMBlock) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if b == nil {
+		delete(a.blocks, cidr)
+		return
+	}
+	a.blocks[cidr] = b.DeepCopy()
+}
+
+func blockKey(cidr netip.Prefix) datastore.Key {
+	return datastore.Key{Kind: v3.KindIPAMBlock, Name: BlockName(cidr)}
+}
+
+func (a *Allocator) getBlock(ctx context.Context, cidr netip.Prefix) (*v3.IPAMBlock, error) {
+	r, err := a.c.Get(ctx, blockKey(cidr))
+	if err != nil {
+		if errors.Is(err, datastore.ErrNotFound) {
+			a.storeBlock(cidr, nil)
+		}
+		return nil, err
+	}
+	b := r.(*v3.IPAMBlock)
+	a.storeBlock(cidr, b)
+	return b, nil
+}
+
+// errNoChange tells updateBlock the mutation decided not to write.
+var errNoChange = errors.New("no change")
+
+// errNothingToDo is errNoChange for a reason independent of the block's
+// state (no re-read needed).
+var errNothingToDo = fmt.Errorf("nothing to do: %w", errNoChange)
+
+// updateBlock applies mutate to the current block and writes it with
+// compare-and-swap, re-reading and re-applying on conflict. The first
+// attempt uses the cached block when there is one (saving a read in the
+// steady state). mutate returns errNoChange to skip the write (the block is
+// returned unchanged) or another error to abort. ErrNotFound (wrapped) when
+// the block does not exist.
+func (a *Allocator) updateBlock(ctx context.Context, cidr netip.Prefix, mutate func(*v3.IPAMBlock) error) (*v3.IPAMBlock, error) {
+	l, _ := a.blockLocks.LoadOrStore(cidr, &sync.Mutex{})
+	l.(*sync.Mutex).Lock()
+	defer l.(*sync.Mutex).Unlock()
+	b := a.cachedBlock(cidr)
+	for attempt := 0; attempt < a.cfg.MaxRetries; attempt++ {
+		fromCache := b != nil
+		if b == nil {
+			var err error
+			if b, err = a.getBlock(ctx, cidr); err != nil {
+				return nil, fmt.Errorf("reading block %s: %w", cidr, err)
+			}
+		}
+		if b.Spec.Deleted {
+			return nil, fmt.Errorf("block %s is being deleted: %w", cidr, datastore.ErrNotFound)
+		}
+		if err := mutate(b); err != nil {
+			if fromCache && !errors.Is(err, errNothingToDo) {
+				// A decision not to write must rest on the stored block,
+				// not on a possibly stale cached copy: re-read and decide
+				// again.
+				b = nil
+				attempt--
+				continue
+			}
+			if errors.Is(err, errNoChange) {
+				return b, nil
+			}
+			return nil, err
+		}
+		r, err := a.c.Update(ctx, b)
+		if err == nil {
+			nb := r.(*v3.IPAMBlock)
+			a.storeBlock(cidr, nb)
+			return nb, nil
+		}
+		b = nil
+		a.storeBlock(cidr, nil)
+		if !errors.Is(err, datastore.ErrConflict) {
+			return nil, fmt.Errorf("writing block %s: %w", cidr, err)
+		}
+		if err := backoff(ctx, attempt); err != nil {
+			return nil, err
+		}
+	}
+	return nil, fmt.Errorf("writing block %s: %w", cidr, ErrTooManyRetries)
+}
+
+// rollbackCtx outlives the caller's context so undoing a half-done
+// operation is not itself cut short by the cancellation that caused it.
+func rollbackCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+}
+
+// Warm reads, concurrently, what an allocation for node will need: the
+// pools, settings and reservations, the node's labels and its block
+// affinities. A fresh process (a CNI ADD) calls it alongside its other
+// first reads so that they cost one round trip of latency instead of
+// three. Reads are kept for CacheTTL (affinities until they prove stale).
+func (a *Allocator) Warm(ctx context.Context, node string) error {
+	var wg sync.WaitGroup
+	errs := make([]error, 3)
+	wg.Add(3)
+	go func() { defer wg.Done(); _, errs[0] = a.loadEnv(ctx) }()
+	go func() { defer wg.Done(); _, errs[1] = a.nodeLabels(ctx, node) }()
+	go func() { defer wg.Done(); _, _, errs[2] = a.affineBlocks(ctx, node, nil, true) }()
+	wg.Wait()
+	return errors.Join(errs...)
+}

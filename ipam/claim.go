@@ -1,0 +1,214 @@
+package ipam
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v3 "github.com/tabbynet/tabby/api/v3"
+	"github.com/tabbynet/tabby/datastore"
+)
+
+var (
+	// errBlockTaken: another node created the block first.
+	errBlockTaken = errors.New("block claimed by another node")
+	// errNoFreeBlock: every block of the pools exists already.
+	errNoFreeBlock = errors.New("no unclaimed block left")
+)
+
+func affinityKey(node string, cidr netip.Prefix) datastore.Key {
+	return datastore.Key{Kind: v3.KindBlockAffinity, Name: AffinityName(node, cidr)}
+}
+
+// affineBlocks returns the node's blocks within pools, in pool order then
+// newest claim first. With refresh (or nothing cached) it lists BlockAffinities;
+// pending ones whose block exists with this node's affinity (a claim that
+// was interrupted before its confirmation) are confirmed on the way.
+func (a *Allocator) affineBlocks(ctx context.Context, node string, pools []Pool, refresh bool) (_ []netip.Prefix, listed bool, _ error) {
+	a.mu.Lock()
+	cached, ok := a.affine[node]
+	a.mu.Unlock()
+	if !ok || refresh {
+		listed = true
+		l, err := a.c.List(ctx, v3.KindBlockAffinity, datastore.ListOptions{})
+		if err != nil {
+			return nil, listed, fmt.Errorf("listing block affinities of node %s: %w", node, err)
+		}
+		cached = nil
+		// Newest claim first: older blocks fill first, so a fresh process
+		// (nothing cached) most likely finds room in the first block it
+		// reads.
+		items := slices.Clone(l.Items)
+		slices.SortStableFunc(items, func(x, y v3.Resource) int {
+			if c := y.GetCreationTimestamp().Compare(x.GetCreationTimestamp().Time); c != 0 {
+				return c
+			}
+			return strings.Compare(y.(*v3.BlockAffinity).Spec.CIDR, x.(*v3.BlockAffinity).Spec.CIDR)
+		})
+		for _, r := range items {
+			ba := r.(*v3.BlockAffinity)
+			if ba.Spec.Node != node || ba.Spec.Deleted || (ba.Spec.Type != "" && ba.Spec.Type != v3.BlockAffinityTypeHost) {
+				continue
+			}
+			cidr, err := netip.ParsePrefix(ba.Spec.CIDR)
+			if err != nil {
+				continue
+			}
+			switch ba.Spec.State {
+			case v3.BlockAffinityStateConfirmed:
+				cached = append(cached, cidr)
+			case v3.BlockAffinityStatePending:
+				b, err := a.getBlock(ctx, cidr)
+				if err != nil || b.Spec.Affinity == nil || *b.Spec.Affinity != AffinityValue(node) {
+					continue // a claim in progress, or one that lost: not ours (yet)
+				}
+				if err := a.confirmAffinity(ctx, node, cidr); err != nil {
+					return nil, listed, err
+				}
+				cached = append(cached, cidr)
+			}
+		}
+		a.mu.Lock()
+		a.affine[node] = cached
+		a.mu.Unlock()
+	}
+	var out []netip.Prefix
+	for _, p := range pools {
+		var in []netip.Prefix
+		for _, c := range cached {
+			if p.CIDR.Contains(c.Addr()) && c.Bits() >= p.CIDR.Bits() {
+				in = append(in, c)
+			}
+		}
+		out = append(out, in...)
+	}
+	return out, listed, nil
+}
+
+func (a *Allocator) forgetAffinity(node string, cidr netip.Prefix) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.affine[node] = slices.DeleteFunc(slices.Clone(a.affine[node]), func(c netip.Prefix) bool { return c == cidr })
+}
+
+func (a *Allocator) rememberAffinity(node string, cidr netip.Prefix) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !slices.Contains(a.affine[node], cidr) {
+		a.affine[node] = append([]netip.Prefix{cidr}, a.affine[node]...) // newest first
+	}
+}
+
+// claimNewBlock claims an unclaimed block of the first pool that has one.
+func (a *Allocator) claimNewBlock(ctx context.Context, node string, pools []Pool) (netip.Prefix, error) {
+	l, err := a.c.List(ctx, v3.KindIPAMBlock, datastore.ListOptions{})
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("listing blocks: %w", err)
+	}
+	taken := map[netip.Prefix]bool{}
+	for _, r := range l.Items {
+		if c, err := netip.ParsePrefix(r.(*v3.IPAMBlock).Spec.CIDR); err == nil {
+			taken[c] = true
+		}
+	}
+	for _, p := range pools {
+		for range a.cfg.MaxRetries {
+			cidr, ok := NextBlock(p.CIDR, p.BlockBits(), node, taken)
+			if !ok {
+				break
+			}
+			err := a.claim(ctx, node, cidr)
+			if errors.Is(err, errBlockTaken) {
+				taken[cidr] = true
+				continue
+			}
+			return cidr, err
+		}
+	}
+	return netip.Prefix{}, errNoFreeBlock
+}
+
+// claim makes block cidr the node's in two phases: a pending
+// BlockAffinity, then the block itself created with the node's affinity
+// (the create is atomic, so of several nodes racing for one block exactly
+// one succeeds), then the affinity confirmed. The loser removes its pending
+// affinity and gets errBlockTaken.
+func (a *Allocator) claim(ctx context.Context, node string, cidr netip.Prefix) error {
+	now := metav1.NewTime(a.cfg.Now())
+	aff := &v3.BlockAffinity{
+		TypeMeta:   metav1.TypeMeta{Kind: v3.KindBlockAffinity, APIVersion: v3.GroupVersion},
+		ObjectMeta: metav1.ObjectMeta{Name: AffinityName(node, cidr)},
+		Spec: v3.BlockAffinitySpec{
+			State: v3.BlockAffinityStatePending, Node: node, Type: v3.BlockAffinityTypeHost, CIDR: cidr.String(),
+		},
+	}
+	created, err := a.c.Create(ctx, aff)
+	switch {
+	case errors.Is(err, datastore.ErrAlreadyExists):
+		// Ours from an earlier, interrupted claim: carry on with it.
+	case err != nil:
+		return fmt.Errorf("claiming block %s for node %s: %w", cidr, node, err)
+	}
+	b := NewBlock(cidr, node, now)
+	nb, err := a.c.Create(ctx, b)
+	switch {
+	case err == nil:
+		a.storeBlock(cidr, nb.(*v3.IPAMBlock))
+	case errors.Is(err, datastore.ErrAlreadyExists):
+		cur, gerr := a.getBlock(ctx, cidr)
+		if gerr != nil {
+			return fmt.Errorf("claiming block %s for node %s: %w", cidr, node, gerr)
+		}
+		if cur.Spec.Affinity == nil || *cur.Spec.Affinity != AffinityValue(node) {
+			if created != nil {
+				_, derr := a.c.Delete(ctx, affinityKey(node, cidr), datastore.DeleteOptions{ResourceVersion: created.GetResourceVersion()})
+				if derr != nil && !errors.Is(derr, datastore.ErrNotFound) {
+					a.log.Warn("could not remove pending block affinity after losing a claim", "block", cidr, "node", node, "err", derr)
+				}
+			}
+			return errBlockTaken
+		}
+	default:
+		// The pending affinity stays: if the block was in fact created, the
+		// next allocation confirms it; if not, it is harmless and GC
+		// removes it.
+		return fmt.Errorf("claiming block %s for node %s: %w", cidr, node, err)
+	}
+	if err := a.confirmAffinity(ctx, node, cidr); err != nil {
+		return err
+	}
+	a.rememberAffinity(node, cidr)
+	a.log.Debug("claimed block", "block", cidr, "node", node)
+	return nil
+}
+
+// confirmAffinity moves the node's affinity for cidr to confirmed.
+func (a *Allocator) confirmAffinity(ctx context.Context, node string, cidr netip.Prefix) error {
+	for attempt := 0; attempt < a.cfg.MaxRetries; attempt++ {
+		r, err := a.c.Get(ctx, affinityKey(node, cidr))
+		if err != nil {
+			return fmt.Errorf("confirming affinity of block %s to node %s: %w", cidr, node, err)
+		}
+		ba := r.(*v3.BlockAffinity)
+		if ba.Spec.State == v3.BlockAffinityStateConfirmed {
+			return nil
+		}
+		ba.Spec.State = v3.BlockAffinityStateConfirmed
+		_, err = a.c.Update(ctx, ba)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, datastore.ErrConflict) {
+			return fmt.Errorf("confirming affinity of block %s to node %s: %w", cidr, node, err)
+		}
+		if err := backoff(ctx, attempt); err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("confirming affinity of block %s to node %s: %w", cidr, node, ErrTooManyRetries)
+}
