@@ -1,0 +1,247 @@
+package calc_test
+
+import (
+	"flag"
+	"math/rand/v2"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/tabbynet/tabby/api/numorstring"
+	v3 "github.com/tabbynet/tabby/api/v3"
+	"github.com/tabbynet/tabby/felix/calc"
+	ct "github.com/tabbynet/tabby/felix/calc/calctest"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("reading golden file (run with -update to create): %v", err)
+	}
+	if diff := cmp.Diff(string(want), got); diff != "" {
+		t.Errorf("%s mismatch (-want +got), rerun with -update if intended:\n%s", name, diff)
+	}
+}
+
+func TestScenarioGolden(t *testing.T) {
+	res := calc.Compute(ct.Input(ct.Node, ct.Scenario()))
+	golden(t, "scenario.golden", res.String())
+}
+
+func TestOrderIndependence(t *testing.T) {
+	objs := ct.Scenario()
+	want := calc.Compute(ct.Input(ct.Node, objs))
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range 50 {
+		shuffled := slices.Clone(objs)
+		rng.Shuffle(len(shuffled), func(a, b int) { shuffled[a], shuffled[b] = shuffled[b], shuffled[a] })
+		got := calc.Compute(ct.Input(ct.Node, shuffled))
+		if diff := cmp.Diff(want, got, cmpopts.EquateComparable(netip.Prefix{})); diff != "" {
+			t.Fatalf("shuffle %d: result differs (-first +shuffled):\n%s", i, diff)
+		}
+	}
+}
+
+func TestComputeDoesNotModifyInput(t *testing.T) {
+	objs := ct.Scenario()
+	in := ct.Input(ct.Node, objs)
+	before := ct.Input(ct.Node, ct.Scenario())
+	calc.Compute(in)
+	if diff := cmp.Diff(before, in); diff != "" {
+		t.Fatalf("input modified:\n%s", diff)
+	}
+}
+
+func endpoint(t *testing.T, res *calc.Result, key string) calc.Endpoint {
+	t.Helper()
+	for _, ep := range res.Endpoints {
+		if ep.Key == key {
+			return ep
+		}
+	}
+	t.Fatalf("no local endpoint %q in %v", key, res.Endpoints)
+	return calc.Endpoint{}
+}
+
+func TestSemantics(t *testing.T) {
+	res := calc.Compute(ct.Input(ct.Node, ct.Scenario()))
+	web := endpoint(t, res, "prod/node1-k8s-web-eth0")
+	db := endpoint(t, res, "prod/node1-k8s-db-eth0")
+	client := endpoint(t, res, "dev/node1-k8s-client-eth0")
+
+	tierNames := func(tps []calc.TierPolicies) (out []string) {
+		for _, tp := range tps {
+			for _, p := range tp.Policies {
+				out = append(out, p.String())
+			}
+		}
+		return out
+	}
+	findSet := func(members ...string) string {
+		for id, s := range res.IPSets {
+			if slices.Equal(s.Members, members) {
+				return id
+			}
+		}
+		return ""
+	}
+
+	tests := []struct {
+		name string
+		got  any
+		want any
+	}{
+		{"web ingress: tier order then policy order", tierNames(web.Ingress), []string{
+			"security/security.deny-blocked", "security/security.pass-prod",
+			"default/prod/web-from-dev", "default/prod/web-from-partners"}},
+		{"db ingress: nil policy order after ordered; platform tier between", tierNames(db.Ingress), []string{
+			"security/security.deny-blocked", "security/security.pass-prod",
+			"platform/platform.log-icmp", "default/prod/db-from-sa"}},
+		{"platform tier default action Pass", db.Ingress[1].DefaultAction, v3.Pass},
+		{"web has no egress policy: profiles decide", len(web.Egress), 0},
+		{"client egress from the namespace-wide policy", tierNames(client.Egress), []string{"default/dev/client-egress"}},
+		{"client ingress only the global deny (not prod's pass)", tierNames(client.Ingress), []string{"security/security.deny-blocked"}},
+		{"remote-only policy not active", res.Policies[calc.PolicyID{Tier: "default", Namespace: "prod", Name: "remote-only"}] == nil, true},
+		{"profiles kept", web.Profiles, []string{"kns.prod"}},
+		{"named port set: web endpoints across nodes with their own port", findSet("10.65.0.1,tcp:8080", "10.65.1.1,tcp:8081") != "", true},
+		{"namespaceSelector + selector: only the dev client", findSet("10.65.0.3/32") != "", true},
+		{"network set as member, namespace-scoped", findSet("192.0.2.0/24", "198.51.100.7/32") != "", true},
+		{"global network set, both families", findSet("2001:db8::/32", "203.0.113.0/24") != "", true},
+		{"multi-CIDR nets become a set", findSet("10.96.0.0/12", "172.16.0.0/12") != "", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, tt.got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestBadInputSkippedAndReported(t *testing.T) {
+	res := calc.Compute(ct.Input(ct.Node, ct.Scenario()))
+	var got []string
+	for _, p := range res.Problems {
+		got = append(got, p.Kind+" "+p.Name)
+	}
+	want := []string{"GlobalNetworkPolicy missing-tier.p", "NetworkPolicy bad-port", "NetworkPolicy bad-selector"}
+	if diff := cmp.Diff(want, got, cmpopts.EquateComparable(netip.Prefix{})); diff != "" {
+		t.Errorf("problems (-want +got):\n%s\nall: %v", diff, res.Problems)
+	}
+	for id := range res.Policies {
+		if strings.HasPrefix(id.Name, "bad") || strings.HasPrefix(id.Name, "missing") {
+			t.Errorf("bad policy %s is active", id)
+		}
+	}
+}
+
+func TestMissingProfileReported(t *testing.T) {
+	w := ct.WEP("prod", "x", ct.Node, "calix", "10.0.0.9", nil)
+	res := calc.Compute(ct.Input(ct.Node, []any{w}))
+	if len(res.Problems) != 1 || !strings.Contains(res.Problems[0].Reason, "kns.prod") {
+		t.Fatalf("problems = %v, want the missing profile", res.Problems)
+	}
+	if len(res.Endpoints) != 1 || len(res.Endpoints[0].Profiles) != 0 {
+		t.Fatalf("endpoint = %+v, want present with no profiles", res.Endpoints)
+	}
+}
+
+func TestDuplicateResolvedByResourceVersion(t *testing.T) {
+	a := ct.NP("prod", "p", nil, "all()", ct.Ingress, []v3.Rule{{Action: v3.Allow}}, nil)
+	b := ct.NP("prod", "p", nil, "all()", ct.Ingress, []v3.Rule{{Action: v3.Deny}}, nil)
+	a.ResourceVersion, b.ResourceVersion = "5", "7"
+	w := ct.WEP("prod", "x", ct.Node, "calix", "10.0.0.9", nil)
+	for _, order := range [][]any{{a, b, w}, {b, a, w}} {
+		res := calc.Compute(ct.Input(ct.Node, order))
+		p := res.Policies[calc.PolicyID{Tier: "default", Namespace: "prod", Name: "p"}]
+		if p == nil || p.Ingress[0].Action != v3.Deny {
+			t.Fatalf("want the resourceVersion-7 policy (Deny), got %+v", p)
+		}
+	}
+}
+
+// TestMemoGivesIdenticalResults replays a series of changes (objects
+// replaced by new pointers, added, removed) through one Memo and checks
+// every result against a memo-less computation.
+func TestMemoGivesIdenticalResults(t *testing.T) {
+	memo := calc.NewMemo()
+	objs := ct.Scenario()
+	steps := []func([]any) []any{
+		func(o []any) []any { return o },
+		func(o []any) []any { // change one policy (new object, as a datastore cache would)
+			out := slices.Clone(o)
+			for i, x := range out {
+				if p, ok := x.(*v3.NetworkPolicy); ok && p.Name == "web-from-partners" {
+					q := p.DeepCopy()
+					q.Spec.Ingress[0].Destination.NotPorts = ct.Ports("2222")
+					out[i] = q
+				}
+			}
+			return out
+		},
+		func(o []any) []any { return o[1:] }, // drop the prod namespace profile
+		func(o []any) []any { return append(o, ct.NSProfile("prod", map[string]string{"team": "z"})) },
+		func(o []any) []any { return o[:len(o)-6] },  // drop some policies
+		func(o []any) []any { return ct.Scenario() }, // all new pointers
+	}
+	for i, step := range steps {
+		objs = step(objs)
+		want := calc.Compute(ct.Input(ct.Node, objs))
+		got := calc.ComputeWith(ct.Input(ct.Node, objs), memo)
+		if diff := cmp.Diff(want, got, cmpopts.EquateComparable(netip.Prefix{})); diff != "" {
+			t.Fatalf("step %d: memo result differs (-plain +memo):\n%s", i, diff)
+		}
+	}
+}
+
+// TestRemoteEndpointBadFieldsIgnored: a remote endpoint is not validated
+// as a whole (its interface name never reaches a rule), but a port that
+// could not go into an ipset is dropped and a bad IP skips it.
+func TestRemoteEndpointBadFieldsIgnored(t *testing.T) {
+	remote := ct.WEP("prod", "r", "node2", "not a valid iface!", "10.0.0.7", map[string]string{"app": "web"})
+	remote.Spec.Ports = []v3.WorkloadEndpointPort{
+		{Name: "http", Protocol: numorstring.ProtocolFromString("ICMP"), Port: 80},
+		{Name: "http", Protocol: numorstring.ProtocolFromString("TCP"), Port: 0},
+	}
+	badIP := ct.WEP("prod", "b", "node2", "calib", "10.0.0.8", map[string]string{"app": "web"})
+	badIP.Spec.IPNetworks = []string{"not-an-ip"}
+	local := ct.WEP("prod", "l", ct.Node, "calil", "10.0.0.9", map[string]string{"app": "web"})
+	pol := ct.NP("prod", "p", nil, "app == 'web'", ct.Ingress, []v3.Rule{{Action: v3.Allow, Protocol: ct.Proto("TCP"),
+		Source: v3.EntityRule{Selector: "app == 'web'"}, Destination: v3.EntityRule{Ports: ct.Ports("http")}}}, nil)
+	res := calc.Compute(ct.Input(ct.Node, []any{ct.NSProfile("prod", nil), remote, badIP, local, pol}))
+	var sel, named *calc.IPSet
+	for _, s := range res.IPSets {
+		if s.Type == calc.HashNet {
+			sel = s
+		} else {
+			named = s
+		}
+	}
+	if sel == nil || !slices.Equal(sel.Members, []string{"10.0.0.7/32", "10.0.0.9/32"}) {
+		t.Errorf("selector set = %+v, want the remote and local endpoints", sel)
+	}
+	if named == nil || len(named.Members) != 0 {
+		t.Errorf("named-port set = %+v, want empty (no usable port)", named)
+	}
+	if len(res.Problems) != 1 || res.Problems[0].Name != "node2-k8s-b-eth0" {
+		t.Errorf("problems = %v, want only the bad IP", res.Problems)
+	}
+}

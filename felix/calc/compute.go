@@ -1,0 +1,579 @@
+package calc
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"net/netip"
+	"slices"
+	"strings"
+
+	"github.com/tabbynet/tabby/api/selector"
+	v3 "github.com/tabbynet/tabby/api/v3"
+)
+
+// labelled is anything ipset membership is computed over: an endpoint
+// (workload or host, local or remote) or a network set.
+type labelled struct {
+	key    memberKey
+	labels map[string]string
+	nets   []netip.Prefix
+	ports  []namedPort
+}
+
+type namedPort struct {
+	name  string
+	proto uint8
+	port  uint16
+}
+
+type tierInfo struct {
+	name   string
+	order  *float64
+	action v3.Action
+}
+
+// parsedPolicy is a valid policy whose tier exists, before its rules are
+// resolved (rules are resolved only for active policies).
+type parsedPolicy struct {
+	id              PolicyID
+	order           *float64
+	tier            *tierInfo
+	sel             *matcher
+	ingress, egress bool
+	// The policy's rules, converted once, and the ipsets they need.
+	in, out []Rule
+	demands map[string]*demand
+}
+
+type localEndpoint struct {
+	ep     Endpoint
+	key    memberKey
+	labels map[string]string
+}
+
+type computer struct {
+	node     string
+	problems map[Problem]bool
+	profiles map[string]*v3.Profile
+	tiers    map[string]*tierInfo
+	members  []labelled
+	locals   []localEndpoint
+	policies []*parsedPolicy
+	demands  map[string]*demand
+	memo     *Memo
+}
+
+// Compute is the whole calculation. It is deterministic: the same resources
+// in any order give an identical Result.
+func Compute(in Input) *Result { return ComputeWith(in, nil) }
+
+// ComputeWith is Compute reusing the per-object work (validation, parsing,
+// rule conversion) remembered in memo from earlier calls, so that a
+// recomputation after a small change skips the unchanged objects' work.
+// Objects are recognised by pointer: the caller must not modify an object
+// it has passed in (replace it instead, as a datastore cache does). The
+// Result may share rule slices with memo; treat it as read-only. A nil
+// memo is allowed. The result is identical with or without a memo.
+func ComputeWith(in Input, memo *Memo) *Result {
+	c := &computer{
+		node:     in.Node,
+		problems: map[Problem]bool{},
+		profiles: map[string]*v3.Profile{},
+		tiers:    map[string]*tierInfo{},
+		demands:  map[string]*demand{},
+		memo:     memo,
+	}
+	if memo != nil {
+		memo.begin()
+		defer memo.end()
+	}
+	c.loadProfiles(in.Profiles)
+	c.loadTiers(in.Tiers)
+	c.loadEndpoints(in.WorkloadEndpoints, in.HostEndpoints)
+	c.loadNetworkSets(in.NetworkSets, in.GlobalNetworkSets)
+	c.loadPolicies(in.NetworkPolicies, in.GlobalNetworkPolicies)
+
+	res := &Result{
+		Policies: map[PolicyID]*Policy{},
+		Profiles: map[string]*Profile{},
+		IPSets:   map[string]*IPSet{},
+	}
+	var oldLocals, oldMembers *matchCache
+	if memo != nil {
+		oldLocals, oldMembers = memo.locals, memo.members
+	}
+	locals := c.localMatchSet(oldLocals)
+	c.selectPolicies(res, locals)
+	c.resolveProfiles(res)
+	members := c.memberMatchSet(oldMembers)
+	// With the same labelled objects as last time, a set's members cannot
+	// have changed.
+	sameMembers := oldMembers != nil && slices.Equal(oldMembers.keys, members.keys)
+	for id, d := range c.demands {
+		if sameMembers {
+			if set, ok := memo.ipsets[id]; ok {
+				res.IPSets[id] = set
+				continue
+			}
+		}
+		var matches []bool
+		if d.sel != nil {
+			matches = members.eval(d.sel)
+		}
+		res.IPSets[id] = d.members(c.members, matches)
+	}
+	if memo != nil {
+		memo.ipsets = res.IPSets
+	}
+	if memo != nil {
+		memo.locals, memo.members = locals.done(), members.done()
+	}
+	for p := range c.problems {
+		res.Problems = append(res.Problems, p)
+	}
+	slices.SortFunc(res.Problems, func(a, b Problem) int {
+		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Namespace, b.Namespace),
+			cmp.Compare(a.Name, b.Name), cmp.Compare(a.Reason, b.Reason))
+	})
+	return res
+}
+
+func (c *computer) report(kind, ns, name, format string, args ...any) {
+	c.problems[Problem{Kind: kind, Namespace: ns, Name: name, Reason: fmt.Sprintf(format, args...)}] = true
+}
+
+// dedupe sorts objects by key and drops duplicates (reported), keeping the
+// one with the greatest resourceVersion, so that input order never matters.
+// Ties (same key and resourceVersion) are the same stored object, so an
+// unstable sort is deterministic enough.
+func dedupe[T any](c *computer, kind string, objs []T, key func(T) (ns, name, rv string)) []T {
+	type keyed struct {
+		ns, name, rv string
+		obj          T
+	}
+	ks := make([]keyed, len(objs))
+	for i, o := range objs {
+		ks[i].ns, ks[i].name, ks[i].rv = key(o)
+		ks[i].obj = o
+	}
+	slices.SortFunc(ks, func(a, b keyed) int {
+		return cmp.Or(strings.Compare(a.ns, b.ns), strings.Compare(a.name, b.name), strings.Compare(b.rv, a.rv))
+	})
+	out := make([]T, 0, len(ks))
+	for i := range ks {
+		if i > 0 && ks[i].ns == ks[i-1].ns && ks[i].name == ks[i-1].name {
+			c.report(kind, ks[i].ns, ks[i].name, "listed more than once; using the greatest resourceVersion")
+			continue
+		}
+		out = append(out, ks[i].obj)
+	}
+	return out
+}
+
+func (c *computer) loadProfiles(profs []*v3.Profile) {
+	for _, p := range dedupe(c, v3.KindProfile, profs, func(p *v3.Profile) (string, string, string) { return "", p.Name, p.ResourceVersion }) {
+		if err := p.Validate().Err(); err != nil {
+			c.report(v3.KindProfile, "", p.Name, "invalid, skipped: %v", err)
+			continue
+		}
+		c.profiles[p.Name] = p
+	}
+}
+
+func (c *computer) loadTiers(tiers []*v3.Tier) {
+	for _, t := range v3.DefaultTiers() {
+		c.tiers[t.Name] = &tierInfo{name: t.Name, order: t.Spec.Order, action: *t.Spec.DefaultAction}
+	}
+	for _, t := range dedupe(c, v3.KindTier, tiers, func(t *v3.Tier) (string, string, string) { return "", t.Name, t.ResourceVersion }) {
+		if err := t.Validate().Err(); err != nil {
+			c.report(v3.KindTier, "", t.Name, "invalid, skipped: %v", err)
+			continue
+		}
+		ti := &tierInfo{name: t.Name, order: t.Spec.Order, action: v3.Deny}
+		if t.Spec.DefaultAction != nil {
+			ti.action = *t.Spec.DefaultAction
+		}
+		c.tiers[t.Name] = ti
+	}
+}
+
+// existingProfiles returns the named profiles that exist, reporting the
+// others for kind (when not empty).
+func (c *computer) existingProfiles(kind, ns, name string, profiles []string) []string {
+	var found []string
+	for _, pn := range profiles {
+		if _, ok := c.profiles[pn]; ok {
+			found = append(found, pn)
+		} else if kind != "" {
+			c.report(kind, ns, name, "profile %q does not exist; ignored", pn)
+		}
+	}
+	return found
+}
+
+// inheritLabels builds an endpoint's effective labels: its profiles'
+// labelsToApply (earlier profiles win), then its own labels, then the
+// implicit namespace labels. It returns the profiles that exist.
+func (c *computer) inheritLabels(kind, ns, name string, own map[string]string, profiles []string) (map[string]string, []string) {
+	labels := map[string]string{}
+	var found []string
+	for i := len(profiles) - 1; i >= 0; i-- {
+		p, ok := c.profiles[profiles[i]]
+		if !ok {
+			continue
+		}
+		maps.Copy(labels, p.Spec.LabelsToApply)
+	}
+	for _, pn := range profiles {
+		if _, ok := c.profiles[pn]; ok {
+			found = append(found, pn)
+		} else if kind != "" {
+			c.report(kind, ns, name, "profile %q does not exist; ignored", pn)
+		}
+	}
+	maps.Copy(labels, own)
+	if ns != "" {
+		labels[selector.NamespaceLabel] = ns
+		if _, ok := labels[nsLabelPrefix+nameLabel]; !ok {
+			labels[nsLabelPrefix+nameLabel] = ns
+		}
+	}
+	return labels, found
+}
+
+func parseNets(ss []string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, s := range ss {
+		var p netip.Prefix
+		var err error
+		if strings.Contains(s, "/") {
+			p, err = netip.ParsePrefix(s)
+		} else {
+			var a netip.Addr
+			a, err = netip.ParseAddr(s)
+			p = netip.PrefixFrom(a, a.BitLen())
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%q is not an IP or CIDR", s)
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
+}
+
+func (c *computer) loadEndpoints(weps []*v3.WorkloadEndpoint, heps []*v3.HostEndpoint) {
+	for _, w := range dedupe(c, v3.KindWorkloadEndpoint, weps, func(w *v3.WorkloadEndpoint) (string, string, string) {
+		return w.Namespace, w.Name, w.ResourceVersion
+	}) {
+		local := w.Spec.Node == c.node
+		info := memoGet(c.memo, wepKey{w, local}, func() wepInfo {
+			// A local endpoint's fields end up in rules (interface name),
+			// so it must be fully valid; of a remote one only the labels,
+			// IPs and ports are used, and those are checked where used.
+			if local {
+				if err := w.Validate().Err(); err != nil {
+					return wepInfo{problem: fmt.Sprintf("invalid, skipped: %v", err)}
+				}
+			}
+			nets, err := parseNets(w.Spec.IPNetworks)
+			if err != nil {
+				return wepInfo{problem: fmt.Sprintf("skipped: %v", err)}
+			}
+			return wepInfo{nets: nets}
+		})
+		if info.problem != "" {
+			c.report(v3.KindWorkloadEndpoint, w.Namespace, w.Name, "%s", info.problem)
+			continue
+		}
+		nets := info.nets
+		kind := ""
+		if local {
+			kind = v3.KindWorkloadEndpoint // report missing profiles of local endpoints only
+		}
+		profs := c.existingProfiles(kind, w.Namespace, w.Name, w.Spec.Profiles)
+		key := c.memberKey(w, w.Spec.Profiles)
+		// The labels depend only on the endpoint and its profiles: the key.
+		m := memoGet(c.memo, labelsKey{key}, func() labelled {
+			labels, _ := c.inheritLabels("", w.Namespace, w.Name, w.Labels, w.Spec.Profiles)
+			if _, ok := labels[saLabelPrefix+nameLabel]; !ok && w.Spec.ServiceAccountName != "" {
+				labels[saLabelPrefix+nameLabel] = w.Spec.ServiceAccountName
+			}
+			m := labelled{key: key, labels: labels, nets: nets}
+			for _, p := range w.Spec.Ports {
+				if p.Protocol.SupportsPorts() && p.Port != 0 {
+					m.ports = append(m.ports, namedPort{name: p.Name, proto: p.Protocol.Number(), port: p.Port})
+				}
+			}
+			return m
+		})
+		labels := m.labels
+		c.members = append(c.members, m)
+		if local {
+			c.locals = append(c.locals, localEndpoint{key: key, labels: labels, ep: Endpoint{
+				Kind: Workload, Key: w.Namespace + "/" + w.Name, Interface: w.Spec.InterfaceName,
+				Addrs: nets, Profiles: profs,
+			}})
+		}
+	}
+	for _, h := range dedupe(c, v3.KindHostEndpoint, heps, func(h *v3.HostEndpoint) (string, string, string) {
+		return "", h.Name, h.ResourceVersion
+	}) {
+		if err := h.Validate().Err(); err != nil {
+			c.report(v3.KindHostEndpoint, "", h.Name, "invalid, skipped: %v", err)
+			continue
+		}
+		nets, err := parseNets(h.Spec.ExpectedIPs)
+		if err != nil {
+			c.report(v3.KindHostEndpoint, "", h.Name, "skipped: %v", err)
+			continue
+		}
+		local := h.Spec.Node == c.node
+		kind := ""
+		if local {
+			kind = v3.KindHostEndpoint
+		}
+		labels, profs := c.inheritLabels(kind, "", h.Name, h.Labels, h.Spec.Profiles)
+		key := c.memberKey(h, h.Spec.Profiles)
+		m := labelled{key: key, labels: labels, nets: nets}
+		for _, p := range h.Spec.Ports {
+			if p.Protocol.SupportsPorts() && p.Port != 0 {
+				m.ports = append(m.ports, namedPort{name: p.Name, proto: p.Protocol.Number(), port: p.Port})
+			}
+		}
+		c.members = append(c.members, m)
+		if local {
+			c.locals = append(c.locals, localEndpoint{key: key, labels: labels, ep: Endpoint{
+				Kind: Host, Key: h.Name, Interface: h.Spec.InterfaceName, Addrs: nets, Profiles: profs,
+			}})
+		}
+	}
+	slices.SortFunc(c.locals, func(a, b localEndpoint) int {
+		return cmp.Or(cmp.Compare(a.ep.Kind, b.ep.Kind), cmp.Compare(a.ep.Key, b.ep.Key))
+	})
+}
+
+func (c *computer) loadNetworkSets(nsets []*v3.NetworkSet, gsets []*v3.GlobalNetworkSet) {
+	for _, s := range dedupe(c, v3.KindNetworkSet, nsets, func(s *v3.NetworkSet) (string, string, string) {
+		return s.Namespace, s.Name, s.ResourceVersion
+	}) {
+		if err := s.Validate().Err(); err != nil {
+			c.report(v3.KindNetworkSet, s.Namespace, s.Name, "invalid, skipped: %v", err)
+			continue
+		}
+		nets, err := parseNets(s.Spec.Nets)
+		if err != nil {
+			c.report(v3.KindNetworkSet, s.Namespace, s.Name, "skipped: %v", err)
+			continue
+		}
+		labels, _ := c.inheritLabels("", s.Namespace, s.Name, s.Labels, []string{"kns." + s.Namespace})
+		c.members = append(c.members, labelled{key: c.memberKey(s, []string{"kns." + s.Namespace}), labels: labels, nets: nets})
+	}
+	for _, s := range dedupe(c, v3.KindGlobalNetworkSet, gsets, func(s *v3.GlobalNetworkSet) (string, string, string) {
+		return "", s.Name, s.ResourceVersion
+	}) {
+		if err := s.Validate().Err(); err != nil {
+			c.report(v3.KindGlobalNetworkSet, "", s.Name, "invalid, skipped: %v", err)
+			continue
+		}
+		nets, err := parseNets(s.Spec.Nets)
+		if err != nil {
+			c.report(v3.KindGlobalNetworkSet, "", s.Name, "skipped: %v", err)
+			continue
+		}
+		c.members = append(c.members, labelled{key: c.memberKey(s, nil), labels: maps.Clone(s.Labels), nets: nets})
+	}
+}
+
+// policyTypes mirrors Calico's defaulting: explicit types win; otherwise
+// Ingress, plus Egress when there are egress rules (Egress alone when there
+// are only egress rules).
+func policyTypes(types []v3.PolicyType, in, out []v3.Rule) (ingress, egress bool) {
+	if len(types) == 0 {
+		switch {
+		case len(out) == 0:
+			return true, false
+		case len(in) == 0:
+			return false, true
+		default:
+			return true, true
+		}
+	}
+	for _, t := range types {
+		switch t {
+		case v3.PolicyTypeIngress:
+			ingress = true
+		case v3.PolicyTypeEgress:
+			egress = true
+		}
+	}
+	return ingress, egress
+}
+
+func (c *computer) loadPolicies(nps []*v3.NetworkPolicy, gnps []*v3.GlobalNetworkPolicy) {
+	// add resolves the tier (every time: tiers come and go) and uses the
+	// memoised parse of the policy itself.
+	add := func(obj any, kind, ns, name, tier string, order *float64, sel, nsSel, saSel string, types []v3.PolicyType, in, out []v3.Rule) {
+		if tier == "" {
+			tier = v3.DefaultTierName
+		}
+		ti, ok := c.tiers[tier]
+		if !ok {
+			c.report(kind, ns, name, "tier %q does not exist; policy skipped", tier)
+			return
+		}
+		info := memoGet(c.memo, obj, func() policyInfo {
+			m, err := newMatcher(sel, ns, nsSel, saSel, nil)
+			if err != nil {
+				return policyInfo{problem: fmt.Sprintf("policy skipped: %v", err)}
+			}
+			conv := &computer{demands: map[string]*demand{}}
+			inRules, err := conv.convertRules(in, ns)
+			if err != nil {
+				return policyInfo{problem: fmt.Sprintf("policy skipped: ingress: %v", err)}
+			}
+			outRules, err := conv.convertRules(out, ns)
+			if err != nil {
+				return policyInfo{problem: fmt.Sprintf("policy skipped: egress: %v", err)}
+			}
+			p := &parsedPolicy{sel: m, in: inRules, out: outRules, demands: conv.demands}
+			p.ingress, p.egress = policyTypes(types, in, out)
+			return policyInfo{p: p}
+		})
+		if info.problem != "" {
+			c.report(kind, ns, name, "%s", info.problem)
+			return
+		}
+		p := *info.p
+		p.id = PolicyID{Tier: tier, Namespace: ns, Name: name}
+		p.order, p.tier = order, ti
+		c.policies = append(c.policies, &p)
+	}
+	for _, np := range dedupe(c, v3.KindNetworkPolicy, nps, func(p *v3.NetworkPolicy) (string, string, string) {
+		return p.Namespace, p.Name, p.ResourceVersion
+	}) {
+		if err := memoGet(c.memo, validationKey{np}, func() error { return np.Validate().Err() }); err != nil {
+			c.report(v3.KindNetworkPolicy, np.Namespace, np.Name, "invalid, skipped: %v", err)
+			continue
+		}
+		s := &np.Spec
+		add(np, v3.KindNetworkPolicy, np.Namespace, np.Name, s.Tier, s.Order, s.Selector, "", s.ServiceAccountSelector, s.Types, s.Ingress, s.Egress)
+	}
+	for _, gp := range dedupe(c, v3.KindGlobalNetworkPolicy, gnps, func(p *v3.GlobalNetworkPolicy) (string, string, string) {
+		return "", p.Name, p.ResourceVersion
+	}) {
+		if err := memoGet(c.memo, validationKey{gp}, func() error { return gp.Validate().Err() }); err != nil {
+			c.report(v3.KindGlobalNetworkPolicy, "", gp.Name, "invalid, skipped: %v", err)
+			continue
+		}
+		s := &gp.Spec
+		if s.DoNotTrack || s.PreDNAT {
+			c.report(v3.KindGlobalNetworkPolicy, "", gp.Name, "doNotTrack and preDNAT are not supported yet; policy skipped")
+			continue
+		}
+		add(gp, v3.KindGlobalNetworkPolicy, "", gp.Name, s.Tier, s.Order, s.Selector, s.NamespaceSelector, s.ServiceAccountSelector, s.Types, s.Ingress, s.Egress)
+	}
+}
+
+// orderLess sorts by order (nil last), then by name.
+func compareOrder(ao, bo *float64, an, bn string) int {
+	switch {
+	case ao != nil && bo != nil:
+		if r := cmp.Compare(*ao, *bo); r != 0 {
+			return r
+		}
+	case ao != nil:
+		return -1
+	case bo != nil:
+		return 1
+	}
+	return cmp.Compare(an, bn)
+}
+
+func policyName(id PolicyID) string {
+	if id.Namespace == "" {
+		return id.Name
+	}
+	return id.Namespace + "/" + id.Name
+}
+
+// selectPolicies finds, for each local endpoint, the policies that apply,
+// groups them by tier in order, and resolves the rules of every active
+// policy.
+func (c *computer) localMatchSet(old *matchCache) *matchSet {
+	keys := make([]memberKey, len(c.locals))
+	labels := make([]map[string]string, len(c.locals))
+	for i := range c.locals {
+		keys[i], labels[i] = c.locals[i].key, c.locals[i].labels
+	}
+	return newMatchSet(keys, labels, old)
+}
+
+func (c *computer) memberMatchSet(old *matchCache) *matchSet {
+	keys := make([]memberKey, len(c.members))
+	labels := make([]map[string]string, len(c.members))
+	for i := range c.members {
+		keys[i], labels[i] = c.members[i].key, c.members[i].labels
+	}
+	return newMatchSet(keys, labels, old)
+}
+
+func (c *computer) selectPolicies(res *Result, locals *matchSet) {
+	slices.SortFunc(c.policies, func(a, b *parsedPolicy) int {
+		if r := compareOrder(a.tier.order, b.tier.order, a.tier.name, b.tier.name); r != 0 {
+			return r
+		}
+		return compareOrder(a.order, b.order, policyName(a.id), policyName(b.id))
+	})
+	selects := make([][]bool, len(c.policies))
+	for i, p := range c.policies {
+		selects[i] = locals.eval(p.sel)
+	}
+	for li, le := range c.locals {
+		ep := le.ep
+		for pi, p := range c.policies {
+			if !selects[pi][li] {
+				continue
+			}
+			if p.ingress {
+				ep.Ingress = appendTier(ep.Ingress, p)
+			}
+			if p.egress {
+				ep.Egress = appendTier(ep.Egress, p)
+			}
+			if _, done := res.Policies[p.id]; !done {
+				res.Policies[p.id] = &Policy{ID: p.id, Ingress: p.in, Egress: p.out}
+				maps.Copy(c.demands, p.demands)
+			}
+		}
+		res.Endpoints = append(res.Endpoints, ep)
+	}
+}
+
+func appendTier(tiers []TierPolicies, p *parsedPolicy) []TierPolicies {
+	if n := len(tiers); n > 0 && tiers[n-1].Tier == p.tier.name {
+		tiers[n-1].Policies = append(tiers[n-1].Policies, p.id)
+		return tiers
+	}
+	return append(tiers, TierPolicies{Tier: p.tier.name, DefaultAction: p.tier.action, Policies: []PolicyID{p.id}})
+}
+
+func (c *computer) resolveProfiles(res *Result) {
+	for _, le := range c.locals {
+		for _, name := range le.ep.Profiles {
+			if _, done := res.Profiles[name]; done {
+				continue
+			}
+			p := c.profiles[name]
+			in, err1 := c.convertRules(p.Spec.Ingress, "")
+			out, err2 := c.convertRules(p.Spec.Egress, "")
+			if err := cmp.Or(err1, err2); err != nil {
+				// The endpoint's profile chain must exist; an unusable
+				// profile allows nothing.
+				c.report(v3.KindProfile, "", name, "rules skipped (profile allows nothing): %v", err)
+				in, out = nil, nil
+			}
+			res.Profiles[name] = &Profile{Name: name, Ingress: in, Egress: out}
+		}
+	}
+}

@@ -1,0 +1,39 @@
+// Package calc is felix's pure calculation: Calico resources in, the desired
+// policy dataplane of one node out. Compute takes WorkloadEndpoints,
+// HostEndpoints, (Global)NetworkPolicies, Tiers, Profiles and
+// (Global)NetworkSets plus the local node name and returns, for every local
+// endpoint and direction, the ordered tiers and policies that apply (tier
+// order, then policy order, then name; a nil order sorts last), the profiles
+// that apply, the rules of each active policy and profile with every
+// selector, named port and multi-CIDR match resolved to an ipset ID, and the
+// members of those ipsets over all endpoints and network sets in the cluster.
+//
+// The package does no I/O and reads no clock; the same resources given in any
+// order give an identical Result. Bad input (an object that fails
+// validation, a policy naming a missing tier, an endpoint naming a missing
+// profile, a duplicate) is reported in Result.Problems and skipped; it never
+// stops the rest of the calculation.
+//
+// # Label model
+//
+// An endpoint's labels are its own labels over the labelsToApply of its
+// profiles (earlier profiles win over later ones, the endpoint's own labels
+// win over all), plus projectcalico.org/namespace = its namespace. This is
+// how Calico's kns.<namespace> and ksa.<namespace>.<sa> profiles carry
+// namespace and service-account labels, prefixed "pcns." and "pcsa.":
+// a namespaceSelector "team == 'a'" is evaluated as "pcns.team == 'a'" over
+// the endpoint's labels, a serviceAccounts selector likewise over "pcsa.",
+// and serviceAccounts.names over "pcsa.projectcalico.org/name". Where the
+// profiles do not supply them, pcns.projectcalico.org/name (the namespace)
+// and pcsa.projectcalico.org/name (spec.serviceAccountName) are filled in so
+// that namespace and service-account names match without profiles.
+// Namespaced NetworkSets inherit their kns.<namespace> profile's labels too.
+//
+// # Scoping (as Calico)
+//
+// A NetworkPolicy's selector is AND'ed with projectcalico.org/namespace ==
+// its namespace. In its rules, a selector, notSelector or serviceAccounts
+// match is scoped to the policy's namespace unless the rule has a
+// namespaceSelector, which replaces the namespace scope. GlobalNetworkPolicy
+// and Profile rules are unscoped.
+package calc

@@ -1,0 +1,173 @@
+package calc
+
+import (
+	"fmt"
+	"net/netip"
+
+	v3 "github.com/tabbynet/tabby/api/v3"
+)
+
+// Input is everything the calculation reads: the cluster's policy-relevant
+// resources and the name of the node felix runs on. Slices may be in any
+// order; Compute does not modify them.
+type Input struct {
+	Node                  string
+	WorkloadEndpoints     []*v3.WorkloadEndpoint
+	HostEndpoints         []*v3.HostEndpoint
+	NetworkPolicies       []*v3.NetworkPolicy
+	GlobalNetworkPolicies []*v3.GlobalNetworkPolicy
+	Tiers                 []*v3.Tier
+	Profiles              []*v3.Profile
+	NetworkSets           []*v3.NetworkSet
+	GlobalNetworkSets     []*v3.GlobalNetworkSet
+}
+
+// Result is the desired policy dataplane of one node.
+type Result struct {
+	// Endpoints are the local endpoints, sorted by Key.
+	Endpoints []Endpoint
+	// Policies are the active policies: those that apply to at least one
+	// local endpoint.
+	Policies map[PolicyID]*Policy
+	// Profiles are the profiles named by local endpoints.
+	Profiles map[string]*Profile
+	// IPSets are the sets referenced by the rules of active policies and
+	// profiles, by ID.
+	IPSets map[string]*IPSet
+	// Problems lists the bad input that was skipped, sorted.
+	Problems []Problem
+}
+
+// EndpointKind says whether an endpoint is a workload or a host interface.
+type EndpointKind string
+
+const (
+	Workload EndpointKind = "wep"
+	Host     EndpointKind = "hep"
+)
+
+// Endpoint is one local endpoint and the policy that applies to it.
+type Endpoint struct {
+	Kind EndpointKind
+	// Key is "<namespace>/<name>" for a workload, the name for a host endpoint.
+	Key       string
+	Interface string
+	Addrs     []netip.Prefix
+	// Ingress and Egress list, in evaluation order, the tiers that have at
+	// least one policy for this endpoint in that direction. When a
+	// direction has no tiers, the profiles decide.
+	Ingress, Egress []TierPolicies
+	// Profiles are the endpoint's profiles that exist, in its order.
+	Profiles []string
+}
+
+// TierPolicies is the ordered list of one tier's policies applying to an
+// endpoint in one direction.
+type TierPolicies struct {
+	Tier string
+	// DefaultAction is what happens to a packet no policy of the tier
+	// decided: Deny, or Pass to the next tier (then the profiles).
+	DefaultAction v3.Action
+	Policies      []PolicyID
+}
+
+// PolicyID names a policy. Namespace is empty for a GlobalNetworkPolicy.
+type PolicyID struct {
+	Tier, Namespace, Name string
+}
+
+func (id PolicyID) String() string {
+	if id.Namespace == "" {
+		return id.Tier + "/" + id.Name
+	}
+	return id.Tier + "/" + id.Namespace + "/" + id.Name
+}
+
+// Policy is an active policy with its rules resolved.
+type Policy struct {
+	ID              PolicyID
+	Ingress, Egress []Rule
+}
+
+// Profile is a profile with its rules resolved.
+type Profile struct {
+	Name            string
+	Ingress, Egress []Rule
+}
+
+// Rule is one policy rule with every label and named-port match turned into
+// an ipset reference. All non-empty fields must match (AND); the entries of
+// a positive list are alternatives (OR), those of a negative list all must
+// not match.
+type Rule struct {
+	Action v3.Action
+	// IPVersion is 4 or 6 to restrict the rule to that family, 0 for both.
+	IPVersion int
+	// Protocol and NotProtocol are IP protocol numbers, 0 when unset.
+	Protocol, NotProtocol uint8
+	ICMP, NotICMP         *ICMPMatch
+	Src, Dst              EntityMatch
+}
+
+// ICMPMatch matches an ICMP (or ICMPv6) type and optionally code.
+type ICMPMatch struct {
+	Type int
+	Code *int
+}
+
+// EntityMatch is one side (source or destination) of a rule.
+type EntityMatch struct {
+	// Nets and NotNets are CIDRs, sorted. NetSet names a hash:net ipset
+	// holding Nets when there is more than one; NotNetSet one holding
+	// NotNets whenever there are any.
+	Nets, NotNets     []netip.Prefix
+	NetSet, NotNetSet string
+	SelSet, NotSelSet string // selector ipsets (hash:net)
+	Ports, NotPorts   []PortRange
+	NamedPortSets     []string // hash:ip,port sets: one must match
+	NotNamedPortSets  []string // hash:ip,port sets: none may match
+	HasPortConstraint bool     // Ports or NamedPortSets were given (even if a named port resolved to nothing)
+}
+
+// PortRange is an inclusive range of ports; Min == Max for one port.
+type PortRange struct{ Min, Max uint16 }
+
+func (p PortRange) String() string {
+	if p.Min == p.Max {
+		return fmt.Sprint(p.Min)
+	}
+	return fmt.Sprintf("%d:%d", p.Min, p.Max)
+}
+
+// IPSetType is the kernel ipset type of a set.
+type IPSetType string
+
+const (
+	HashNet    IPSetType = "hash:net"
+	HashIPPort IPSetType = "hash:ip,port"
+)
+
+// IPSet is one ipset, both families together; renderers split the members
+// by family. IDs are short and stable: "s:<hash>" for a selector, "n:<hash>"
+// for a named port, "c:<hash>" for a list of CIDRs.
+type IPSet struct {
+	ID   string
+	Type IPSetType
+	// Members are sorted: "10.0.0.1/32" style prefixes for hash:net,
+	// "10.0.0.1,tcp:80" style for hash:ip,port.
+	Members []string
+}
+
+// Problem is one piece of bad input that was skipped.
+type Problem struct {
+	Kind, Namespace, Name string
+	Reason                string
+}
+
+func (p Problem) String() string {
+	name := p.Name
+	if p.Namespace != "" {
+		name = p.Namespace + "/" + p.Name
+	}
+	return fmt.Sprintf("%s %s: %s", p.Kind, name, p.Reason)
+}

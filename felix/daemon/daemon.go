@@ -1,0 +1,274 @@
+// Package daemon wires felix together: a datastore syncer feeds a resource
+// cache; on every change (coalesced) the cache is turned into a
+// calc.Input, computed, rendered for each IP version and handed to the
+// dataplane, which reconciles the kernel in its own loop. Nothing is
+// programmed before the syncer has delivered a complete snapshot.
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	v3 "github.com/tabbynet/tabby/api/v3"
+	"github.com/tabbynet/tabby/datastore"
+	"github.com/tabbynet/tabby/felix/calc"
+	"github.com/tabbynet/tabby/felix/rules"
+)
+
+// Kinds are the resource kinds felix's policy path watches.
+var Kinds = []string{
+	v3.KindWorkloadEndpoint, v3.KindHostEndpoint, v3.KindNetworkPolicy, v3.KindGlobalNetworkPolicy,
+	v3.KindTier, v3.KindProfile, v3.KindNetworkSet, v3.KindGlobalNetworkSet, v3.KindFelixConfiguration,
+}
+
+// Dataplane is what the daemon needs of dataplane.Dataplane.
+type Dataplane interface {
+	SetDesired(rulesets ...*rules.Ruleset)
+	Run(ctx context.Context) error
+}
+
+// Config configures a Daemon.
+type Config struct {
+	NodeName string
+	// Rules is the rendering configuration before any FelixConfiguration
+	// is known.
+	Rules rules.Config
+	// RulesConfig, if set, derives the rendering configuration from the
+	// global ("default") and this node's ("node.<name>")
+	// FelixConfiguration specs (either may be nil) whenever they change.
+	RulesConfig func(global, node *v3.FelixConfigurationSpec) rules.Config
+	// IPVersions to render (default [4]).
+	IPVersions []int
+	Dataplane  Dataplane
+	// Debounce coalesces bursts of updates (default 50ms).
+	Debounce time.Duration
+	Logger   *slog.Logger
+	// Metrics, if set, records calculations and bad input.
+	Metrics *Metrics
+}
+
+// Metrics are the calculation's Prometheus metrics.
+type Metrics struct {
+	CalcSeconds prometheus.Histogram
+	Problems    prometheus.Gauge
+}
+
+// NewMetrics creates the metrics and registers them with reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		CalcSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "felix_calc_seconds", Help: "Time to compute and render the desired dataplane.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
+		}),
+		Problems: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "felix_calc_bad_input", Help: "Resources skipped because they are invalid or refer to missing ones.",
+		}),
+	}
+	reg.MustRegister(m.CalcSeconds, m.Problems)
+	return m
+}
+
+// Daemon is felix's policy pipeline. Its syncer callbacks may be called
+// from any goroutine (the syncer serialises them); Run owns every goroutine
+// it starts.
+type Daemon struct {
+	cfg Config
+	log *slog.Logger
+
+	mu       sync.Mutex
+	objs     map[datastore.Key]v3.Resource
+	inSync   bool
+	problems map[calc.Problem]bool
+
+	// Used only by Recompute (one at a time): the calculation's and the
+	// renderers' memory of unchanged objects and chains, and the rendering
+	// configuration they were made for.
+	memo      *calc.Memo
+	renderers []*rules.Renderer
+	rulesCfg  rules.Config
+
+	dirty chan struct{}
+}
+
+// New returns a Daemon.
+func New(cfg Config) *Daemon {
+	if len(cfg.IPVersions) == 0 {
+		cfg.IPVersions = []int{4}
+	}
+	if cfg.Debounce == 0 {
+		cfg.Debounce = 50 * time.Millisecond
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	d := &Daemon{cfg: cfg, log: cfg.Logger, objs: map[datastore.Key]v3.Resource{},
+		problems: map[calc.Problem]bool{}, dirty: make(chan struct{}, 1), memo: calc.NewMemo()}
+	d.setRulesConfig(cfg.Rules)
+	return d
+}
+
+func (d *Daemon) setRulesConfig(rc rules.Config) {
+	d.rulesCfg = rc
+	d.renderers = nil
+	for _, v := range d.cfg.IPVersions {
+		d.renderers = append(d.renderers, rules.NewRenderer(rc, v))
+	}
+}
+
+// OnStatusUpdated implements datastore.SyncerCallbacks.
+func (d *Daemon) OnStatusUpdated(s datastore.SyncStatus) {
+	d.mu.Lock()
+	d.inSync = s == datastore.StatusInSync
+	d.mu.Unlock()
+	d.log.Info("datastore sync status", "status", s)
+	d.kick()
+}
+
+// OnUpdates implements datastore.SyncerCallbacks.
+func (d *Daemon) OnUpdates(ups []datastore.Update) {
+	d.mu.Lock()
+	for _, u := range ups {
+		if u.Type == datastore.EventDeleted {
+			delete(d.objs, u.Key)
+		} else {
+			d.objs[u.Key] = u.Object
+		}
+	}
+	d.mu.Unlock()
+	d.kick()
+}
+
+func (d *Daemon) kick() {
+	select {
+	case d.dirty <- struct{}{}:
+	default:
+	}
+}
+
+// input snapshots the cache; ok is false before the first full snapshot.
+// global and node are the FelixConfiguration specs, nil when absent.
+func (d *Daemon) input() (in calc.Input, global, node *v3.FelixConfigurationSpec, ok bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	in = calc.Input{Node: d.cfg.NodeName}
+	if !d.inSync {
+		return in, nil, nil, false
+	}
+	for _, o := range d.objs {
+		switch o := o.(type) {
+		case *v3.WorkloadEndpoint:
+			in.WorkloadEndpoints = append(in.WorkloadEndpoints, o)
+		case *v3.HostEndpoint:
+			in.HostEndpoints = append(in.HostEndpoints, o)
+		case *v3.NetworkPolicy:
+			in.NetworkPolicies = append(in.NetworkPolicies, o)
+		case *v3.GlobalNetworkPolicy:
+			in.GlobalNetworkPolicies = append(in.GlobalNetworkPolicies, o)
+		case *v3.Tier:
+			in.Tiers = append(in.Tiers, o)
+		case *v3.Profile:
+			in.Profiles = append(in.Profiles, o)
+		case *v3.NetworkSet:
+			in.NetworkSets = append(in.NetworkSets, o)
+		case *v3.GlobalNetworkSet:
+			in.GlobalNetworkSets = append(in.GlobalNetworkSets, o)
+		case *v3.FelixConfiguration:
+			switch o.Name {
+			case "default":
+				global = &o.Spec
+			case v3.FelixConfigurationNamePrefix + d.cfg.NodeName:
+				node = &o.Spec
+			}
+		}
+	}
+	return in, global, node, true
+}
+
+// Recompute runs the calculation over the current cache and hands the
+// result to the dataplane. It reports whether it did (false before the
+// first snapshot). Calls must not overlap (Run makes them one at a time).
+// Objects in the cache are replaced, never modified, on update, which is
+// what lets the memo recognise unchanged objects by pointer.
+func (d *Daemon) Recompute() bool {
+	in, global, node, ok := d.input()
+	if !ok {
+		return false
+	}
+	if d.cfg.RulesConfig != nil {
+		if rc := d.cfg.RulesConfig(global, node); !reflect.DeepEqual(rc, d.rulesCfg) {
+			d.log.Info("rendering configuration changed", "config", fmt.Sprintf("%+v", rc))
+			d.setRulesConfig(rc)
+		}
+	}
+	start := time.Now()
+	res := calc.ComputeWith(in, d.memo)
+	var rss []*rules.Ruleset
+	for _, r := range d.renderers {
+		rss = append(rss, r.Render(res))
+	}
+	d.cfg.Dataplane.SetDesired(rss...)
+	// Log each problem once, when it appears.
+	current := map[calc.Problem]bool{}
+	for _, p := range res.Problems {
+		current[p] = true
+		if !d.problems[p] {
+			d.log.Warn("skipping bad input", "kind", p.Kind, "namespace", p.Namespace, "name", p.Name, "reason", p.Reason)
+		}
+	}
+	d.problems = current
+	if m := d.cfg.Metrics; m != nil {
+		m.CalcSeconds.Observe(time.Since(start).Seconds())
+		m.Problems.Set(float64(len(current)))
+	}
+	d.log.Debug("recomputed", "duration", time.Since(start), "endpoints", len(res.Endpoints), "policies", len(res.Policies))
+	return true
+}
+
+// Run starts the dataplane loop and the syncer (when given) and recomputes
+// on every change until ctx ends. It returns after all its goroutines have
+// stopped.
+func (d *Daemon) Run(ctx context.Context, syncer datastore.Syncer) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	dpErr := make(chan error, 1)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		dpErr <- d.cfg.Dataplane.Run(ctx)
+	}()
+	if syncer != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			syncer.Run(ctx)
+		}()
+	}
+	defer wg.Wait()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case err := <-dpErr:
+			if err != nil && !errors.Is(err, context.Canceled) {
+				return err
+			}
+			return nil
+		case <-d.dirty:
+		}
+		// Coalesce a burst of updates into one computation.
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(d.cfg.Debounce):
+		}
+		d.Recompute()
+	}
+}

@@ -1,0 +1,228 @@
+package dataplane
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tabbynet/tabby/felix/rules"
+)
+
+// Config configures a Dataplane.
+type Config struct {
+	Runner Runner
+	// V4 and V6 are the iptables backends; a zero V6 disables IPv6.
+	V4, V6 Backend
+	// RefreshInterval is how often the kernel is re-read to repair drift
+	// (0: never).
+	RefreshInterval time.Duration
+	// MinBackoff and MaxBackoff bound the retry delay after a failure.
+	MinBackoff, MaxBackoff time.Duration
+	Logger                 *slog.Logger
+	// Metrics, if set, records syncs.
+	Metrics *Metrics
+}
+
+// Dataplane sequences the iptables and ipset drivers of one network
+// namespace. SetDesired may be called from any goroutine; Apply and Run
+// must not run concurrently with each other (Run calls Apply).
+type Dataplane struct {
+	cfg    Config
+	v4, v6 *Table
+	sets   *IPSets
+	log    *slog.Logger
+
+	mu      sync.Mutex
+	pending []*rules.Ruleset // nil: nothing new
+	kick    chan struct{}
+
+	// inSync is true after a successful apply until the next failure.
+	inSync atomic.Bool
+}
+
+// InSync reports whether the last apply succeeded (for readiness).
+func (d *Dataplane) InSync() bool { return d.inSync.Load() }
+
+// New returns a Dataplane; nothing runs until Apply or Run.
+func New(cfg Config) *Dataplane {
+	if cfg.MinBackoff == 0 {
+		cfg.MinBackoff = 100 * time.Millisecond
+	}
+	if cfg.MaxBackoff == 0 {
+		cfg.MaxBackoff = 10 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	d := &Dataplane{cfg: cfg, log: cfg.Logger, sets: NewIPSets(cfg.Runner), kick: make(chan struct{}, 1)}
+	d.v4 = NewTable("filter", cfg.V4, cfg.Runner)
+	if cfg.V6 != (Backend{}) {
+		d.v6 = NewTable("filter", cfg.V6, cfg.Runner)
+	}
+	return d
+}
+
+// SetDesired hands over the rendered rulesets (one per IP version) and
+// wakes Run.
+func (d *Dataplane) SetDesired(rulesets ...*rules.Ruleset) {
+	d.mu.Lock()
+	d.pending = rulesets
+	d.mu.Unlock()
+	select {
+	case d.kick <- struct{}{}:
+	default:
+	}
+}
+
+// InvalidateCaches makes the next Apply read the kernel (a full resync).
+func (d *Dataplane) InvalidateCaches() {
+	d.v4.InvalidateCache()
+	if d.v6 != nil {
+		d.v6.InvalidateCache()
+	}
+	d.sets.InvalidateCache()
+}
+
+// Result summarises one Apply.
+type Result struct {
+	V4, V6                   Stats
+	SetsWritten, SetsDeleted int
+}
+
+// Apply takes the latest desired state and reconciles the kernel: ipsets
+// first (so new rules find their sets), then the iptables tables, then the
+// removal of sets no rule uses any more.
+func (d *Dataplane) Apply(ctx context.Context) (Result, error) {
+	var res Result
+	d.mu.Lock()
+	pending := d.pending
+	d.pending = nil
+	d.mu.Unlock()
+	if pending != nil {
+		var specs []rules.IPSetSpec
+		for _, rs := range pending {
+			switch rs.IPVersion {
+			case 4:
+				d.v4.SetDesired(rs.Chains, rs.Hooks)
+			case 6:
+				if d.v6 == nil {
+					continue
+				}
+				d.v6.SetDesired(rs.Chains, rs.Hooks)
+			}
+			specs = append(specs, rs.IPSets...)
+		}
+		d.sets.SetDesired(specs)
+	}
+	var err error
+	if res.SetsWritten, err = d.sets.ApplyUpdates(ctx); err != nil {
+		return res, err
+	}
+	if res.V4, err = d.v4.Apply(ctx); err != nil {
+		if !errors.Is(err, ErrStaleChainsKept) {
+			return res, err
+		}
+		d.log.Warn("iptables: keeping stale chains", "ipVersion", 4, "error", err)
+	}
+	if d.v6 != nil {
+		if res.V6, err = d.v6.Apply(ctx); err != nil {
+			if !errors.Is(err, ErrStaleChainsKept) {
+				return res, err
+			}
+			d.log.Warn("iptables: keeping stale chains", "ipVersion", 6, "error", err)
+		}
+	}
+	if res.SetsDeleted, err = d.sets.ApplyDeletions(ctx); err != nil {
+		if !errors.Is(err, ErrStaleSetsKept) {
+			return res, err
+		}
+		d.log.Warn("ipsets: keeping stale sets", "error", err)
+	}
+	return res, nil
+}
+
+// Run applies on every SetDesired, re-reads the kernel every
+// RefreshInterval, and after a failure retries with exponential backoff
+// from a full resync. It returns when ctx is done.
+func (d *Dataplane) Run(ctx context.Context) error {
+	var refresh <-chan time.Time
+	if d.cfg.RefreshInterval > 0 {
+		t := time.NewTicker(d.cfg.RefreshInterval)
+		defer t.Stop()
+		refresh = t.C
+	}
+	backoff := d.cfg.MinBackoff
+	var retry <-chan time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-d.kick:
+		case <-refresh:
+			d.InvalidateCaches()
+		case <-retry:
+			retry = nil
+		}
+		if retry != nil {
+			// A retry is already scheduled; it will pick up this change.
+			continue
+		}
+		start := time.Now()
+		res, err := d.Apply(ctx)
+		d.inSync.Store(err == nil)
+		d.record(res, err, time.Since(start))
+		if err != nil {
+			if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+				return ctx.Err()
+			}
+			d.InvalidateCaches()
+			d.log.Error("dataplane sync failed; retrying from a full resync", "error", err, "retryIn", backoff)
+			retry = time.After(backoff)
+			backoff = min(backoff*2, d.cfg.MaxBackoff)
+			continue
+		}
+		backoff = d.cfg.MinBackoff
+		if res != (Result{}) {
+			d.log.Info("dataplane synced", "duration", time.Since(start),
+				"chainsWritten", res.V4.ChainsWritten+res.V6.ChainsWritten,
+				"chainsDeleted", res.V4.ChainsDeleted+res.V6.ChainsDeleted,
+				"hooksFixed", res.V4.HooksFixed+res.V6.HooksFixed,
+				"setsWritten", res.SetsWritten, "setsDeleted", res.SetsDeleted)
+		}
+	}
+}
+
+// String describes a Result.
+func (r Result) String() string {
+	return fmt.Sprintf("v4=%+v v6=%+v setsWritten=%d setsDeleted=%d", r.V4, r.V6, r.SetsWritten, r.SetsDeleted)
+}
+
+func (d *Dataplane) record(res Result, err error, took time.Duration) {
+	m := d.cfg.Metrics
+	if m == nil {
+		return
+	}
+	m.ApplySeconds.Observe(took.Seconds())
+	m.Restores.WithLabelValues("iptables").Add(float64(res.V4.Restores))
+	m.Restores.WithLabelValues("ip6tables").Add(float64(res.V6.Restores))
+	if res.SetsWritten > 0 {
+		m.Restores.WithLabelValues("ipset").Inc()
+	}
+	if res.SetsDeleted > 0 {
+		m.Restores.WithLabelValues("ipset").Inc()
+	}
+	if err != nil {
+		m.Failures.Inc()
+		return
+	}
+	rules := d.v4.ruleCount()
+	if d.v6 != nil {
+		rules += d.v6.ruleCount()
+	}
+	m.RulesProgrammed.Set(float64(rules))
+	m.SetsProgrammed.Set(float64(len(d.sets.desired)))
+}

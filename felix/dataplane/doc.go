@@ -1,0 +1,40 @@
+// Package dataplane holds felix's kernel drivers: they take the desired
+// state rendered by package rules and reconcile the kernel to it.
+//
+// Table owns felix's chains in one iptables table of one IP version. It
+// keeps the desired chains and a cache of what it believes the kernel has
+// (chain name -> rule hashes, read from iptables-save). Each Apply computes
+// the difference and sends it as ONE `iptables-restore --noflush`
+// transaction: a chain whose hashes differ is re-declared (which flushes
+// it) and rewritten whole, stale cali- chains are flushed and deleted, and
+// the hook rules in the base chains are kept exactly one, at the top. Rules
+// and chains felix does not own (no cali- prefix, no cali: hash comment)
+// are never touched. After a successful restore the cache is updated
+// without reading the kernel back, so a change to one policy costs one
+// small restore; after a failure, or when a refresh is asked for, the
+// cache is dropped and the next Apply reads the kernel again (full resync),
+// which is also what repairs drift made by others.
+//
+// A stale chain that someone else's rule still jumps to cannot be deleted;
+// the transaction is then retried without the deletions (the chain stays,
+// flushed) so that it never blocks other updates, and the deletion is tried
+// again on the next resync. The same goes for stale ipsets still in use.
+//
+// IPSets owns the ipsets whose names start with cali4/cali6 the same way:
+// new sets are created and filled, changed sets are patched with add/del
+// when the change is small and rebuilt in a temporary set and swapped in
+// atomically otherwise; sets no longer wanted are destroyed only after the
+// iptables rules that used them are gone.
+//
+// Dataplane sequences the drivers (ipsets, then iptables, then stale ipset
+// removal) and runs the loop: apply on change, refresh periodically,
+// retry failures with exponential backoff.
+//
+// Every command goes through a Runner. The real one (ExecRunner, Linux)
+// executes the iptables and ipset binaries, optionally inside a network
+// namespace through nsenter(1): tables and ipsets are per network
+// namespace, and running the child in the namespace (rather than switching
+// a Go thread with setns) avoids the goroutine/OS-thread pitfalls of
+// containernetworking's pkg/ns. The fake in dataplane/testing simulates the
+// kernel's view well enough for unit tests and injects failures.
+package dataplane

@@ -1,0 +1,278 @@
+package dataplane
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/tabbynet/tabby/felix/calc"
+	"github.com/tabbynet/tabby/felix/rules"
+)
+
+// IPSets reconciles the ipsets felix owns (names starting cali4 or cali6)
+// in one network namespace, both IP versions. Not safe for concurrent use;
+// Dataplane serialises it.
+type IPSets struct {
+	run Runner
+
+	desired map[string]*setState
+	actual  map[string]*setState // nil: unknown
+}
+
+type setState struct {
+	typ, family string
+	members     map[string]bool
+	spec        []string // the desired spec's members, to skip rebuilding unchanged sets
+}
+
+// NewIPSets returns the ipset driver.
+func NewIPSets(run Runner) *IPSets {
+	return &IPSets{run: run, desired: map[string]*setState{}}
+}
+
+func owned(name string) bool {
+	return strings.HasPrefix(name, rules.IPSetPrefix+"4") || strings.HasPrefix(name, rules.IPSetPrefix+"6")
+}
+
+// tempName is the scratch set used to rebuild set i of a sync before it is
+// swapped in. Temp names never collide with real ones ("cali4t"/"cali6t").
+func tempName(family string, i int) string {
+	v := "4"
+	if family == "inet6" {
+		v = "6"
+	}
+	return fmt.Sprintf("%s%st%d", rules.IPSetPrefix, v, i)
+}
+
+func isTemp(name string) bool {
+	return len(name) > 5 && name[5] == 't' && owned(name)
+}
+
+// normalise writes a member the way `ipset save` prints it: single-address
+// networks without their prefix length.
+func normalise(m string) string {
+	if s, ok := strings.CutSuffix(m, "/32"); ok && !strings.Contains(s, ":") {
+		return s
+	}
+	if s, ok := strings.CutSuffix(m, "/128"); ok && strings.Contains(s, ":") {
+		return s
+	}
+	return m
+}
+
+// SetDesired replaces the desired sets (of both families).
+func (s *IPSets) SetDesired(specs []rules.IPSetSpec) {
+	next := make(map[string]*setState, len(specs))
+	for _, sp := range specs {
+		if old, ok := s.desired[sp.Name]; ok && old.typ == string(sp.Type) && old.family == sp.Family && slices.Equal(old.spec, sp.Members) {
+			next[sp.Name] = old
+			continue
+		}
+		st := &setState{typ: string(sp.Type), family: sp.Family, members: make(map[string]bool, len(sp.Members)), spec: sp.Members}
+		for _, m := range sp.Members {
+			st.members[normalise(m)] = true
+		}
+		next[sp.Name] = st
+	}
+	s.desired = next
+}
+
+// InvalidateCache makes the next apply read the kernel's sets first.
+func (s *IPSets) InvalidateCache() { s.actual = nil }
+
+func parseIPSetSave(out []byte) map[string]*setState {
+	sets := map[string]*setState{}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(make([]byte, 1<<20), 1<<26)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 3 || !owned(f[1]) {
+			continue
+		}
+		switch f[0] {
+		case "create":
+			st := &setState{typ: f[2], family: "inet", members: map[string]bool{}}
+			for i := 3; i+1 < len(f); i++ {
+				if f[i] == "family" {
+					st.family = f[i+1]
+				}
+			}
+			sets[f[1]] = st
+		case "add":
+			if st := sets[f[1]]; st != nil {
+				st.members[f[2]] = true
+			}
+		}
+	}
+	return sets
+}
+
+func (s *IPSets) read(ctx context.Context) error {
+	if s.actual != nil {
+		return nil
+	}
+	out, err := s.run.Run(ctx, "ipset", []string{"save"}, nil)
+	if err != nil {
+		return fmt.Errorf("reading ipsets: %w", err)
+	}
+	s.actual = parseIPSetSave(out)
+	return nil
+}
+
+func (s *IPSets) restore(ctx context.Context, script string) error {
+	if _, err := s.run.Run(ctx, "ipset", []string{"-exist", "restore"}, []byte(script)); err != nil {
+		s.actual = nil
+		return fmt.Errorf("restoring ipsets: %w", err)
+	}
+	return nil
+}
+
+// ApplyUpdates creates and updates the desired sets (stale ones stay until
+// ApplyDeletions, after iptables stopped using them). It returns the
+// number of sets written.
+func (s *IPSets) ApplyUpdates(ctx context.Context) (int, error) {
+	if err := s.read(ctx); err != nil {
+		return 0, err
+	}
+	var b strings.Builder
+	written := 0
+	// Leftover scratch sets of an interrupted sync.
+	for _, name := range slices.Sorted(maps.Keys(s.actual)) {
+		if isTemp(name) {
+			fmt.Fprintf(&b, "destroy %s\n", name)
+		}
+	}
+	tmp := 0
+	inSync := map[string]bool{} // content already right: adopt the desired state as actual
+	for _, name := range slices.Sorted(maps.Keys(s.desired)) {
+		want := s.desired[name]
+		have, ok := s.actual[name]
+		if ok && have == want {
+			continue // written from this very desired state, not re-read since
+		}
+		spec := rules.IPSetSpec{Type: calc.IPSetType(want.typ), Family: want.family}
+		create := spec.CreateLine
+		switch {
+		case !ok:
+			written++
+			fmt.Fprintf(&b, "%s\n", create(name))
+			for _, m := range slices.Sorted(maps.Keys(want.members)) {
+				fmt.Fprintf(&b, "add %s %s\n", name, m)
+			}
+		case have.typ != want.typ || have.family != want.family:
+			// Cannot swap across types: replace (fails, and is retried,
+			// while iptables still references the old set).
+			written++
+			fmt.Fprintf(&b, "destroy %s\n%s\n", name, create(name))
+			for _, m := range slices.Sorted(maps.Keys(want.members)) {
+				fmt.Fprintf(&b, "add %s %s\n", name, m)
+			}
+		default:
+			var add, del []string
+			for m := range want.members {
+				if !have.members[m] {
+					add = append(add, m)
+				}
+			}
+			for m := range have.members {
+				if !want.members[m] {
+					del = append(del, m)
+				}
+			}
+			if len(add) == 0 && len(del) == 0 {
+				inSync[name] = true
+				continue
+			}
+			written++
+			if len(add)+len(del) <= 16 || len(add)+len(del) <= len(want.members)/4 {
+				slices.Sort(del)
+				slices.Sort(add)
+				for _, m := range del {
+					fmt.Fprintf(&b, "del %s %s\n", name, m)
+				}
+				for _, m := range add {
+					fmt.Fprintf(&b, "add %s %s\n", name, m)
+				}
+				continue
+			}
+			// A big change: build the new content aside and swap it in, so
+			// the rules see the old or the new set, never a mixture.
+			t := tempName(want.family, tmp)
+			tmp++
+			fmt.Fprintf(&b, "%s\n", create(t))
+			for _, m := range slices.Sorted(maps.Keys(want.members)) {
+				fmt.Fprintf(&b, "add %s %s\n", t, m)
+			}
+			fmt.Fprintf(&b, "swap %s %s\ndestroy %s\n", t, name, t)
+		}
+	}
+	for name := range inSync {
+		s.actual[name] = s.desired[name]
+	}
+	if b.Len() == 0 {
+		return 0, nil
+	}
+	if err := s.restore(ctx, b.String()); err != nil {
+		return 0, err
+	}
+	// The kernel now holds exactly the desired sets; desired states are
+	// never modified, so they can stand for the actual ones.
+	for name, want := range s.desired {
+		s.actual[name] = want
+	}
+	for name := range s.actual {
+		if isTemp(name) {
+			delete(s.actual, name)
+		}
+	}
+	return written, nil
+}
+
+// ApplyDeletions destroys the owned sets that are no longer desired.
+func (s *IPSets) ApplyDeletions(ctx context.Context) (int, error) {
+	if err := s.read(ctx); err != nil {
+		return 0, err
+	}
+	var b strings.Builder
+	var gone []string
+	for _, name := range slices.Sorted(maps.Keys(s.actual)) {
+		if _, ok := s.desired[name]; !ok {
+			fmt.Fprintf(&b, "destroy %s\n", name)
+			gone = append(gone, name)
+		}
+	}
+	if len(gone) == 0 {
+		return 0, nil
+	}
+	if _, err := s.run.Run(ctx, "ipset", []string{"-exist", "restore"}, []byte(b.String())); err == nil {
+		for _, name := range gone {
+			delete(s.actual, name)
+		}
+		return len(gone), nil
+	}
+	// One set still in use (by a rule felix does not own) stops the batch:
+	// destroy the others one by one and keep that one for a later try.
+	deleted := 0
+	var kept []string
+	for _, name := range gone {
+		if _, err := s.run.Run(ctx, "ipset", []string{"destroy", name}, nil); err != nil {
+			kept = append(kept, name)
+			continue
+		}
+		delete(s.actual, name)
+		deleted++
+	}
+	if len(kept) > 0 {
+		return deleted, fmt.Errorf("%w: %s", ErrStaleSetsKept, strings.Join(kept, ", "))
+	}
+	return deleted, nil
+}
+
+// ErrStaleSetsKept says sets felix no longer needs could not be destroyed
+// (still referenced by someone else's rules); everything else was applied.
+var ErrStaleSetsKept = errors.New("stale ipsets still in use were kept")

@@ -1,0 +1,283 @@
+package dataplane
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/tabbynet/tabby/felix/rules"
+)
+
+// Backend names the iptables binaries of one IP version and backend.
+type Backend struct {
+	Save, Restore string
+}
+
+// Backends: the system's default alternative (what `iptables` is), and
+// the explicit nft and legacy ones.
+var (
+	BackendDefaultV4 = Backend{Save: "iptables-save", Restore: "iptables-restore"}
+	BackendDefaultV6 = Backend{Save: "ip6tables-save", Restore: "ip6tables-restore"}
+	BackendNFTV4     = Backend{Save: "iptables-nft-save", Restore: "iptables-nft-restore"}
+	BackendLegacyV4  = Backend{Save: "iptables-legacy-save", Restore: "iptables-legacy-restore"}
+)
+
+// Table reconciles felix's chains in one iptables table (see the package
+// comment). It is not safe for concurrent use; Dataplane serialises it.
+type Table struct {
+	name    string
+	backend Backend
+	run     Runner
+
+	desired     map[string]*desiredChain
+	hooks       []rules.Hook
+	actual      *tableState // nil: unknown, read before the next apply
+	lastRestore string
+}
+
+type tableState struct {
+	// chains maps each cali- chain to its rules' hashes ("" for a rule
+	// without one).
+	chains map[string][]string
+	// base maps each base chain a hook goes into to the hashes of its
+	// rules, "" for rules felix does not own.
+	base map[string][]string
+}
+
+// desiredChain is one chain's rules, rendered and hashed once.
+type desiredChain struct {
+	rules  []rules.Rule
+	hashed []rules.HashedRule
+	hashes []string
+}
+
+// NewTable returns a driver for table ("filter") using backend's binaries.
+func NewTable(table string, backend Backend, run Runner) *Table {
+	return &Table{name: table, backend: backend, run: run, desired: map[string]*desiredChain{}}
+}
+
+// SetDesired replaces the desired chains and hooks. Chains whose rules are
+// unchanged keep their hashes (hashing is most of the cost otherwise).
+func (t *Table) SetDesired(chains []rules.Chain, hooks []rules.Hook) {
+	next := make(map[string]*desiredChain, len(chains))
+	for i := range chains {
+		c := &chains[i]
+		if old, ok := t.desired[c.Name]; ok && slices.Equal(old.rules, c.Rules) {
+			next[c.Name] = old
+			continue
+		}
+		d := &desiredChain{rules: c.Rules, hashed: c.Hashed()}
+		d.hashes = make([]string, len(d.hashed))
+		for j, r := range d.hashed {
+			d.hashes[j] = r.Hash
+		}
+		next[c.Name] = d
+	}
+	t.desired = next
+	t.hooks = slices.Clone(hooks)
+}
+
+// InvalidateCache makes the next Apply read the kernel's state first.
+func (t *Table) InvalidateCache() { t.actual = nil }
+
+// LastTransaction is the input of the last restore, for tests and logs.
+func (t *Table) LastTransaction() string { return t.lastRestore }
+
+var hashRE = regexp.MustCompile(`--comment "?cali:([A-Za-z0-9_-]{16})"?`)
+
+func parseSave(table string, out []byte) *tableState {
+	st := &tableState{chains: map[string][]string{}, base: map[string][]string{}}
+	in := false
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(make([]byte, 1<<20), 1<<26)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "*"):
+			in = line[1:] == table
+		case !in:
+		case strings.HasPrefix(line, ":"):
+			name, _, _ := strings.Cut(line[1:], " ")
+			if strings.HasPrefix(name, rules.ChainPrefix) {
+				if _, ok := st.chains[name]; !ok {
+					st.chains[name] = []string{}
+				}
+			}
+		case strings.HasPrefix(line, "-A "):
+			name, rest, _ := strings.Cut(line[3:], " ")
+			hash := ""
+			if m := hashRE.FindStringSubmatch(rest); m != nil {
+				hash = m[1]
+			}
+			if strings.HasPrefix(name, rules.ChainPrefix) {
+				st.chains[name] = append(st.chains[name], hash)
+			} else {
+				st.base[name] = append(st.base[name], hash)
+			}
+		}
+	}
+	return st
+}
+
+// Stats says what one Apply did.
+type Stats struct {
+	ChainsWritten, ChainsDeleted, HooksFixed int
+	Restores                                 int
+}
+
+// Apply brings the table to the desired state with at most one restore.
+func (t *Table) Apply(ctx context.Context) (Stats, error) {
+	var st Stats
+	if t.actual == nil {
+		out, err := t.run.Run(ctx, t.backend.Save, []string{"-t", t.name}, nil)
+		if err != nil {
+			return st, fmt.Errorf("reading table %s: %w", t.name, err)
+		}
+		t.actual = parseSave(t.name, out)
+	}
+	var decl, body, tail strings.Builder
+	next := &tableState{chains: map[string][]string{}, base: map[string][]string{}}
+
+	names := make([]string, 0, len(t.desired))
+	for name := range t.desired {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		want := t.desired[name]
+		next.chains[name] = want.hashes
+		if have, ok := t.actual.chains[name]; ok && slices.Equal(have, want.hashes) {
+			continue
+		}
+		st.ChainsWritten++
+		fmt.Fprintf(&decl, ":%s - [0:0]\n", name)
+		for _, r := range want.hashed {
+			fmt.Fprintf(&body, "-A %s %s\n", name, r.Spec)
+		}
+	}
+	var stale []string
+	for name := range t.actual.chains {
+		if _, ok := t.desired[name]; !ok {
+			stale = append(stale, name)
+		}
+	}
+	slices.Sort(stale)
+	for _, name := range stale {
+		st.ChainsDeleted++
+		fmt.Fprintf(&decl, ":%s - [0:0]\n", name)
+		fmt.Fprintf(&tail, "-X %s\n", name)
+	}
+
+	// Hooks: exactly one felix rule per base chain, at the top. Base
+	// chains are read only for their cali-hashed rules.
+	var hookLines strings.Builder
+	wantHook := map[string]rules.HashedRule{}
+	for _, h := range t.hooks {
+		wantHook[h.Base] = h.Rule()
+	}
+	bases := map[string]bool{}
+	for b := range wantHook {
+		bases[b] = true
+	}
+	for b, hs := range t.actual.base {
+		if slices.ContainsFunc(hs, func(h string) bool { return h != "" }) {
+			bases[b] = true
+		}
+	}
+	for _, b := range slices.Sorted(maps.Keys(bases)) {
+		have := t.actual.base[b]
+		want, wanted := wantHook[b]
+		ours := 0
+		for _, h := range have {
+			if h != "" {
+				ours++
+			}
+		}
+		newBase := slices.Clone(have)
+		if wanted && ours == 1 && len(have) > 0 && have[0] == want.Hash {
+			next.base[b] = newBase
+			continue
+		}
+		st.HooksFixed++
+		for i := len(have) - 1; i >= 0; i-- {
+			if have[i] != "" {
+				fmt.Fprintf(&hookLines, "-D %s %d\n", b, i+1)
+				newBase = slices.Delete(newBase, i, i+1)
+			}
+		}
+		if wanted {
+			fmt.Fprintf(&hookLines, "-I %s 1 %s\n", b, want.Spec)
+			newBase = slices.Insert(newBase, 0, want.Hash)
+		}
+		next.base[b] = newBase
+	}
+	for b, hs := range t.actual.base {
+		if _, ok := next.base[b]; !ok {
+			next.base[b] = hs
+		}
+	}
+
+	if decl.Len() == 0 && hookLines.Len() == 0 && tail.Len() == 0 {
+		t.actual = next
+		return st, nil
+	}
+	var tx strings.Builder
+	fmt.Fprintf(&tx, "*%s\n", t.name)
+	tx.WriteString(decl.String())
+	// Hooks go before the chain bodies so a deleted old hook never points
+	// at a chain being removed, and after the declarations so a new hook's
+	// target exists.
+	tx.WriteString(hookLines.String())
+	tx.WriteString(body.String())
+	tx.WriteString(tail.String())
+	tx.WriteString("COMMIT\n")
+	t.lastRestore = tx.String()
+	st.Restores++
+	err := t.restore(ctx, tx.String())
+	if err != nil && tail.Len() > 0 {
+		// Deleting a stale chain fails while something felix does not own
+		// still jumps to it; that must not block every other update. Retry
+		// without the deletions: the stale chains stay, empty, and are
+		// tried again on the next resync.
+		retry := strings.Replace(tx.String(), tail.String(), "", 1)
+		st.Restores++
+		if err2 := t.restore(ctx, retry); err2 == nil {
+			t.lastRestore = retry
+			for _, name := range stale {
+				next.chains[name] = []string{}
+			}
+			st.ChainsDeleted = 0
+			t.actual = next
+			return st, fmt.Errorf("%w: %v", ErrStaleChainsKept, err)
+		}
+	}
+	if err != nil {
+		t.actual = nil
+		return st, fmt.Errorf("restoring table %s: %w", t.name, err)
+	}
+	t.actual = next
+	return st, nil
+}
+
+// ErrStaleChainsKept says an apply succeeded except for deleting chains
+// felix no longer needs (still referenced by someone else's rules).
+var ErrStaleChainsKept = errors.New("applied, but stale chains could not be deleted")
+
+func (t *Table) restore(ctx context.Context, text string) error {
+	_, err := t.run.Run(ctx, t.backend.Restore, []string{"--noflush", "--wait", "10"}, []byte(text))
+	return err
+}
+
+func (t *Table) ruleCount() int {
+	n := len(t.hooks)
+	for _, d := range t.desired {
+		n += len(d.hashed)
+	}
+	return n
+}

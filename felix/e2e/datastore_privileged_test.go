@@ -1,0 +1,102 @@
+//go:build privileged && integration
+
+package e2e
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"testing"
+	"time"
+
+	v3 "github.com/tabbynet/tabby/api/v3"
+	"github.com/tabbynet/tabby/datastore"
+	"github.com/tabbynet/tabby/datastore/etcd"
+	ct "github.com/tabbynet/tabby/felix/calc/calctest"
+	"github.com/tabbynet/tabby/felix/daemon"
+	"github.com/tabbynet/tabby/felix/dataplane"
+	"github.com/tabbynet/tabby/felix/rules"
+	"github.com/tabbynet/tabby/internal/testservers"
+)
+
+// TestPrivilegedDaemonWithEtcd runs the whole felix pipeline (datastore
+// syncer over a real etcd -> calc -> rules -> drivers in the node
+// namespace) and changes policy through the store while real connections
+// prove each state.
+func TestPrivilegedDaemonWithEtcd(t *testing.T) {
+	e := testservers.StartEtcd(t)
+	c, err := etcd.New(etcd.Config{Endpoints: []string{e.Endpoint()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	ctx := context.Background()
+
+	nodeNS := newNode(t)
+	web := newPod(t, nodeNS, "web", "caliaaaa", "10.65.0.1")
+	client := newPod(t, nodeNS, "client", "calicccc", "10.65.0.3")
+	for _, r := range []v3.Resource{
+		ct.NSProfile("prod", map[string]string{"team": "a"}),
+		ct.NSProfile("dev", map[string]string{"team": "b"}),
+		ct.WEP("prod", "web", node, web.iface, web.ip.String(), map[string]string{"app": "web"}),
+		ct.WEP("dev", "client", node, client.iface, client.ip.String(), map[string]string{"app": "client"}),
+	} {
+		if _, err := c.Create(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	dp := dataplane.New(dataplane.Config{
+		Runner: dataplane.ExecRunner{NetnsPath: nodeNS.Path()}, V4: dataplane.BackendDefaultV4,
+		RefreshInterval: time.Second, Logger: log,
+	})
+	d := daemon.New(daemon.Config{NodeName: node, Rules: rules.DefaultConfig(), Dataplane: dp, Logger: log})
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- d.Run(runCtx, datastore.NewWatchSyncer(c, daemon.Kinds, d, datastore.Backoff{})) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("daemon: %v", err)
+		}
+	})
+
+	eventually := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("not within 10s: %s", what)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	eventually("programmed and client->web allowed by the profiles", func() bool { return dp.InSync() && client.tcp(web, tcpPortA) })
+
+	deny, err := c.Create(ctx, ct.NP("prod", "default-deny", nil, "all()", ct.Ingress, nil, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually("default deny from the store enforced", func() bool { return !client.tcp(web, tcpPortA) })
+
+	allow := ct.NP("prod", "allow-client", ct.Ptr(1.0), "app == 'web'", ct.Ingress, []v3.Rule{{
+		Action: v3.Allow, Protocol: ct.Proto("TCP"),
+		Source:      v3.EntityRule{Selector: "app == 'client'", NamespaceSelector: "team == 'b'"},
+		Destination: v3.EntityRule{Ports: ct.Ports("8080")},
+	}}, nil)
+	if _, err := c.Create(ctx, allow); err != nil {
+		t.Fatal(err)
+	}
+	eventually("allow on 8080 enforced", func() bool { return client.tcp(web, tcpPortA) })
+	if client.tcp(web, tcpPortB) {
+		t.Error("client->web:9090 allowed, want denied")
+	}
+
+	if _, err := c.Delete(ctx, datastore.KeyOf(deny), datastore.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually("9090 still denied by the remaining policy; 8080 allowed", func() bool {
+		return client.tcp(web, tcpPortA) && !client.tcp(web, tcpPortB)
+	})
+}

@@ -1,0 +1,299 @@
+//go:build privileged
+
+package e2e
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/containernetworking/plugins/pkg/ns"
+	"github.com/vishvananda/netlink"
+
+	"github.com/tabbynet/tabby/internal/netnstest"
+)
+
+// pod is one workload namespace wired like Calico's CNI does it: a veth
+// whose host side (cali...) is in the node namespace with proxy ARP and a
+// /32 route to the pod, and whose pod side eth0 has the pod's /32 and a
+// default route via 169.254.1.1.
+type pod struct {
+	name, iface string
+	ip          net.IP
+	netns       ns.NetNS
+}
+
+const (
+	tcpPortA = 8080
+	tcpPortB = 9090
+	udpPort  = 5353
+	timeout  = 400 * time.Millisecond
+)
+
+func writeSysctl(key, val string) error {
+	return os.WriteFile(filepath.Join("/proc/sys", key), []byte(val), 0o644)
+}
+
+// newNode creates the node namespace: IP forwarding on, and an
+// uplink with a default route so that proxy ARP has a route to answer for
+// 169.254.1.1 (on a real node that is the node's own default route).
+func newNode(t *testing.T) ns.NetNS {
+	node := netnstest.New(t)
+	err := node.Do(func(ns.NetNS) error {
+		if err := writeSysctl("net/ipv4/ip_forward", "1"); err != nil {
+			return err
+		}
+		lo, err := netlink.LinkByName("lo")
+		if err != nil {
+			return err
+		}
+		if err := netlink.LinkSetUp(lo); err != nil {
+			return err
+		}
+		// A veth pair stands in for the uplink (dummy links need a module
+		// some hosts lack).
+		up := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "uplink"}, PeerName: "uplink-peer"}
+		if err := netlink.LinkAdd(up); err != nil {
+			return fmt.Errorf("adding uplink: %w", err)
+		}
+		for _, n := range []string{"uplink", "uplink-peer"} {
+			l, err := netlink.LinkByName(n)
+			if err != nil {
+				return err
+			}
+			if err := netlink.LinkSetUp(l); err != nil {
+				return err
+			}
+		}
+		addr, _ := netlink.ParseAddr("192.168.200.1/24")
+		if err := netlink.AddrAdd(up, addr); err != nil {
+			return err
+		}
+		upLink, err := netlink.LinkByName("uplink")
+		if err != nil {
+			return err
+		}
+		return netlink.RouteAdd(&netlink.Route{LinkIndex: upLink.Attrs().Index, Gw: net.ParseIP("192.168.200.254")})
+	})
+	if err != nil {
+		t.Fatalf("setting up node namespace: %v", err)
+	}
+	return node
+}
+
+func newPod(t *testing.T, node ns.NetNS, name, iface, ip string) *pod {
+	p := &pod{name: name, iface: iface, ip: net.ParseIP(ip).To4(), netns: netnstest.New(t)}
+	err := node.Do(func(ns.NetNS) error {
+		veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: iface}, PeerName: "tmp" + iface[4:]}
+		if err := netlink.LinkAdd(veth); err != nil {
+			return fmt.Errorf("adding veth: %w", err)
+		}
+		peer, err := netlink.LinkByName(veth.PeerName)
+		if err != nil {
+			return err
+		}
+		if err := netlink.LinkSetNsFd(peer, int(p.netns.Fd())); err != nil {
+			return err
+		}
+		host, err := netlink.LinkByName(iface)
+		if err != nil {
+			return err
+		}
+		if err := netlink.LinkSetUp(host); err != nil {
+			return err
+		}
+		if err := writeSysctl("net/ipv4/conf/"+iface+"/proxy_arp", "1"); err != nil {
+			return err
+		}
+		if err := writeSysctl("net/ipv4/neigh/"+iface+"/proxy_delay", "0"); err != nil {
+			return err
+		}
+		return netlink.RouteAdd(&netlink.Route{LinkIndex: host.Attrs().Index, Scope: netlink.SCOPE_LINK,
+			Dst: &net.IPNet{IP: p.ip, Mask: net.CIDRMask(32, 32)}})
+	})
+	if err != nil {
+		t.Fatalf("wiring %s in the node: %v", name, err)
+	}
+	err = p.netns.Do(func(ns.NetNS) error {
+		for _, l := range []string{"lo", "tmp" + iface[4:]} {
+			link, err := netlink.LinkByName(l)
+			if err != nil {
+				return err
+			}
+			if l != "lo" {
+				if err := netlink.LinkSetName(link, "eth0"); err != nil {
+					return err
+				}
+			}
+			if err := netlink.LinkSetUp(link); err != nil {
+				return err
+			}
+		}
+		eth0, err := netlink.LinkByName("eth0")
+		if err != nil {
+			return err
+		}
+		if err := netlink.AddrAdd(eth0, &netlink.Addr{IPNet: &net.IPNet{IP: p.ip, Mask: net.CIDRMask(32, 32)}}); err != nil {
+			return err
+		}
+		gw := net.IPv4(169, 254, 1, 1)
+		if err := netlink.RouteAdd(&netlink.Route{LinkIndex: eth0.Attrs().Index, Scope: netlink.SCOPE_LINK,
+			Dst: &net.IPNet{IP: gw, Mask: net.CIDRMask(32, 32)}}); err != nil {
+			return err
+		}
+		return netlink.RouteAdd(&netlink.Route{LinkIndex: eth0.Attrs().Index, Gw: gw})
+	})
+	if err != nil {
+		t.Fatalf("wiring %s's namespace: %v", name, err)
+	}
+	p.serve(t)
+	return p
+}
+
+// serve starts, in the pod's namespace, TCP servers on tcpPortA and
+// tcpPortB that write "ok", and a UDP echo server on udpPort. Sockets keep
+// the namespace they were created in, so the goroutines serving them need
+// no namespace of their own. They stop in t.Cleanup.
+func (p *pod) serve(t *testing.T) {
+	var closers []io.Closer
+	err := p.netns.Do(func(ns.NetNS) error {
+		for _, port := range []int{tcpPortA, tcpPortB} {
+			l, err := net.Listen("tcp4", fmt.Sprintf(":%d", port))
+			if err != nil {
+				return err
+			}
+			closers = append(closers, l)
+			go func() {
+				for {
+					c, err := l.Accept()
+					if err != nil {
+						return
+					}
+					_, _ = c.Write([]byte("ok"))
+					_ = c.Close()
+				}
+			}()
+		}
+		u, err := net.ListenPacket("udp4", fmt.Sprintf(":%d", udpPort))
+		if err != nil {
+			return err
+		}
+		closers = append(closers, u)
+		go func() {
+			buf := make([]byte, 1500)
+			for {
+				n, from, err := u.ReadFrom(buf)
+				if err != nil {
+					return
+				}
+				_, _ = u.WriteTo(buf[:n], from)
+			}
+		}()
+		return nil
+	})
+	t.Cleanup(func() {
+		for _, c := range closers {
+			_ = c.Close()
+		}
+	})
+	if err != nil {
+		t.Fatalf("starting servers in %s: %v", p.name, err)
+	}
+}
+
+// tcp reports whether a TCP connection from p to dst:port gets the
+// server's answer.
+func (p *pod) tcp(dst *pod, port int) bool {
+	ok := false
+	_ = p.netns.Do(func(ns.NetNS) error {
+		d := net.Dialer{Timeout: timeout}
+		c, err := d.Dial("tcp4", net.JoinHostPort(dst.ip.String(), fmt.Sprint(port)))
+		if err != nil {
+			return nil
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(timeout))
+		buf := make([]byte, 2)
+		_, err = io.ReadFull(c, buf)
+		ok = err == nil && string(buf) == "ok"
+		return nil
+	})
+	return ok
+}
+
+// udp reports whether a datagram from p to dst's echo server comes back.
+func (p *pod) udp(dst *pod) bool {
+	ok := false
+	_ = p.netns.Do(func(ns.NetNS) error {
+		c, err := net.Dial("udp4", net.JoinHostPort(dst.ip.String(), fmt.Sprint(udpPort)))
+		if err != nil {
+			return nil
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(timeout))
+		if _, err := c.Write([]byte("ping")); err != nil {
+			return nil
+		}
+		buf := make([]byte, 16)
+		n, err := c.Read(buf)
+		ok = err == nil && string(buf[:n]) == "ping"
+		return nil
+	})
+	return ok
+}
+
+// ping reports whether an ICMP echo request from p to dst is answered. It
+// uses a raw ICMP socket (there is no ping binary on the test hosts).
+func (p *pod) ping(dst *pod, seq uint16) bool {
+	ok := false
+	_ = p.netns.Do(func(ns.NetNS) error {
+		c, err := net.ListenPacket("ip4:icmp", p.ip.String())
+		if err != nil {
+			return nil
+		}
+		defer c.Close()
+		msg := []byte{8, 0, 0, 0, 0x12, 0x34, byte(seq >> 8), byte(seq), 'f', 'e', 'l', 'i', 'x'}
+		binary.BigEndian.PutUint16(msg[2:], icmpChecksum(msg))
+		if _, err := c.WriteTo(msg, &net.IPAddr{IP: dst.ip}); err != nil {
+			return nil
+		}
+		_ = c.SetDeadline(time.Now().Add(timeout))
+		buf := make([]byte, 1500)
+		for {
+			n, from, err := c.ReadFrom(buf)
+			if err != nil {
+				var ne net.Error
+				if errors.As(err, &ne) && ne.Timeout() {
+					return nil
+				}
+				return nil
+			}
+			if n >= 8 && buf[0] == 0 && from.(*net.IPAddr).IP.Equal(dst.ip) &&
+				binary.BigEndian.Uint16(buf[6:]) == seq {
+				ok = true
+				return nil
+			}
+		}
+	})
+	return ok
+}
+
+func icmpChecksum(b []byte) uint16 {
+	var sum uint32
+	for i := 0; i+1 < len(b); i += 2 {
+		sum += uint32(b[i])<<8 | uint32(b[i+1])
+	}
+	if len(b)%2 == 1 {
+		sum += uint32(b[len(b)-1]) << 8
+	}
+	for sum>>16 != 0 {
+		sum = sum&0xffff + sum>>16
+	}
+	return ^uint16(sum)
+}

@@ -1,0 +1,405 @@
+package rules
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+
+	v3 "github.com/tabbynet/tabby/api/v3"
+	"github.com/tabbynet/tabby/felix/calc"
+)
+
+// Chain names and prefixes, as Calico's.
+const (
+	ChainPrefix         = "cali-"
+	ChainFilterInput    = "cali-INPUT"
+	ChainFilterForward  = "cali-FORWARD"
+	ChainFilterOutput   = "cali-OUTPUT"
+	ChainFromWlDispatch = "cali-from-wl-dispatch"
+	ChainToWlDispatch   = "cali-to-wl-dispatch"
+	ChainWlToHost       = "cali-wl-to-host"
+	PrefixToWorkload    = "cali-tw-"
+	PrefixFromWorkload  = "cali-fw-"
+	ChainFromHostEp     = "cali-from-host-endpoint"
+	ChainToHostEp       = "cali-to-host-endpoint"
+	ChainFailsafeIn     = "cali-failsafe-in"
+	ChainFailsafeOut    = "cali-failsafe-out"
+	PrefixFromHostEp    = "cali-fh-"
+	PrefixToHostEp      = "cali-th-"
+	PrefixPolicyIn      = "cali-pi-"
+	PrefixPolicyOut     = "cali-po-"
+	PrefixProfileIn     = "cali-pri-"
+	PrefixProfileOut    = "cali-pro-"
+	// IPSetPrefix starts every ipset felix owns ("cali40...", "cali60...").
+	IPSetPrefix = "cali"
+	// MaxIPSetNameLength is the longest ipset name the kernel accepts.
+	MaxIPSetNameLength = 31
+)
+
+// Config is the rendering configuration (Calico's defaults from
+// DefaultConfig).
+type Config struct {
+	// MarkAccept and MarkPass are single bits of the packet mark.
+	MarkAccept, MarkPass uint32
+	// WorkloadIfacePrefixes are the host-side workload interface prefixes.
+	WorkloadIfacePrefixes []string
+	// EndpointToHostAction is DROP, ACCEPT or RETURN: what happens to a
+	// workload's packet to the host once the workload's egress policy
+	// allowed it.
+	EndpointToHostAction string
+	// LogPrefix prefixes the kernel log lines of Log rules.
+	LogPrefix string
+	// FailsafeInbound and FailsafeOutbound are the host ports host
+	// endpoint policy can never close (inbound: destination ports of
+	// packets to the host; outbound: destination ports of packets from it).
+	FailsafeInbound, FailsafeOutbound []ProtoPort
+}
+
+// ProtoPort is a protocol ("tcp", "udp", "sctp") and port, optionally
+// limited to a peer CIDR (the source of inbound, the destination of
+// outbound packets); an entry whose CIDR is of the other IP version is
+// left out.
+type ProtoPort struct {
+	Protocol string
+	Port     uint16
+	Net      string
+}
+
+// DefaultConfig is Calico's default: marks 0x10000 (accept) and 0x20000
+// (pass) in the 0xffff0000 mask, "cali" interfaces, endpoint-to-host Drop.
+func DefaultConfig() Config {
+	return Config{
+		MarkAccept: 0x10000, MarkPass: 0x20000,
+		WorkloadIfacePrefixes: []string{"cali"},
+		EndpointToHostAction:  "DROP",
+		LogPrefix:             "calico-packet",
+		// Calico's defaults: ssh, DHCP, BGP, etcd, Typha, kube-apiserver.
+		FailsafeInbound:  DefaultFailsafeInbound(),
+		FailsafeOutbound: DefaultFailsafeOutbound(),
+	}
+}
+
+func protoPorts(s string) []ProtoPort {
+	var out []ProtoPort
+	for _, item := range strings.Split(s, ",") {
+		proto, port, _ := strings.Cut(item, ":")
+		n := 0
+		fmt.Sscan(port, &n)
+		out = append(out, ProtoPort{Protocol: proto, Port: uint16(n)})
+	}
+	return out
+}
+
+// DefaultFailsafeInbound is Calico's default inbound failsafe list.
+func DefaultFailsafeInbound() []ProtoPort {
+	return protoPorts("tcp:22,udp:68,tcp:179,tcp:2379,tcp:2380,tcp:5473,tcp:6443,tcp:6666,tcp:6667")
+}
+
+// DefaultFailsafeOutbound is Calico's default outbound failsafe list.
+func DefaultFailsafeOutbound() []ProtoPort {
+	return protoPorts("udp:53,udp:67,tcp:179,tcp:2379,tcp:2380,tcp:5473,tcp:6443,tcp:6666,tcp:6667")
+}
+
+// Ruleset is everything felix wants in one IP version's filter table and
+// ipsets.
+type Ruleset struct {
+	IPVersion int
+	// Chains are sorted by name.
+	Chains []Chain
+	Hooks  []Hook
+	// IPSets are the sets the chains reference, sorted by name.
+	IPSets []IPSetSpec
+}
+
+// IPSetSpec is one ipset of one family.
+type IPSetSpec struct {
+	Name    string
+	Type    calc.IPSetType
+	Family  string // inet or inet6
+	Members []string
+}
+
+// CreateLine is the `ipset restore` create command for the spec's type
+// under name (the real name, or a temporary name for a swap).
+func (s *IPSetSpec) CreateLine(name string) string {
+	return fmt.Sprintf("create %s %s family %s hashsize 1024 maxelem 1048576", name, s.Type, s.Family)
+}
+
+// IPSetName is the kernel name of calc ipset id in ipVersion.
+func IPSetName(ipVersion int, id string) string {
+	name := fmt.Sprintf("%s%d0%s", IPSetPrefix, ipVersion, id)
+	if len(name) > MaxIPSetNameLength {
+		name = name[:MaxIPSetNameLength]
+	}
+	return name
+}
+
+// PolicyChainName is the chain of one direction of a policy.
+func PolicyChainName(prefix string, id calc.PolicyID) string {
+	return limitName(prefix, id.String(), MaxChainNameLength)
+}
+
+// ProfileChainName is the chain of one direction of a profile.
+func ProfileChainName(prefix, name string) string {
+	return limitName(prefix, name, MaxChainNameLength)
+}
+
+type renderer struct {
+	cfg     Config
+	v       int
+	res     *calc.Result
+	usedSet map[string]string // kernel name -> calc ID
+	cache   *Renderer         // nil: no reuse
+}
+
+// Render turns res into the filter-table chains and ipsets of ipVersion (4
+// or 6). Host endpoints are not rendered yet.
+func Render(cfg Config, res *calc.Result, ipVersion int) *Ruleset {
+	return render(cfg, res, ipVersion, nil)
+}
+
+func render(cfg Config, res *calc.Result, ipVersion int, cache *Renderer) *Ruleset {
+	r := &renderer{cfg: cfg, v: ipVersion, res: res, usedSet: map[string]string{}, cache: cache}
+	rs := &Ruleset{IPVersion: ipVersion}
+	rs.Chains = append(rs.Chains, r.staticChains()...)
+
+	var fromDispatch, toDispatch, fromHostDispatch, toHostDispatch []Rule
+	policies := map[calc.PolicyID]bool{}
+	profiles := map[string]bool{}
+	eps := slices.Clone(res.Endpoints)
+	slices.SortFunc(eps, func(a, b calc.Endpoint) int { return strings.Compare(a.Interface, b.Interface) })
+	for _, ep := range eps {
+		switch {
+		case ep.Kind == calc.Workload:
+			tw := PrefixToWorkload + ep.Interface
+			fw := PrefixFromWorkload + ep.Interface
+			toDispatch = append(toDispatch, Rule{Match: "-o " + ep.Interface, Action: "-g " + tw})
+			fromDispatch = append(fromDispatch, Rule{Match: "-i " + ep.Interface, Action: "-g " + fw})
+			rs.Chains = append(rs.Chains,
+				r.cachedEndpointChain(tw, "", ep.Ingress, ep.Profiles, PrefixPolicyIn, PrefixProfileIn),
+				r.cachedEndpointChain(fw, "", ep.Egress, ep.Profiles, PrefixPolicyOut, PrefixProfileOut))
+		case ep.Interface != "" && ep.Interface != "*":
+			// A host endpoint: its ingress policy applies to packets from
+			// the interface to the host, its egress policy to packets from
+			// the host out of it, each after the failsafe ports.
+			fh := PrefixFromHostEp + ep.Interface
+			th := PrefixToHostEp + ep.Interface
+			fromHostDispatch = append(fromHostDispatch, Rule{Match: "-i " + ep.Interface, Action: "-g " + fh})
+			toHostDispatch = append(toHostDispatch, Rule{Match: "-o " + ep.Interface, Action: "-g " + th})
+			rs.Chains = append(rs.Chains,
+				r.cachedEndpointChain(fh, ChainFailsafeIn, ep.Ingress, ep.Profiles, PrefixPolicyIn, PrefixProfileIn),
+				r.cachedEndpointChain(th, ChainFailsafeOut, ep.Egress, ep.Profiles, PrefixPolicyOut, PrefixProfileOut))
+		default:
+			continue // all-interfaces and IP-only host endpoints: not yet
+		}
+		for _, tiers := range [][]calc.TierPolicies{ep.Ingress, ep.Egress} {
+			for _, t := range tiers {
+				for _, id := range t.Policies {
+					policies[id] = true
+				}
+			}
+		}
+		for _, p := range ep.Profiles {
+			profiles[p] = true
+		}
+	}
+	unknown := Rule{Action: "-j DROP", Comment: "Unknown interface"}
+	rs.Chains = append(rs.Chains,
+		Chain{Name: ChainFromWlDispatch, Rules: append(fromDispatch, unknown)},
+		Chain{Name: ChainToWlDispatch, Rules: append(toDispatch, unknown)},
+		// Interfaces without a host endpoint are not felix's: return.
+		Chain{Name: ChainFromHostEp, Rules: fromHostDispatch},
+		Chain{Name: ChainToHostEp, Rules: toHostDispatch})
+
+	for id := range policies {
+		p := res.Policies[id]
+		rs.Chains = append(rs.Chains,
+			r.cachedRulesChain(r.policyChainName(PrefixPolicyIn, id), p.Ingress),
+			r.cachedRulesChain(r.policyChainName(PrefixPolicyOut, id), p.Egress))
+	}
+	for name := range profiles {
+		p := res.Profiles[name]
+		rs.Chains = append(rs.Chains,
+			r.cachedRulesChain(ProfileChainName(PrefixProfileIn, name), p.Ingress),
+			r.cachedRulesChain(ProfileChainName(PrefixProfileOut, name), p.Egress))
+	}
+	slices.SortFunc(rs.Chains, func(a, b Chain) int { return strings.Compare(a.Name, b.Name) })
+	rs.Chains = slices.CompactFunc(rs.Chains, func(a, b Chain) bool { return a.Name == b.Name })
+
+	rs.Hooks = []Hook{
+		{Base: "FORWARD", Target: ChainFilterForward},
+		{Base: "INPUT", Target: ChainFilterInput},
+		{Base: "OUTPUT", Target: ChainFilterOutput},
+	}
+	for name, id := range r.usedSet {
+		set := res.IPSets[id]
+		spec := IPSetSpec{Name: name, Type: set.Type, Family: "inet"}
+		if r.v == 6 {
+			spec.Family = "inet6"
+		}
+		for _, m := range set.Members {
+			if memberVersion(m) == r.v {
+				spec.Members = append(spec.Members, m)
+			}
+		}
+		rs.IPSets = append(rs.IPSets, spec)
+	}
+	slices.SortFunc(rs.IPSets, func(a, b IPSetSpec) int { return strings.Compare(a.Name, b.Name) })
+	return rs
+}
+
+func memberVersion(m string) int {
+	addr, _, _ := strings.Cut(m, ",")
+	addr, _, _ = strings.Cut(addr, "/")
+	if a, err := netip.ParseAddr(addr); err == nil && a.Is6() && !a.Is4In6() {
+		return 6
+	}
+	return 4
+}
+
+func hex(v uint32) string { return fmt.Sprintf("%#x", v) }
+
+func (r *renderer) markSet(bit uint32) string   { return "-m mark --mark " + hex(bit) + "/" + hex(bit) }
+func (r *renderer) markClear(bit uint32) string { return "-m mark --mark 0x0/" + hex(bit) }
+func (r *renderer) setMark(bit uint32) string {
+	return "-j MARK --set-xmark " + hex(bit) + "/" + hex(bit)
+}
+func (r *renderer) clearMark(bits uint32) string {
+	return "-j MARK --set-xmark 0x0/" + hex(bits)
+}
+
+func (r *renderer) staticChains() []Chain {
+	c := r.cfg
+	fwd := []Rule{{Action: r.clearMark(c.MarkAccept | c.MarkPass)}}
+	in := []Rule{}
+	for _, p := range c.WorkloadIfacePrefixes {
+		fwd = append(fwd,
+			Rule{Match: "-i " + p + "+", Action: "-j " + ChainFromWlDispatch},
+			Rule{Match: "-o " + p + "+", Action: "-j " + ChainToWlDispatch})
+		in = append(in, Rule{Match: "-i " + p + "+", Action: "-g " + ChainWlToHost})
+	}
+	fwd = append(fwd, Rule{Match: r.markSet(c.MarkAccept), Action: "-j ACCEPT", Comment: "Policy explicitly accepted packet."})
+	in = append(in,
+		Rule{Action: r.clearMark(c.MarkAccept | c.MarkPass)},
+		Rule{Action: "-j " + ChainFromHostEp},
+		Rule{Match: r.markSet(c.MarkAccept), Action: "-j ACCEPT", Comment: "Host endpoint policy accepted packet."})
+	out := []Rule{}
+	for _, p := range c.WorkloadIfacePrefixes {
+		out = append(out, Rule{Match: "-o " + p + "+", Action: "-j RETURN", Comment: "Host to workload is allowed."})
+	}
+	out = append(out,
+		Rule{Action: r.clearMark(c.MarkAccept | c.MarkPass)},
+		Rule{Action: "-j " + ChainToHostEp},
+		Rule{Match: r.markSet(c.MarkAccept), Action: "-j ACCEPT", Comment: "Host endpoint policy accepted packet."})
+	failsafe := func(ports []ProtoPort, netFlag string) []Rule {
+		var rules []Rule
+		for _, pp := range ports {
+			proto := strings.ToLower(pp.Protocol)
+			if proto == "" {
+				proto = "tcp"
+			}
+			m := fmt.Sprintf("-p %s -m multiport --dports %d", proto, pp.Port)
+			if pp.Net != "" {
+				n, err := netip.ParsePrefix(pp.Net)
+				if err != nil {
+					a, aerr := netip.ParseAddr(pp.Net)
+					if aerr != nil {
+						continue
+					}
+					n = netip.PrefixFrom(a, a.BitLen())
+				}
+				if n.Addr().Is4() != (r.v == 4) {
+					continue
+				}
+				m = netFlag + " " + n.Masked().String() + " " + m
+			}
+			rules = append(rules, Rule{Match: m, Action: "-j ACCEPT"})
+		}
+		return rules
+	}
+	wlToHost := []Rule{}
+	if r.v == 6 {
+		// Neighbour discovery and MLD must work for a workload to use its
+		// gateway, whatever its egress policy says.
+		for _, t := range []int{130, 131, 132, 133, 135, 136} {
+			wlToHost = append(wlToHost, Rule{Match: fmt.Sprintf("-p ipv6-icmp -m icmp6 --icmpv6-type %d", t), Action: "-j ACCEPT"})
+		}
+	}
+	wlToHost = append(wlToHost,
+		Rule{Action: "-j " + ChainFromWlDispatch},
+		Rule{Action: "-j " + c.EndpointToHostAction, Comment: "Configured DefaultEndpointToHostAction"})
+	return []Chain{
+		{Name: ChainFilterForward, Rules: fwd},
+		{Name: ChainFilterInput, Rules: in},
+		{Name: ChainFilterOutput, Rules: out},
+		{Name: ChainWlToHost, Rules: wlToHost},
+		{Name: ChainFailsafeIn, Rules: failsafe(c.FailsafeInbound, "-s")},
+		{Name: ChainFailsafeOut, Rules: failsafe(c.FailsafeOutbound, "-d")},
+	}
+}
+
+// endpointChain renders one direction of an endpoint; failsafe, when set,
+// is a chain of always-allowed traffic jumped to before any policy.
+func (r *renderer) endpointChain(name, failsafe string, tiers []calc.TierPolicies, profiles []string, polPrefix, profPrefix string) Chain {
+	c := r.cfg
+	rules := []Rule{
+		{Match: "-m conntrack --ctstate RELATED,ESTABLISHED", Action: "-j ACCEPT"},
+		{Match: "-m conntrack --ctstate INVALID", Action: "-j DROP"},
+	}
+	if failsafe != "" {
+		rules = append(rules, Rule{Action: "-j " + failsafe})
+	}
+	rules = append(rules, Rule{Action: r.clearMark(c.MarkAccept | c.MarkPass)})
+	for _, t := range tiers {
+		rules = append(rules, Rule{Action: r.clearMark(c.MarkPass), Comment: "Start of tier " + t.Tier})
+		for _, id := range t.Policies {
+			rules = append(rules,
+				Rule{Match: r.markClear(c.MarkPass), Action: "-j " + r.policyChainName(polPrefix, id)},
+				Rule{Match: r.markSet(c.MarkAccept), Action: "-j RETURN", Comment: "Return if policy accepted"})
+		}
+		if t.DefaultAction != v3.Pass {
+			rules = append(rules, Rule{Match: r.markClear(c.MarkPass), Action: "-j DROP", Comment: "End of tier " + t.Tier + ". Drop if no policies passed packet"})
+		}
+	}
+	for _, p := range profiles {
+		rules = append(rules,
+			Rule{Action: "-j " + ProfileChainName(profPrefix, p)},
+			Rule{Match: r.markSet(c.MarkAccept), Action: "-j RETURN", Comment: "Return if profile accepted"})
+	}
+	rules = append(rules, Rule{Action: "-j DROP", Comment: "Drop if no profiles matched"})
+	return Chain{Name: name, Rules: rules}
+}
+
+// policyRules renders the rules of one direction of a policy or profile.
+func (r *renderer) policyRules(rules []calc.Rule) []Rule {
+	out := []Rule{}
+	for i := range rules {
+		rule := &rules[i]
+		matches, ok := r.ruleMatches(rule)
+		if !ok {
+			continue
+		}
+		var action string
+		var after *Rule
+		switch rule.Action {
+		case v3.Allow:
+			action = r.setMark(r.cfg.MarkAccept)
+			after = &Rule{Match: r.markSet(r.cfg.MarkAccept), Action: "-j RETURN"}
+		case v3.Pass:
+			action = r.setMark(r.cfg.MarkPass)
+			after = &Rule{Match: r.markSet(r.cfg.MarkPass), Action: "-j RETURN"}
+		case v3.Deny:
+			action = "-j DROP"
+		case v3.Log:
+			action = fmt.Sprintf(`-j LOG --log-prefix "%s: " --log-level 5`, r.cfg.LogPrefix)
+		}
+		for _, m := range matches {
+			out = append(out, Rule{Match: m, Action: action})
+		}
+		if after != nil {
+			out = append(out, *after)
+		}
+	}
+	return out
+}
