@@ -48,11 +48,10 @@ type Allocator struct {
 	affine map[string][]netip.Prefix      // node -> affine block CIDRs
 	empty  map[netip.Prefix]emptySeen     // blocks seen empty, for the release grace period
 
-	// blockLocks serialise this process's writers of one block, so
-	// goroutines of one Allocator queue instead of losing CAS races to
-	// each other. Only an optimisation: other processes still race, and
-	// the compare-and-swap decides.
-	blockLocks sync.Map // netip.Prefix -> *sync.Mutex
+	// queues combine this process's concurrent writes of one block into
+	// one compare-and-swap (blockwriter.go). Only an optimisation: other
+	// processes still race, and the compare-and-swap decides.
+	queues sync.Map // netip.Prefix -> *blockQueue
 }
 
 type cachedLabels struct {
@@ -234,60 +233,6 @@ var errNoChange = errors.New("no change")
 // errNothingToDo is errNoChange for a reason independent of the block's
 // state (no re-read needed).
 var errNothingToDo = fmt.Errorf("nothing to do: %w", errNoChange)
-
-// updateBlock applies mutate to the current block and writes it with
-// compare-and-swap, re-reading and re-applying on conflict. The first
-// attempt uses the cached block when there is one (saving a read in the
-// steady state). mutate returns errNoChange to skip the write (the block is
-// returned unchanged) or another error to abort. ErrNotFound (wrapped) when
-// the block does not exist.
-func (a *Allocator) updateBlock(ctx context.Context, cidr netip.Prefix, mutate func(*v3.IPAMBlock) error) (*v3.IPAMBlock, error) {
-	l, _ := a.blockLocks.LoadOrStore(cidr, &sync.Mutex{})
-	l.(*sync.Mutex).Lock()
-	defer l.(*sync.Mutex).Unlock()
-	b := a.cachedBlock(cidr)
-	for attempt := 0; attempt < a.cfg.MaxRetries; attempt++ {
-		fromCache := b != nil
-		if b == nil {
-			var err error
-			if b, err = a.getBlock(ctx, cidr); err != nil {
-				return nil, fmt.Errorf("reading block %s: %w", cidr, err)
-			}
-		}
-		if b.Spec.Deleted {
-			return nil, fmt.Errorf("block %s is being deleted: %w", cidr, datastore.ErrNotFound)
-		}
-		if err := mutate(b); err != nil {
-			if fromCache && !errors.Is(err, errNothingToDo) {
-				// A decision not to write must rest on the stored block,
-				// not on a possibly stale cached copy: re-read and decide
-				// again.
-				b = nil
-				attempt--
-				continue
-			}
-			if errors.Is(err, errNoChange) {
-				return b, nil
-			}
-			return nil, err
-		}
-		r, err := a.c.Update(ctx, b)
-		if err == nil {
-			nb := r.(*v3.IPAMBlock)
-			a.storeBlock(cidr, nb)
-			return nb, nil
-		}
-		b = nil
-		a.storeBlock(cidr, nil)
-		if !errors.Is(err, datastore.ErrConflict) {
-			return nil, fmt.Errorf("writing block %s: %w", cidr, err)
-		}
-		if err := backoff(ctx, attempt); err != nil {
-			return nil, err
-		}
-	}
-	return nil, fmt.Errorf("writing block %s: %w", cidr, ErrTooManyRetries)
-}
 
 // rollbackCtx outlives the caller's context so undoing a half-done
 // operation is not itself cut short by the cancellation that caused it.

@@ -5,7 +5,6 @@ package ipam
 import (
 	"context"
 	"fmt"
-	"net/netip"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -41,8 +40,11 @@ func BenchmarkEtcd(b *testing.B) {
 		return func(b *testing.B) {
 			wipe(b)
 			var allocs []*Allocator
+			var counters []*ipamtest.Counter
 			for range nodes {
-				allocs = append(allocs, New(etcdClient(b, server.Endpoint()), Config{CacheTTL: 10 * time.Second}))
+				cnt := &ipamtest.Counter{Client: etcdClient(b, server.Endpoint())}
+				counters = append(counters, cnt)
+				allocs = append(allocs, New(cnt, Config{CacheTTL: 10 * time.Second}))
 			}
 			var next atomic.Int64
 			var wg sync.WaitGroup
@@ -68,6 +70,11 @@ func BenchmarkEtcd(b *testing.B) {
 			}
 			wg.Wait()
 			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "allocs/s")
+			var cas int64
+			for _, c := range counters {
+				cas += c.Updates.Load()
+			}
+			b.ReportMetric(float64(cas)/float64(b.N), "blockCAS/alloc")
 		}
 	}
 	b.Run("Throughput1Node", throughput(1))
@@ -153,5 +160,3 @@ func reportPercentiles(b *testing.B, lat []time.Duration) {
 	b.ReportMetric(float64(ps[0].Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(ps[1].Microseconds())/1000, "p95-ms")
 }
-
-var _ = netip.Addr{}

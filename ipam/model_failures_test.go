@@ -22,7 +22,7 @@ import (
 // consistent; at the end, after releasing everything and one GC pass,
 // nothing may be left: no address, no handle.
 func TestModelWithFailures(t *testing.T) {
-	for seed := range uint64(12) {
+	for seed := range modelSeeds(12) {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { runFailureModel(t, seed, 200) })
 	}
 }

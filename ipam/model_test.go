@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
+	"os"
 	"slices"
 	"testing"
 
-	v3 "github.com/tabbynet/tabby/api/v3"
 	"github.com/tabbynet/tabby/ipam/ipamtest"
 )
 
@@ -22,7 +22,7 @@ import (
 // addresses never handed out, and exhaustion reported exactly when the
 // model says there is no room.
 func TestModel(t *testing.T) {
-	for seed := range uint64(16) {
+	for seed := range modelSeeds(16) {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { runModel(t, seed, seed%2 == 1, 250) })
 	}
 }
@@ -185,6 +185,17 @@ func runModel(t *testing.T, seed uint64, strict bool, steps int) {
 	}
 }
 
+// modelSeeds is how many seeds the model tests run: def, or
+// TABBY_IPAM_MODEL_SEEDS for a longer soak.
+func modelSeeds(def uint64) uint64 {
+	if v := os.Getenv("TABBY_IPAM_MODEL_SEEDS"); v != "" {
+		var n uint64
+		fmt.Sscan(v, &n)
+		return n
+	}
+	return def
+}
+
 func freeIn(cidr netip.Prefix, model map[netip.Addr]string, reserved Reservations) int {
 	n := 0
 	for o := range BlockSizeOf(cidr) {
@@ -204,5 +215,3 @@ func sortedKeys(m map[string][]netip.Addr) []string {
 	slices.Sort(ks)
 	return ks
 }
-
-var _ = v3.KindIPPool

@@ -110,23 +110,26 @@ func (p *Plugin) parse(a *skel.CmdArgs) (*call, error) {
 		return nil, types.NewError(types.ErrInvalidEnvironmentVariables, "CNI_IFNAME is required", "")
 	}
 	c := &call{conf: conf, args: args, node: node}
-	c.id = identify(node, a.ContainerID, a.IfName, args)
+	c.id = identify(conf.Name, node, a.ContainerID, a.IfName, args)
 	return c, nil
 }
 
-func identify(node, containerID, ifName string, args *netconf.Args) identity {
+// identify names the pod's records. The IPAM handle is Calico's
+// "<network name>.<container ID>" (k8s-pod-network.<id> with Calico's
+// manifests), so GC can tell this network's allocations from others'.
+func identify(network, node, containerID, ifName string, args *netconf.Args) identity {
 	if args.IsKubernetes() {
 		ns, pod := string(args.K8S_POD_NAMESPACE), string(args.K8S_POD_NAME)
 		return identity{
 			orchestrator: "k8s", namespace: ns, pod: pod, workload: ns + "." + pod,
-			handle:  "k8s-pod-network." + containerID,
+			handle:  network + "." + containerID,
 			wepName: escapedName(node, "k8s", pod, ifName),
 			hostIf:  wiring.HostVethName(ns, pod),
 		}
 	}
 	return identity{
 		orchestrator: "cni", namespace: "default", workload: containerID,
-		handle:  "cni-network." + containerID,
+		handle:  network + "." + containerID,
 		wepName: escapedName(node, "cni", containerID, ifName),
 		hostIf:  wiring.HostVethNameForContainer(containerID, ifName),
 	}

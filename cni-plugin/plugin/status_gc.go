@@ -65,7 +65,7 @@ func (p *Plugin) GC(a *skel.CmdArgs) error {
 	}
 	released := map[string]bool{}
 	for _, al := range mine {
-		cid, ok := containerOf(al.Handle)
+		cid, ok := strings.CutPrefix(al.Handle, conf.Name+".")
 		if !ok || valid[cid] || released[al.Handle] {
 			continue
 		}
@@ -75,14 +75,4 @@ func (p *Plugin) GC(a *skel.CmdArgs) error {
 		released[al.Handle] = true
 	}
 	return nil
-}
-
-// containerOf extracts the container ID from a handle this plugin made.
-func containerOf(handle string) (string, bool) {
-	for _, prefix := range []string{"k8s-pod-network.", "cni-network."} {
-		if id, ok := strings.CutPrefix(handle, prefix); ok {
-			return id, true
-		}
-	}
-	return "", false
 }

@@ -32,6 +32,10 @@ type Store struct {
 	// error is returned instead of performing it. Set it before use or
 	// under your own synchronisation; it is called without the lock.
 	Fail func(op string, k datastore.Key) error
+	// FailAfter, when set, is consulted after a write has been applied;
+	// a non-nil error is returned although the write took effect (an
+	// ambiguous failure, like a timeout after the server committed).
+	FailAfter func(op string, k datastore.Key) error
 	// Now stamps creationTimestamp [default time.Now].
 	Now func() time.Time
 }
@@ -46,6 +50,16 @@ func (s *Store) fail(op string, k datastore.Key) error {
 		return nil
 	}
 	if err := s.Fail(op, k); err != nil {
+		return &datastore.OpError{Op: op, Key: k, Err: err}
+	}
+	return nil
+}
+
+func (s *Store) failAfter(op string, k datastore.Key) error {
+	if s.FailAfter == nil {
+		return nil
+	}
+	if err := s.FailAfter(op, k); err != nil {
 		return &datastore.OpError{Op: op, Key: k, Err: err}
 	}
 	return nil
@@ -77,6 +91,9 @@ func (s *Store) Create(_ context.Context, r v3.Resource) (v3.Resource, error) {
 	}
 	obj.SetCreationTimestamp(metav1.NewTime(now))
 	s.items[k] = obj
+	if err := s.failAfter("create", k); err != nil {
+		return nil, err
+	}
 	return copyOf(obj), nil
 }
 
@@ -107,6 +124,9 @@ func (s *Store) Update(_ context.Context, r v3.Resource) (v3.Resource, error) {
 	obj.SetUID(cur.GetUID())
 	obj.SetCreationTimestamp(cur.GetCreationTimestamp())
 	s.items[k] = obj
+	if err := s.failAfter("update", k); err != nil {
+		return nil, err
+	}
 	return copyOf(obj), nil
 }
 
@@ -127,6 +147,9 @@ func (s *Store) Delete(_ context.Context, k datastore.Key, opts datastore.Delete
 	}
 	s.rev++
 	delete(s.items, k)
+	if err := s.failAfter("delete", k); err != nil {
+		return nil, err
+	}
 	return copyOf(cur), nil
 }
 
