@@ -3,7 +3,9 @@ package confd
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -29,8 +31,15 @@ type Config struct {
 	NodeName string
 	RouterID string // as render.Input.RouterID
 	LogFile  string // BIRD's log file; "" = stderr
-	// Secrets returns the resolved BGP passwords; nil means none.
-	Secrets func() map[render.SecretRef]string
+	// Secrets reads the Secrets that BGP passwords name (KubeSecrets in
+	// Kubernetes mode, NoSecrets otherwise; nil acts as NoSecrets). They
+	// are re-read on every render, so only the Secrets in use are read.
+	Secrets SecretGetter
+	// SecretResync is how often the config is re-rendered while some
+	// password names a Secret, so that a rotated, created or fixed Secret
+	// takes effect (Secrets are not datastore resources, no event says
+	// they changed). Default 30s. An unchanged result is not re-applied.
+	SecretResync time.Duration
 	// Debounce is how long to wait for more updates before rendering
 	// (default 20ms): a burst of changes gives one reload.
 	Debounce time.Duration
@@ -64,6 +73,9 @@ func NewDaemon(cfg Config, applier Applier) *Daemon {
 	}
 	if cfg.RetryMax == 0 {
 		cfg.RetryMax = 10 * time.Second
+	}
+	if cfg.SecretResync == 0 {
+		cfg.SecretResync = 30 * time.Second
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -107,7 +119,12 @@ func (d *Daemon) poke() {
 // RunWithSyncer runs a WatchSyncer over client feeding this daemon, and the
 // daemon's loop, until ctx ends.
 func (d *Daemon) RunWithSyncer(ctx context.Context, client datastore.Client) {
-	syncer := datastore.NewWatchSyncer(client, Kinds, d, datastore.DefaultBackoff)
+	d.RunSyncer(ctx, datastore.NewWatchSyncer(client, Kinds, d, datastore.DefaultBackoff))
+}
+
+// RunSyncer runs syncer (which must call this daemon back, for Kinds) and
+// the daemon's loop until ctx ends, and returns once both stopped.
+func (d *Daemon) RunSyncer(ctx context.Context, syncer datastore.Syncer) {
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -138,18 +155,25 @@ func (d *Daemon) Run(ctx context.Context) {
 			continue
 		case <-timer.C:
 		}
-		err := d.sync(ctx)
+		usesSecrets, err := d.sync(ctx)
 		var renderErr *renderError
 		switch {
 		case err == nil:
 			retry, lastErr = 0, ""
+			if usesSecrets {
+				timer.Reset(d.cfg.SecretResync)
+			}
 		case errors.As(err, &renderErr):
-			// Bad input: retrying cannot help, the next change will.
+			// Bad input: retrying cannot help, the next change will (or,
+			// for a missing Secret, the next resync).
 			if err.Error() != lastErr {
 				d.log.Error("cannot render BIRD config, keeping the running one", "err", err)
 				lastErr = err.Error()
 			}
 			retry = 0
+			if usesSecrets {
+				timer.Reset(d.cfg.SecretResync)
+			}
 		default:
 			retry = min(max(2*retry, 100*time.Millisecond), d.cfg.RetryMax)
 			if err.Error() != lastErr {
@@ -166,30 +190,42 @@ type renderError struct{ err error }
 func (e *renderError) Error() string { return e.err.Error() }
 func (e *renderError) Unwrap() error { return e.err }
 
-// sync renders the cached resources and applies the result. Before the
-// syncer is in sync it does nothing: a partial view would drop peers.
-func (d *Daemon) sync(ctx context.Context) error {
-	in, ok := d.snapshot()
+// sync reads the Secrets the passwords name, renders the cached resources
+// and applies the result; usesSecrets says some password names a Secret.
+// Before the syncer is in sync it does nothing: a partial view would drop
+// peers.
+func (d *Daemon) sync(ctx context.Context) (usesSecrets bool, err error) {
+	in, refs, ok := d.snapshot()
 	if !ok {
-		return nil
+		return false, nil
 	}
 	start := time.Now()
+	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	secrets, reasons, err := resolveSecrets(sctx, d.cfg.Secrets, refs)
+	cancel()
+	if err != nil {
+		return true, err
+	}
+	in.Secrets = secrets
 	text, err := render.Render(in)
 	if err != nil {
-		return &renderError{err}
+		if len(reasons) > 0 {
+			err = fmt.Errorf("%w (%s)", err, strings.Join(reasons, "; "))
+		}
+		return len(refs) > 0, &renderError{err}
 	}
 	if err := d.applier.Apply(ctx, text); err != nil {
-		return err
+		return len(refs) > 0, err
 	}
 	d.log.Debug("BIRD config applied", "took", time.Since(start))
-	return nil
+	return len(refs) > 0, nil
 }
 
-func (d *Daemon) snapshot() (render.Input, bool) {
+func (d *Daemon) snapshot() (render.Input, []render.SecretRef, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if !d.inSync {
-		return render.Input{}, false
+		return render.Input{}, nil, false
 	}
 	rs := make([]v3.Resource, 0, len(d.cache))
 	for _, r := range d.cache {
@@ -197,11 +233,8 @@ func (d *Daemon) snapshot() (render.Input, bool) {
 	}
 	in, err := render.FromResources(d.cfg.NodeName, rs)
 	if err != nil {
-		return render.Input{}, false
+		return render.Input{}, nil, false
 	}
 	in.RouterID, in.LogFile = d.cfg.RouterID, d.cfg.LogFile
-	if d.cfg.Secrets != nil {
-		in.Secrets = d.cfg.Secrets()
-	}
-	return in, true
+	return in, secretRefs(rs), true
 }

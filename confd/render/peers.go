@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/tabbynet/tabby/api/numorstring"
 	"github.com/tabbynet/tabby/api/selector"
@@ -369,10 +370,11 @@ func password(secrets map[SecretRef]string, pw *v3.BGPPassword, what string) (st
 	if !ok {
 		return "", false, fmt.Errorf("%s: secret %s key %s is not available", what, ref.Name, ref.Key)
 	}
-	// BIRD strings have no escapes: a quote or backslash would end or
-	// corrupt the config.
-	if v == "" || strings.ContainsAny(v, "\"\\\n\r") {
-		return "", false, fmt.Errorf("%s: secret %s key %s is empty or holds a quote, backslash or newline, which BIRD cannot take", what, ref.Name, ref.Key)
+	// The password is written verbatim between double quotes: a quote,
+	// backslash or control character would end, corrupt or (as an escape)
+	// silently change it.
+	if v == "" || !utf8.ValidString(v) || strings.ContainsFunc(v, func(r rune) bool { return r == '"' || r == '\\' || r < 0x20 || r == 0x7f }) {
+		return "", false, fmt.Errorf("%s: secret %s key %s is empty or holds a quote, backslash, newline or other control character, which BIRD cannot take", what, ref.Name, ref.Key)
 	}
 	return v, true, nil
 }

@@ -44,6 +44,11 @@ func TestRenderErrors(t *testing.T) {
 			in.Peers = []v3.BGPPeer{peer(v3.BGPPeerSpec{PeerIP: "10.0.0.254", ASNumber: 65000,
 				Password: &v3.BGPPassword{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "s"}, Key: "k"}}})}
 		}, "quote"},
+		{"password with a tab", func(in *Input) {
+			in.Secrets = map[SecretRef]string{{Name: "s", Key: "k"}: "a\tb"}
+			in.Peers = []v3.BGPPeer{peer(v3.BGPPeerSpec{PeerIP: "10.0.0.254", ASNumber: 65000,
+				Password: &v3.BGPPassword{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "s"}, Key: "k"}}})}
+		}, "control character"},
 		{"bad router ID", func(in *Input) { in.RouterID = "fd00::1" }, "router ID"},
 		{"bad community", func(in *Input) {
 			in.BGPConfigurations = []v3.BGPConfiguration{{ObjectMeta: metav1.ObjectMeta{Name: "default"},

@@ -259,7 +259,7 @@ func (w *writer) peer(m *model, f *family, p *peer) {
 		w.p("  passive on;  # our address is the lower one: the peer connects")
 	}
 	if p.hasPassword {
-		w.p("  password %q;", p.password)
+		w.p("  password \"%s\";", p.password) // checked: no quote, backslash or control character
 	}
 	if p.restartTime > 0 {
 		w.p("  graceful restart time %d;", p.restartTime)
