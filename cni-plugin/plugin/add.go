@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"time"
 
 	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/cni/pkg/types"
@@ -50,12 +51,26 @@ func (p *Plugin) add(a *skel.CmdArgs) (res *current.Result, err error) {
 		return nil, err
 	}
 	defer client.Close()
-	alloc := ipam.New(client, ipam.Config{})
+	// The process lives for one call: cache what IPAM reads for its
+	// lifetime, and read it (pools, settings, reservations, node labels,
+	// affinities) in parallel with the pod's annotations.
+	alloc := ipam.New(client, ipam.Config{CacheTTL: 5 * time.Second})
 	tm.mark("connect")
 
-	req, err := podRequest(ctx, client, c)
-	if err != nil {
-		return nil, err
+	var req ipam.PodRequest
+	var reqErr error
+	reqDone := make(chan struct{})
+	go func() { defer close(reqDone); req, reqErr = podRequest(ctx, client, c) }()
+	var warmErr error
+	if c.conf.IPAM.Type == CalicoIPAM {
+		warmErr = alloc.Warm(ctx, c.node)
+	}
+	<-reqDone
+	if reqErr != nil {
+		return nil, reqErr
+	}
+	if warmErr != nil {
+		return nil, warmErr
 	}
 	addrs, err := p.assign(ctx, c, a, alloc, req)
 	tm.mark("ipam")
