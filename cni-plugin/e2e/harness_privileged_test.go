@@ -47,6 +47,7 @@ func cniBinDir(t testing.TB) string {
 		goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
 		for name, pkg := range map[string]string{
 			"calico":     "github.com/tabbynet/tabby/cni-plugin/cmd/calico",
+			"calico-k8s": "github.com/tabbynet/tabby/cni-plugin/cmd/calico-k8s",
 			"portmap":    "github.com/containernetworking/plugins/plugins/meta/portmap",
 			"ptp":        "github.com/containernetworking/plugins/plugins/main/ptp",
 			"host-local": "github.com/containernetworking/plugins/plugins/ipam/host-local",

@@ -60,7 +60,12 @@ func (p *Plugin) add(a *skel.CmdArgs) (res *current.Result, err error) {
 	var req ipam.PodRequest
 	var reqErr error
 	reqDone := make(chan struct{})
-	go func() { defer close(reqDone); req, reqErr = podRequest(ctx, client, c) }()
+	go func() {
+		defer close(reqDone)
+		if pods, ok := p.pods(client, c); ok {
+			req, reqErr = pods.Request(ctx, c.id.namespace, c.id.pod)
+		}
+	}()
 	var warmErr error
 	if c.conf.IPAM.Type == CalicoIPAM {
 		warmErr = alloc.Warm(ctx, c.node)
@@ -116,9 +121,9 @@ func (p *Plugin) add(a *skel.CmdArgs) (res *current.Result, err error) {
 
 // recordEndpoint writes (or takes over) the pod's WorkloadEndpoint.
 func (p *Plugin) recordEndpoint(ctx ctxT, client datastore.Client, c *call, a *skel.CmdArgs, addrs []net.IPNet, mac string) error {
-	if kube, ok := kubeOf(client); ok && c.id.orchestrator == "k8s" {
+	if pods, ok := p.pods(client, c); ok {
 		// Kubernetes mode: the WorkloadEndpoint is derived from the pod.
-		return annotatePod(ctx, kube, c, a.ContainerID, addrs)
+		return pods.Annotate(ctx, c.id.namespace, c.id.pod, a.ContainerID, addrs)
 	}
 	nets := make([]string, len(addrs))
 	for i, n := range addrs {

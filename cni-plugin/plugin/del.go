@@ -45,10 +45,10 @@ func (p *Plugin) del(a *skel.CmdArgs) error {
 	}
 	defer client.Close()
 
-	if kube, ok := kubeOf(client); ok && c.id.orchestrator == "k8s" {
+	if pods, ok := p.pods(client, c); ok {
 		// Kubernetes mode: the pod's annotations say which sandbox owns
 		// the pod's network now.
-		owner, err := podOwner(ctx, kube, c)
+		owner, err := pods.Owner(ctx, c.id.namespace, c.id.pod)
 		if err != nil {
 			return err
 		}
@@ -56,7 +56,7 @@ func (p *Plugin) del(a *skel.CmdArgs) error {
 			if err := wiring.Teardown(hostNS, c.id.hostIf, a.Netns, a.IfName); err != nil {
 				return err
 			}
-			if err := releasePodAnnotations(ctx, kube, c, a.ContainerID); err != nil {
+			if err := pods.Release(ctx, c.id.namespace, c.id.pod, a.ContainerID); err != nil {
 				return err
 			}
 		}

@@ -41,6 +41,17 @@ type Plugin struct {
 	Exec invoke.Exec
 	// Timeout bounds one invocation [30s].
 	Timeout time.Duration
+	// PodsFor gives Pod access when the datastore is the Kubernetes API
+	// (nil in a binary built without Kubernetes support).
+	PodsFor func(datastore.Client) (Pods, bool)
+}
+
+// pods returns Pod access for a Kubernetes pod on the Kubernetes datastore.
+func (p *Plugin) pods(client datastore.Client, c *call) (Pods, bool) {
+	if p.PodsFor == nil || c.id.orchestrator != "k8s" {
+		return nil, false
+	}
+	return p.PodsFor(client)
 }
 
 // New returns a Plugin with production dependencies.

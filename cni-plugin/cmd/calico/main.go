@@ -1,18 +1,98 @@
 // Command calico is the CNI plugin container runtimes call for every pod
-// (ADD, DEL, CHECK, STATUS, GC, VERSION; CNI spec 0.3.1 to 1.1.0). It only
+// (ADD, DEL, CHECK, STATUS, GC, VERSION; CNI spec 0.3.0 to 1.1.0). It only
 // hands skel's callbacks to cni-plugin/plugin.
+//
+// This binary serves the etcd datastore and stays lean: a pod ADD pays
+// for every package initialiser at start-up, and client-go's typed
+// clientset alone costs ~5 ms. For datastore_type kubernetes it hands the
+// call, unchanged, to calico-k8s installed beside it.
 package main
 
 import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"syscall"
+
 	"github.com/containernetworking/cni/pkg/skel"
-	"github.com/containernetworking/cni/pkg/version"
+	"github.com/containernetworking/cni/pkg/types"
+	"golang.org/x/sys/unix"
 
 	"github.com/tabbynet/tabby/cni-plugin/plugin"
-	"github.com/tabbynet/tabby/datastore/dsconfig"
-	"github.com/tabbynet/tabby/datastore/kdd"
 )
 
 func main() {
-	dsconfig.NewKubernetesClient = kdd.FromSpec
-	skel.PluginMainFuncs(plugin.New().Funcs(), version.PluginSupports("0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"), "Tabby calico CNI plugin (Calico-compatible)")
+	stdin, err := io.ReadAll(os.Stdin)
+	if err != nil {
+		fail(types.NewError(types.ErrIOFailure, "reading the network configuration", err.Error()))
+	}
+	if err := replaceStdin(stdin); err != nil {
+		fail(types.NewError(types.ErrIOFailure, "passing the network configuration on", err.Error()))
+	}
+	if wantsKubernetes(stdin) {
+		execKubernetesPlugin()
+	}
+	skel.PluginMainFuncs(plugin.New().Funcs(), plugin.SupportedVersions, plugin.About)
+}
+
+// wantsKubernetes applies the plugin's datastore choice (see
+// cni-plugin/netconf) to a config that may still be invalid: anything it
+// cannot read stays here, where the full parser reports it.
+func wantsKubernetes(conf []byte) bool {
+	var c struct {
+		DatastoreType string `json:"datastore_type"`
+		EtcdEndpoints string `json:"etcd_endpoints"`
+		Kubernetes    struct {
+			Kubeconfig string `json:"kubeconfig"`
+			K8sAPIRoot string `json:"k8s_api_root"`
+		} `json:"kubernetes"`
+	}
+	if json.Unmarshal(conf, &c) != nil {
+		return false
+	}
+	if c.DatastoreType != "" {
+		return c.DatastoreType == "kubernetes"
+	}
+	return c.EtcdEndpoints == "" && (c.Kubernetes.Kubeconfig != "" || c.Kubernetes.K8sAPIRoot != "")
+}
+
+// replaceStdin puts the bytes already read back on fd 0 (in a memfd), so
+// skel, or the program exec'd next, reads them from the start.
+func replaceStdin(data []byte) error {
+	fd, err := unix.MemfdCreate("cni-stdin", 0)
+	if err != nil {
+		return err
+	}
+	f := os.NewFile(uintptr(fd), "cni-stdin")
+	if _, err := io.Copy(f, bytes.NewReader(data)); err != nil {
+		return err
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	if err := unix.Dup2(fd, 0); err != nil {
+		return err
+	}
+	f.Close()
+	os.Stdin = os.NewFile(0, "/dev/stdin")
+	return nil
+}
+
+func execKubernetesPlugin() {
+	self, err := os.Executable()
+	if err != nil {
+		fail(types.NewError(types.ErrInternal, "finding calico-k8s", err.Error()))
+	}
+	path := filepath.Join(filepath.Dir(self), "calico-k8s")
+	err = syscall.Exec(path, []string{path}, os.Environ())
+	fail(types.NewError(types.ErrInternal, "datastore_type kubernetes needs calico-k8s installed beside calico",
+		fmt.Sprintf("exec %s: %v", path, err)))
+}
+
+func fail(e *types.Error) {
+	_ = e.Print()
+	os.Exit(1)
 }
