@@ -6,8 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,7 +13,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/containernetworking/cni/libcni"
 	"github.com/containernetworking/cni/pkg/types"
@@ -200,43 +197,11 @@ func (p *pod) ip(v6 bool) string {
 	return ""
 }
 
-// serve accepts TCP connections in n on addr and answers reply.
 func serve(t *testing.T, n ns.NetNS, addr, reply string) string {
-	var ln net.Listener
-	if err := n.Do(func(ns.NetNS) error {
-		var err error
-		ln, err = net.Listen("tcp", addr)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			conn.Write([]byte(reply))
-			conn.Close()
-		}
-	}()
-	return ln.Addr().String()
+	return netnstest.ServeTCP(t, n, addr, reply)
 }
 
-func dial(n ns.NetNS, addr string) (string, error) {
-	var got []byte
-	err := n.Do(func(ns.NetNS) error {
-		conn, err := net.DialTimeout("tcp", addr, 3*time.Second)
-		if err != nil {
-			return err
-		}
-		defer conn.Close()
-		got, err = io.ReadAll(conn)
-		return err
-	})
-	return string(got), err
-}
+func dial(n ns.NetNS, addr string) (string, error) { return netnstest.DialTCP(n, addr) }
 
 // cniCode extracts the CNI error code of a failed call.
 func cniCode(err error) (uint, string) {

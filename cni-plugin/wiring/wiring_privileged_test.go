@@ -4,13 +4,11 @@ package wiring
 
 import (
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/containernetworking/plugins/pkg/ns"
 	"github.com/vishvananda/netlink"
@@ -33,44 +31,11 @@ func cidrs(t *testing.T, ss ...string) []net.IPNet {
 	return out
 }
 
-// serve accepts one TCP connection in namespace n on addr and answers
-// with reply; it returns the address to dial.
 func serve(t *testing.T, n ns.NetNS, addr, reply string) string {
-	var ln net.Listener
-	if err := n.Do(func(ns.NetNS) error {
-		var err error
-		ln, err = net.Listen("tcp", addr)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Write([]byte(reply))
-			c.Close()
-		}
-	}()
-	return ln.Addr().String()
+	return netnstest.ServeTCP(t, n, addr, reply)
 }
 
-func dial(n ns.NetNS, addr string) (string, error) {
-	var got []byte
-	err := n.Do(func(ns.NetNS) error {
-		c, err := net.DialTimeout("tcp", addr, 3*time.Second)
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		got, err = io.ReadAll(c)
-		return err
-	})
-	return string(got), err
-}
+func dial(n ns.NetNS, addr string) (string, error) { return netnstest.DialTCP(n, addr) }
 
 func TestPrivilegedSetupPodTraffic(t *testing.T) {
 	nodeNS := node(t)
