@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -55,32 +56,37 @@ func (p *Plugin) add(a *skel.CmdArgs) (res *current.Result, err error) {
 	// lifetime, and read it (pools, settings, reservations, node labels,
 	// affinities) in parallel with the pod's annotations.
 	alloc := ipam.New(client, ipam.Config{CacheTTL: 5 * time.Second})
+	hostNS, err := p.HostNS()
+	if err != nil {
+		return nil, fmt.Errorf("opening the node's namespace: %w", err)
+	}
+	defer hostNS.Close()
 	tm.mark("connect")
 
-	var req ipam.PodRequest
-	var reqErr error
-	reqDone := make(chan struct{})
+	// While IPAM talks to the datastore, create the veth pair: only its
+	// addresses and routes wait for IPAM's answer.
+	pod := wiring.Pod{
+		NetNSPath: a.Netns, ContainerIf: a.IfName, HostIf: c.id.hostIf,
+		MTU: c.conf.MTU, AllowIPForwarding: c.conf.ContainerSettings.AllowIPForwarding, HostNS: hostNS,
+	}
+	type prepared struct {
+		prep *wiring.Prepared
+		err  error
+	}
+	prepCh := make(chan prepared, 1)
 	go func() {
-		defer close(reqDone)
-		if pods, ok := p.pods(client, c); ok {
-			req, reqErr = pods.Request(ctx, c.id.namespace, c.id.pod)
-		}
+		prep, err := wiring.Prepare(pod, p.expectsIPv6(c, a))
+		prepCh <- prepared{prep, err}
 	}()
-	var warmErr error
-	if c.conf.IPAM.Type == CalicoIPAM {
-		warmErr = alloc.Warm(ctx, c.node)
-	}
-	<-reqDone
-	if reqErr != nil {
-		return nil, reqErr
-	}
-	if warmErr != nil {
-		return nil, warmErr
-	}
-	addrs, err := p.assign(ctx, c, a, alloc, req)
+	addrs, ipamErr := p.ipam(ctx, c, a, client, alloc)
 	tm.mark("ipam")
-	if err != nil {
-		return nil, err
+	pr := <-prepCh
+	switch {
+	case ipamErr != nil && pr.err == nil:
+		pr.prep.Abandon()
+		return nil, ipamErr
+	case ipamErr != nil:
+		return nil, ipamErr
 	}
 	defer func() {
 		if err != nil {
@@ -92,20 +98,14 @@ func (p *Plugin) add(a *skel.CmdArgs) (res *current.Result, err error) {
 			}
 		}
 	}()
-
-	hostNS, err := p.HostNS()
-	if err != nil {
-		return nil, fmt.Errorf("opening the node's namespace: %w", err)
+	if pr.err != nil {
+		return nil, types.NewError(ErrCodeWiring, "wiring the pod network", pr.err.Error())
 	}
-	defer hostNS.Close()
-	wired, err := wiring.Setup(wiring.Pod{
-		NetNSPath: a.Netns, ContainerIf: a.IfName, HostIf: c.id.hostIf, Addrs: addrs,
-		MTU: c.conf.MTU, AllowIPForwarding: c.conf.ContainerSettings.AllowIPForwarding, HostNS: hostNS,
-	})
-	tm.mark("wiring")
-	if err != nil {
+	if err = pr.prep.Configure(addrs); err != nil {
 		return nil, types.NewError(ErrCodeWiring, "wiring the pod network", err.Error())
 	}
+	wired := pr.prep.Result
+	tm.mark("wiring")
 	defer func() {
 		if err != nil {
 			_ = wiring.Teardown(hostNS, c.id.hostIf, a.Netns, a.IfName)
@@ -187,4 +187,40 @@ func result(c *call, a *skel.CmdArgs, addrs []net.IPNet, wired *wiring.Result) *
 		res.Routes = append(res.Routes, &types.Route{Dst: net.IPNet{IP: net.IPv6zero, Mask: net.CIDRMask(0, 128)}, GW: wiring.HostLinkLocalIPv6})
 	}
 	return res
+}
+
+// ipam reads the pod's IPAM annotations (Kubernetes mode) in parallel with
+// warming the allocator's view, then assigns the pod's addresses.
+func (p *Plugin) ipam(ctx context.Context, c *call, a *skel.CmdArgs, client datastore.Client, alloc *ipam.Allocator) ([]net.IPNet, error) {
+	var req ipam.PodRequest
+	var reqErr error
+	reqDone := make(chan struct{})
+	go func() {
+		defer close(reqDone)
+		if pods, ok := p.pods(client, c); ok {
+			req, reqErr = pods.Request(ctx, c.id.namespace, c.id.pod)
+		}
+	}()
+	var warmErr error
+	if c.conf.IPAM.Type == CalicoIPAM {
+		warmErr = alloc.Warm(ctx, c.node)
+	}
+	<-reqDone
+	if reqErr != nil {
+		return nil, reqErr
+	}
+	if warmErr != nil {
+		return nil, warmErr
+	}
+	return p.assign(ctx, c, a, alloc, req)
+}
+
+// expectsIPv6 says whether the pod will likely get an IPv6 address, so the
+// veth is prepared for it (Configure fixes up a wrong guess).
+func (p *Plugin) expectsIPv6(c *call, a *skel.CmdArgs) bool {
+	if c.conf.IPAM.Type != CalicoIPAM {
+		return false
+	}
+	_, num6, _, err := parseIPAMRequest(a.StdinData)
+	return err == nil && num6 > 0
 }

@@ -32,7 +32,29 @@ type Result struct {
 }
 
 // Setup wires the pod. On error nothing it created is left behind.
-func Setup(p Pod) (res *Result, err error) {
+func Setup(p Pod) (*Result, error) {
+	prep, err := Prepare(p, hasV6(p.Addrs))
+	if err != nil {
+		return nil, err
+	}
+	if err := prep.Configure(p.Addrs); err != nil {
+		return nil, err
+	}
+	return prep.Result, nil
+}
+
+// Prepared is a pod's veth pair, created and up on both sides but with no
+// address or route yet, so it can be made while IPAM picks the addresses.
+type Prepared struct {
+	Result *Result
+	pod    Pod
+}
+
+// Prepare creates the veth pair and sets up the host end (MAC, proxy-ARP,
+// forwarding; with ipv6 also proxy-NDP and no DAD). On error nothing it
+// created is left behind; once it succeeds, the caller owns the pair until
+// Configure succeeds (Abandon removes it).
+func Prepare(p Pod, ipv6 bool) (prep *Prepared, err error) {
 	podNS, err := ns.GetNS(p.NetNSPath)
 	if err != nil {
 		return nil, fmt.Errorf("opening pod netns %s: %w", p.NetNSPath, err)
@@ -50,7 +72,7 @@ func Setup(p Pod) (res *Result, err error) {
 		}
 	}()
 
-	res = &Result{Sandbox: p.NetNSPath}
+	res := &Result{Sandbox: p.NetNSPath}
 	err = podNS.Do(func(ns.NetNS) error {
 		_, cont, err := ip.SetupVethWithName(p.ContainerIf, p.HostIf, p.MTU, "", p.HostNS)
 		if err != nil {
@@ -62,17 +84,47 @@ func Setup(p Pod) (res *Result, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if err = p.HostNS.Do(func(ns.NetNS) error { return setupHostSide(p) }); err != nil {
+	if err = p.HostNS.Do(func(ns.NetNS) error { return setupHostSide(p, ipv6) }); err != nil {
 		return nil, err
 	}
 	res.HostMAC = HostMAC
+	if err = podNS.Do(func(ns.NetNS) error { return upPodSide(p, ipv6) }); err != nil {
+		return nil, err
+	}
+	return &Prepared{Result: res, pod: p}, nil
+}
+
+// Configure gives the prepared pair its addresses and routes (pod and
+// node side). On error it removes the pair.
+func (pr *Prepared) Configure(addrs []net.IPNet) (err error) {
+	p := pr.pod
+	p.Addrs = addrs
+	defer func() {
+		if err != nil {
+			pr.Abandon()
+		}
+	}()
+	podNS, err := ns.GetNS(p.NetNSPath)
+	if err != nil {
+		return fmt.Errorf("opening pod netns %s: %w", p.NetNSPath, err)
+	}
+	defer podNS.Close()
+	if hasV6(addrs) {
+		// Addresses turned out to include IPv6 the pair was not prepared
+		// for: set the IPv6 knobs now.
+		if err := p.HostNS.Do(func(ns.NetNS) error { return writeSysctls(hostV6Sysctls(p.HostIf)) }); err != nil {
+			return err
+		}
+	}
 	if err = podNS.Do(func(ns.NetNS) error { return setupPodSide(p) }); err != nil {
-		return nil, err
+		return err
 	}
-	if err = p.HostNS.Do(func(ns.NetNS) error { return addHostRoutes(p) }); err != nil {
-		return nil, err
-	}
-	return res, nil
+	return p.HostNS.Do(func(ns.NetNS) error { return addHostRoutes(p) })
+}
+
+// Abandon removes a prepared pair (e.g. when IPAM failed).
+func (pr *Prepared) Abandon() {
+	_ = Teardown(pr.pod.HostNS, pr.pod.HostIf, pr.pod.NetNSPath, pr.pod.ContainerIf)
 }
 
 func hasV6(addrs []net.IPNet) bool {
@@ -84,7 +136,7 @@ func hasV6(addrs []net.IPNet) bool {
 	return false
 }
 
-func setupHostSide(p Pod) error {
+func setupHostSide(p Pod, ipv6 bool) error {
 	link, err := netlink.LinkByName(p.HostIf)
 	if err != nil {
 		return fmt.Errorf("finding %s on the node: %w", p.HostIf, err)
@@ -98,20 +150,54 @@ func setupHostSide(p Pod) error {
 		"ipv4/neigh/" + p.HostIf + "/proxy_delay": "0",
 		"ipv4/conf/" + p.HostIf + "/forwarding":   "1",
 	}
-	if hasV6(p.Addrs) {
-		// No DAD: the link-local next hop must answer the moment it is up.
-		sysctls["ipv6/conf/"+p.HostIf+"/accept_dad"] = "0"
-		sysctls["ipv6/conf/"+p.HostIf+"/proxy_ndp"] = "1"
-		sysctls["ipv6/conf/"+p.HostIf+"/accept_ra"] = "0"
-		sysctls["ipv6/conf/"+p.HostIf+"/forwarding"] = "1"
+	if ipv6 {
+		for k, v := range hostV6Sysctls(p.HostIf) {
+			sysctls[k] = v
+		}
 	}
-	for k, v := range sysctls {
+	if err := writeSysctls(sysctls); err != nil {
+		return err
+	}
+	if err := netlink.LinkSetUp(link); err != nil {
+		return fmt.Errorf("bringing %s up: %w", p.HostIf, err)
+	}
+	return nil
+}
+
+// hostV6Sysctls are the host end's IPv6 settings. No DAD: the link-local
+// next hop must answer the moment the link is up.
+func hostV6Sysctls(hostIf string) map[string]string {
+	return map[string]string{
+		"ipv6/conf/" + hostIf + "/accept_dad": "0",
+		"ipv6/conf/" + hostIf + "/proxy_ndp":  "1",
+		"ipv6/conf/" + hostIf + "/accept_ra":  "0",
+		"ipv6/conf/" + hostIf + "/forwarding": "1",
+	}
+}
+
+func writeSysctls(m map[string]string) error {
+	for k, v := range m {
 		if err := writeSysctl(k, v); err != nil {
 			return err
 		}
 	}
+	return nil
+}
+
+// upPodSide brings the pod's interface up (IPv6 without DAD, so its
+// address is usable at once).
+func upPodSide(p Pod, ipv6 bool) error {
+	link, err := netlink.LinkByName(p.ContainerIf)
+	if err != nil {
+		return fmt.Errorf("finding %s in the pod: %w", p.ContainerIf, err)
+	}
+	if ipv6 {
+		if err := writeSysctl("ipv6/conf/"+p.ContainerIf+"/accept_dad", "0"); err != nil {
+			return err
+		}
+	}
 	if err := netlink.LinkSetUp(link); err != nil {
-		return fmt.Errorf("bringing %s up: %w", p.HostIf, err)
+		return fmt.Errorf("bringing %s up: %w", p.ContainerIf, err)
 	}
 	return nil
 }
@@ -131,9 +217,6 @@ func setupPodSide(p Pod) error {
 		if err := netlink.AddrAdd(link, &netlink.Addr{IPNet: &a}); err != nil {
 			return fmt.Errorf("adding %s to %s: %w", a.String(), p.ContainerIf, err)
 		}
-	}
-	if err := netlink.LinkSetUp(link); err != nil {
-		return fmt.Errorf("bringing %s up: %w", p.ContainerIf, err)
 	}
 	for _, r := range podRoutes(link.Attrs().Index, p.Addrs) {
 		r := r
