@@ -55,7 +55,8 @@ bench-felix:
 	$(GO) test -run '^$$' -bench . -benchmem ./felix/calc/ ./felix/rules/
 
 ## demo: the end-to-end demo (root): etcd, an IPPool, a node namespace and
-## two pods wired by the calico CNI plugin through libcni, TCP between them
+## two pods wired by the calico CNI plugin through libcni, TCP between them,
+## felix enforcing a GlobalNetworkPolicy on that traffic
 demo: kube-binaries
 	$(GO) run ./hack/demo
 

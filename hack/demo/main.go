@@ -7,9 +7,10 @@
 // datastore client, builds the `calico` CNI plugin, makes a node network
 // namespace and two pod namespaces, and wires the pods through libcni
 // exactly as containerd would; then it proves pod-to-pod and node-to-pod
-// TCP, shows the WorkloadEndpoints and IPAM blocks Tabby recorded, deletes
-// the pods and checks nothing is left. Everything it made is removed on
-// exit.
+// TCP, shows the WorkloadEndpoints and IPAM blocks Tabby recorded; starts
+// felix for the node namespace and shows a GlobalNetworkPolicy cutting and
+// then re-opening real traffic; deletes the pods and checks nothing is left.
+// Everything it made is removed on exit.
 package main
 
 import (
@@ -31,6 +32,7 @@ import (
 	"github.com/vishvananda/netlink"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/tabbynet/tabby/api/numorstring"
 	v3 "github.com/tabbynet/tabby/api/v3"
 	"github.com/tabbynet/tabby/datastore"
 	"github.com/tabbynet/tabby/datastore/etcd"
@@ -84,12 +86,21 @@ func run() error {
 		return err
 	}
 	step("created IPPool demo-pool 10.88.0.0/16 (defaults: blockSize 26, ipipMode Never)")
+	// The namespace's profile, as kube-controllers (or the Kubernetes
+	// datastore) provides it: allow unless a policy says otherwise.
+	profile := &v3.Profile{TypeMeta: metav1.TypeMeta{Kind: v3.KindProfile}, ObjectMeta: metav1.ObjectMeta{Name: "kns.default"},
+		Spec: v3.ProfileSpec{Ingress: []v3.Rule{{Action: v3.Allow}}, Egress: []v3.Rule{{Action: v3.Allow}}}}
+	if _, err := client.Create(ctx, profile); err != nil {
+		return err
+	}
 
-	step("building the calico CNI plugin")
+	step("building the calico CNI plugin and felix")
 	bin := filepath.Join(dir, "bin")
-	out, err := exec.Command("go", "build", "-o", filepath.Join(bin, "calico"), "./cni-plugin/cmd/calico").CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("go build: %v\n%s", err, out)
+	for name, pkg := range map[string]string{"calico": "github.com/tabbynet/tabby/cni-plugin/cmd/calico", "felix": "github.com/tabbynet/tabby/felix/cmd/felix"} {
+		out, err := exec.Command("go", "build", "-o", filepath.Join(bin, name), pkg).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
+		}
 	}
 
 	node, err := newNS()
@@ -156,6 +167,10 @@ func run() error {
 		step("TCP %s -> backend %s: %q", from.name, addr, got)
 	}
 
+	if err := policyDemo(ctx, client, endpoint, bin, node, pods[0].ns, addr); err != nil {
+		return err
+	}
+
 	weps, err := client.List(ctx, v3.KindWorkloadEndpoint, datastore.ListOptions{})
 	if err != nil {
 		return err
@@ -185,6 +200,91 @@ func run() error {
 	step("CNI DEL both pods: %d WorkloadEndpoints and %d allocations left", len(weps.Items), live)
 	fmt.Println("demo OK")
 	return nil
+}
+
+// policyDemo runs felix for the node namespace and shows a policy cut and
+// re-open traffic from the frontend pod to the backend at addr.
+func policyDemo(ctx context.Context, client datastore.Client, endpoint, bin string, node, frontend ns.NetNS, addr string) error {
+	// Label the backend's endpoint so a policy can select it.
+	weps, err := client.List(ctx, v3.KindWorkloadEndpoint, datastore.ListOptions{})
+	if err != nil {
+		return err
+	}
+	for _, w := range weps.Items {
+		if w.(*v3.WorkloadEndpoint).Spec.Pod == "backend" {
+			w.SetLabels(map[string]string{"projectcalico.org/namespace": "default", "projectcalico.org/orchestrator": "k8s", "app": "backend"})
+			if _, err := client.Update(ctx, w); err != nil {
+				return err
+			}
+		}
+	}
+	felix := exec.Command(filepath.Join(bin, "felix"))
+	felix.Env = append(os.Environ(), "DATASTORE_TYPE=etcdv3", "ETCD_ENDPOINTS="+endpoint, "FELIX_FELIXHOSTNAME=demo-node",
+		"TABBY_FELIX_NETNS="+node.Path(), "FELIX_HEALTHENABLED=false", "FELIX_PROMETHEUSMETRICSENABLED=false",
+		"FELIX_LOGSEVERITYSCREEN=Warning")
+	felix.Stdout, felix.Stderr = os.Stdout, os.Stderr
+	if err := felix.Start(); err != nil {
+		return fmt.Errorf("starting felix: %w", err)
+	}
+	cleanups = append(cleanups, func() { felix.Process.Signal(os.Interrupt); felix.Wait() })
+	step("felix started for the node namespace")
+
+	gnp := &v3.GlobalNetworkPolicy{TypeMeta: metav1.TypeMeta{Kind: v3.KindGlobalNetworkPolicy}, ObjectMeta: metav1.ObjectMeta{Name: "backend-ingress"},
+		Spec: v3.GlobalNetworkPolicySpec{Selector: "app == 'backend'", Types: []v3.PolicyType{v3.PolicyTypeIngress}}}
+	created, err := client.Create(ctx, gnp)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	if err := waitFor(func() bool { _, err := dialShort(frontend, addr); return err != nil }); err != nil {
+		return fmt.Errorf("the deny-all ingress policy never took effect")
+	}
+	step("GlobalNetworkPolicy backend-ingress (selector app == 'backend', no rules = deny): frontend -> backend now refused (%.0f ms)", float64(time.Since(start).Milliseconds()))
+
+	allow := created.(*v3.GlobalNetworkPolicy)
+	allow.Spec.Ingress = []v3.Rule{{Action: v3.Allow, Protocol: protoTCP(), Destination: v3.EntityRule{Ports: []numorstring.Port{numorstring.SinglePort(8080)}}}}
+	if _, err := client.Update(ctx, allow); err != nil {
+		return err
+	}
+	start = time.Now()
+	if err := waitFor(func() bool { got, err := dialShort(frontend, addr); return err == nil && got != "" }); err != nil {
+		return fmt.Errorf("the allow rule never took effect")
+	}
+	got, _ := dialShort(frontend, addr)
+	step("policy now allows TCP 8080: frontend -> backend %q again (%.0f ms)", got, float64(time.Since(start).Milliseconds()))
+	if _, err := client.Delete(ctx, datastore.KeyOf(allow), datastore.DeleteOptions{}); err != nil {
+		return err
+	}
+	return nil
+}
+
+func protoTCP() *numorstring.Protocol {
+	p := numorstring.ProtocolFromString("TCP")
+	return &p
+}
+
+func waitFor(cond func() bool) error {
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if cond() {
+			return nil
+		}
+	}
+	return fmt.Errorf("timed out")
+}
+
+func dialShort(n ns.NetNS, addr string) (string, error) {
+	var got []byte
+	err := n.Do(func(ns.NetNS) error {
+		c, err := net.DialTimeout("tcp", addr, 300*time.Millisecond)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(time.Second))
+		got, err = io.ReadAll(c)
+		return err
+	})
+	return string(got), err
 }
 
 func startEtcd(dir string) (string, error) {
