@@ -2,7 +2,9 @@
 // computes the policy of the node's endpoints and programs iptables and
 // ipsets. Configuration comes from Calico's FELIX_* environment variables
 // and the datastore variables (DATASTORE_TYPE, ETCD_ENDPOINTS, ... or
-// FELIX_DATASTORETYPE, ...). It is wiring only; see felix/daemon.
+// FELIX_DATASTORETYPE, ...); with the Kubernetes datastore it follows the
+// API server through informers (daemon.NewSyncer) and routes client-go's
+// klog output to slog. It is wiring only; see felix/daemon.
 package main
 
 import (
@@ -21,10 +23,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/klog/v2"
 
 	v3 "github.com/tabbynet/tabby/api/v3"
-	"github.com/tabbynet/tabby/datastore"
 	"github.com/tabbynet/tabby/datastore/dsconfig"
+	"github.com/tabbynet/tabby/datastore/kdd"
 	"github.com/tabbynet/tabby/felix/daemon"
 	"github.com/tabbynet/tabby/felix/dataplane"
 	"github.com/tabbynet/tabby/felix/rules"
@@ -44,6 +47,9 @@ func run() error {
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.logLevel}))
 	slog.SetDefault(log)
+	// client-go (the Kubernetes datastore's informers) logs through klog.
+	klog.SetSlogLogger(log)
+	dsconfig.NewKubernetesClient = kdd.FromSpec
 	spec, err := dsconfig.Load("/etc/calico/calicoctl.cfg", false, datastoreEnv(os.Getenv))
 	if err != nil {
 		return err
@@ -100,7 +106,7 @@ func run() error {
 		}()
 	}
 	log.Info("felix starting", "node", cfg.hostname, "datastore", spec.DatastoreType, "ipv6", cfg.ipv6)
-	return d.Run(ctx, datastore.NewWatchSyncer(client, daemon.Kinds, d, datastore.Backoff{}))
+	return d.Run(ctx, daemon.NewSyncer(client, d))
 }
 
 // healthServer serves Calico's /liveness and /readiness: live while the

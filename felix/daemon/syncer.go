@@ -1,0 +1,18 @@
+package daemon
+
+import (
+	"github.com/tabbynet/tabby/datastore"
+	"github.com/tabbynet/tabby/datastore/kdd"
+)
+
+// NewSyncer returns the syncer felix follows the datastore with: over the
+// Kubernetes datastore, kdd's informer-based syncer (shared informers and
+// a rate-limited work queue, as Calico's felix watches in Kubernetes
+// mode); over any other client (etcd), the generic watch syncer. Either
+// way cb receives Kinds.
+func NewSyncer(c datastore.Client, cb datastore.SyncerCallbacks) datastore.Syncer {
+	if kc, ok := c.(*kdd.Client); ok {
+		return kdd.NewSyncer(kc, Kinds, cb)
+	}
+	return datastore.NewWatchSyncer(c, Kinds, cb, datastore.DefaultBackoff)
+}
