@@ -49,7 +49,7 @@ func TestPrivilegedPodLifecycle(t *testing.T) {
 		return nil
 	})
 	err := c.check(a)
-	if code, msg := cniCode(err); code != 103 || !strings.Contains(msg, "node route "+a.ip(false)+"/32 is missing") {
+	if code, msg := cniCode(err); code != 104 || !strings.Contains(msg, "node route "+a.ip(false)+"/32 is missing") {
 		t.Fatalf("CHECK after deleting the node route: code %d %q", code, msg)
 	}
 

@@ -10,20 +10,21 @@ import (
 	"github.com/tabbynet/tabby/ipam"
 )
 
-// Plugin-specific CNI error codes (100 and up, as the spec reserves them).
-// They are documented in the README.
+// Plugin-specific CNI error codes (100 and up, as the spec reserves them),
+// shared with calico-ipam (ipam/cniipam) and documented in the README.
 const (
 	// ErrCodeIPAMExhausted: no free address in the pools this pod may use.
 	ErrCodeIPAMExhausted uint = 100
-	// ErrCodeIPAMRequest: the pod asked for a pool or address IPAM cannot
-	// give (unknown/disabled pool, address outside every pool, reserved or
-	// already in use).
-	ErrCodeIPAMRequest uint = 101
+	// ErrCodeIPAMPool: an unknown, disabled or unusable pool was asked for.
+	ErrCodeIPAMPool uint = 101
+	// ErrCodeIPAMAddress: a requested address is outside every pool,
+	// reserved, or already in use.
+	ErrCodeIPAMAddress uint = 102
 	// ErrCodeWiring: the pod's interface or routes could not be set up.
-	ErrCodeWiring uint = 102
+	ErrCodeWiring uint = 103
 	// ErrCodeCheckFailed: CHECK found the pod's network differs from its
 	// ADD result.
-	ErrCodeCheckFailed uint = 103
+	ErrCodeCheckFailed uint = 104
 )
 
 // toCNI maps an error onto a CNI error with the right code.
@@ -43,11 +44,12 @@ func toCNI(err error, msg string) *types.Error {
 	switch {
 	case errors.Is(err, datastore.ErrUnavailable):
 		code = types.ErrTryAgainLater
-	case errors.Is(err, ipam.ErrPoolExhausted), errors.Is(err, ipam.ErrNoPool):
+	case errors.Is(err, ipam.ErrPoolExhausted):
 		code = ErrCodeIPAMExhausted
-	case errors.Is(err, ipam.ErrUnknownPool), errors.Is(err, ipam.ErrPoolDisabled), errors.Is(err, ipam.ErrNotInPool),
-		errors.Is(err, ipam.ErrReserved), errors.Is(err, ipam.ErrInUse):
-		code = ErrCodeIPAMRequest
+	case errors.Is(err, ipam.ErrUnknownPool), errors.Is(err, ipam.ErrPoolDisabled), errors.Is(err, ipam.ErrNoPool):
+		code = ErrCodeIPAMPool
+	case errors.Is(err, ipam.ErrNotInPool), errors.Is(err, ipam.ErrReserved), errors.Is(err, ipam.ErrInUse):
+		code = ErrCodeIPAMAddress
 	}
 	return types.NewError(code, msg, err.Error())
 }
