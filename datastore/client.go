@@ -2,6 +2,8 @@ package datastore
 
 import (
 	"context"
+	"strings"
+	"sync"
 
 	v3 "github.com/tabbynet/tabby/api/v3"
 )
@@ -109,4 +111,81 @@ type Event struct {
 type Watcher interface {
 	ResultChan() <-chan Event
 	Stop()
+}
+
+// MultiReader is an optional interface of a Client: several Gets and Lists
+// answered in one round trip, all consistent at one revision. A short-lived
+// caller (a CNI ADD) that needs several independent reads before its first
+// write implements them with ReadMany; use the package function ReadMany,
+// which falls back to issuing the reads in parallel when a Client does not
+// implement it.
+type MultiReader interface {
+	// ReadMany performs reqs and returns one result per request, in
+	// order. A request that fails on its own (ErrNotFound for a Get, an
+	// unknown kind) fails only its result; the error return is for the
+	// round trip as a whole (the store is unreachable).
+	ReadMany(ctx context.Context, reqs []ReadRequest) ([]ReadResult, error)
+}
+
+// ReadRequest is one read of a ReadMany: a Get of Key when List is false;
+// otherwise a List of Key.Kind in Key.Namespace ("" for all), restricted to
+// names starting with NamePrefix.
+type ReadRequest struct {
+	Key  Key
+	List bool
+	// NamePrefix restricts a List to names with this prefix. A backend
+	// that can (etcd) reads only that key range.
+	NamePrefix string
+}
+
+// ReadResult answers one ReadRequest: Object for a Get, List for a List,
+// or Err.
+type ReadResult struct {
+	Object v3.Resource
+	List   *List
+	Err    error
+}
+
+// ReadMany performs reqs on c: in one round trip when c is a MultiReader,
+// else as parallel Gets and Lists (one round trip of latency, several
+// requests). Results are in request order; see MultiReader.
+func ReadMany(ctx context.Context, c Client, reqs []ReadRequest) ([]ReadResult, error) {
+	if m, ok := c.(MultiReader); ok {
+		return m.ReadMany(ctx, reqs)
+	}
+	return ReadEach(ctx, c, reqs), nil
+}
+
+// ReadEach performs reqs as separate, parallel Gets and Lists on c (the
+// fallback of ReadMany); NamePrefix is applied to the listed items.
+func ReadEach(ctx context.Context, c Client, reqs []ReadRequest) []ReadResult {
+	out := make([]ReadResult, len(reqs))
+	var wg sync.WaitGroup
+	for i, r := range reqs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if !r.List {
+				out[i].Object, out[i].Err = c.Get(ctx, r.Key)
+				return
+			}
+			l, err := c.List(ctx, r.Key.Kind, ListOptions{Namespace: r.Key.Namespace})
+			if err != nil {
+				out[i].Err = err
+				return
+			}
+			if r.NamePrefix != "" {
+				kept := l.Items[:0]
+				for _, it := range l.Items {
+					if strings.HasPrefix(it.GetName(), r.NamePrefix) {
+						kept = append(kept, it)
+					}
+				}
+				l.Items = kept
+			}
+			out[i].List = l
+		}()
+	}
+	wg.Wait()
+	return out
 }

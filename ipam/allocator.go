@@ -94,86 +94,61 @@ func New(c datastore.Client, cfg Config) *Allocator {
 	}
 }
 
+// envFresh returns the cached settings when fresh enough, else nil.
+func (a *Allocator) envFresh(now time.Time) *env {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if e := a.env; e != nil && a.cfg.CacheTTL > 0 && now.Sub(e.at) < a.cfg.CacheTTL {
+		return e
+	}
+	return nil
+}
+
+// labelsFresh returns the node's cached labels when fresh enough.
+func (a *Allocator) labelsFresh(node string, now time.Time) (map[string]string, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	c, ok := a.labels[node]
+	if ok && a.cfg.CacheTTL > 0 && now.Sub(c.at) < a.cfg.CacheTTL {
+		return c.labels, true
+	}
+	return nil, false
+}
+
 // loadEnv returns the pools, IPAM settings and reservations, from the cache
 // when fresh enough.
 func (a *Allocator) loadEnv(ctx context.Context) (*env, error) {
-	now := a.cfg.Now()
-	a.mu.Lock()
-	e := a.env
-	a.mu.Unlock()
-	if e != nil && a.cfg.CacheTTL > 0 && now.Sub(e.at) < a.cfg.CacheTTL {
+	if e := a.envFresh(a.cfg.Now()); e != nil {
 		return e, nil
 	}
-	// Three independent reads, issued together: one round trip of latency.
-	var (
-		wg                 sync.WaitGroup
-		pl, rl             *datastore.List
-		cfg                v3.Resource
-		plErr, rlErr, cErr error
-	)
-	wg.Add(3)
-	go func() { defer wg.Done(); pl, plErr = a.c.List(ctx, v3.KindIPPool, datastore.ListOptions{}) }()
-	go func() { defer wg.Done(); rl, rlErr = a.c.List(ctx, v3.KindIPReservation, datastore.ListOptions{}) }()
-	go func() {
-		defer wg.Done()
-		cfg, cErr = a.c.Get(ctx, datastore.Key{Kind: v3.KindIPAMConfiguration, Name: "default"})
-	}()
-	wg.Wait()
-	if plErr != nil {
-		return nil, fmt.Errorf("listing IP pools: %w", plErr)
-	}
-	var pools []v3.IPPool
-	for _, r := range pl.Items {
-		pools = append(pools, *r.(*v3.IPPool))
-	}
-	e = &env{pools: ParsePools(pools), autoAllocate: true, at: now}
-	switch {
-	case cErr == nil:
-		s := cfg.(*v3.IPAMConfiguration).Spec
-		e.strict = s.StrictAffinity
-		e.maxBlocks = int(s.MaxBlocksPerHost)
-		if s.AutoAllocateBlocks != nil {
-			e.autoAllocate = *s.AutoAllocateBlocks
-		}
-	case !errors.Is(cErr, datastore.ErrNotFound):
-		return nil, fmt.Errorf("reading IPAMConfiguration: %w", cErr)
-	}
-	if rlErr != nil {
-		return nil, fmt.Errorf("listing IP reservations: %w", rlErr)
-	}
-	var rs []v3.IPReservation
-	for _, r := range rl.Items {
-		rs = append(rs, *r.(*v3.IPReservation))
-	}
-	e.reserved = ParseReservations(rs)
-	a.mu.Lock()
-	a.env = e
-	a.mu.Unlock()
-	return e, nil
+	st, err := a.readState(ctx, "", stateWant{env: true})
+	return st.env, err
 }
 
-// nodeLabels returns the labels of a node; a node with no Node object has
-// none.
-func (a *Allocator) nodeLabels(ctx context.Context, node string) (map[string]string, error) {
+// prepare returns the settings and the node's labels, reading what is not
+// cached (and the node's affinities, when not cached either) in one round
+// trip.
+func (a *Allocator) prepare(ctx context.Context, node string) (*env, map[string]string, error) {
 	now := a.cfg.Now()
+	e := a.envFresh(now)
+	labels, haveLabels := a.labelsFresh(node, now)
 	a.mu.Lock()
-	c, ok := a.labels[node]
+	_, haveAff := a.affine[node]
 	a.mu.Unlock()
-	if ok && a.cfg.CacheTTL > 0 && now.Sub(c.at) < a.cfg.CacheTTL {
-		return c.labels, nil
+	if e != nil && haveLabels && haveAff {
+		return e, labels, nil
 	}
-	r, err := a.c.Get(ctx, datastore.Key{Kind: v3.KindNode, Name: node})
-	var labels map[string]string
-	switch {
-	case err == nil:
-		labels = r.GetLabels()
-	case !errors.Is(err, datastore.ErrNotFound):
-		return nil, fmt.Errorf("reading node %s: %w", node, err)
+	st, err := a.readState(ctx, node, stateWant{env: e == nil, labels: !haveLabels, affinities: !haveAff})
+	if err != nil {
+		return nil, nil, err
 	}
-	a.mu.Lock()
-	a.labels[node] = cachedLabels{labels: labels, at: now}
-	a.mu.Unlock()
-	return labels, nil
+	if e == nil {
+		e = st.env
+	}
+	if !haveLabels {
+		labels = st.labels
+	}
+	return e, labels, nil
 }
 
 // backoff sleeps a short random time growing with the attempt, so writers
@@ -240,18 +215,16 @@ func rollbackCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 }
 
-// Warm reads, concurrently, what an allocation for node will need: the
-// pools, settings and reservations, the node's labels and its block
-// affinities. A fresh process (a CNI ADD) calls it alongside its other
-// first reads so that they cost one round trip of latency instead of
-// three. Reads are kept for CacheTTL (affinities until they prove stale).
+// Warm reads what an allocation for node will need: the pools, settings
+// and reservations, the node's labels and its block affinities (one round
+// trip: a single read transaction on etcd), then the node's affine blocks
+// (a second one). A fresh process (a CNI ADD) calls it alongside its other
+// first reads, so that AutoAssign then only writes. Reads are kept for
+// CacheTTL (affinities and blocks until they prove stale).
 func (a *Allocator) Warm(ctx context.Context, node string) error {
-	var wg sync.WaitGroup
-	errs := make([]error, 3)
-	wg.Add(3)
-	go func() { defer wg.Done(); _, errs[0] = a.loadEnv(ctx) }()
-	go func() { defer wg.Done(); _, errs[1] = a.nodeLabels(ctx, node) }()
-	go func() { defer wg.Done(); _, _, errs[2] = a.affineBlocks(ctx, node, nil, true) }()
-	wg.Wait()
-	return errors.Join(errs...)
+	st, err := a.readState(ctx, node, stateWant{env: true, labels: true, affinities: true})
+	if err != nil {
+		return err
+	}
+	return a.prefetchBlocks(ctx, st.affinities, st.env.reserved)
 }

@@ -3,10 +3,12 @@ package ipam
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/netip"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	v3 "github.com/tabbynet/tabby/api/v3"
 	"github.com/tabbynet/tabby/datastore"
@@ -421,5 +423,39 @@ func TestConcurrentNodesOnFake(t *testing.T) {
 	snap := checkStore(t, s)
 	if len(snap.byIP) != 3*4*20 {
 		t.Errorf("%d addresses allocated, want %d", len(snap.byIP), 3*4*20)
+	}
+}
+
+// TestFreshProcessRoundTrips: a fresh Allocator (a CNI ADD) that warms up
+// reads everything in two read transactions (settings + labels +
+// affinities, then the affine blocks) and then only writes: one block CAS
+// and one handle create.
+func TestFreshProcessRoundTrips(t *testing.T) {
+	s := ipamtest.NewStore()
+	mustCreate(t, s, pool("p", "10.0.0.0/16", 29))
+	filler := New(s, Config{})
+	for i := range 12 { // two blocks on n1, the newest with room
+		mustAssign(t, filler, podArgs("n1", fmt.Sprint("fill", i), 1, 0))
+	}
+	cnt := &ipamtest.Counter{Client: s}
+	a := New(cnt, Config{CacheTTL: 5 * time.Second})
+	if err := a.Warm(context.Background(), "n1"); err != nil {
+		t.Fatal(err)
+	}
+	if got := cnt.MultiReads.Load(); cnt.Total() != 2 || got != 2 {
+		t.Errorf("Warm: %d round trips (%d read transactions), want 2 read transactions", cnt.Total(), got)
+	}
+	cnt.Reset()
+	mustAssign(t, a, podArgs("n1", "x", 1, 0))
+	if cnt.Total() != 2 || cnt.Updates.Load() != 1 || cnt.Creates.Load() != 1 {
+		t.Errorf("AutoAssign after Warm: %d round trips (updates %d creates %d gets %d lists %d multi %d), want 1 block CAS + 1 handle create",
+			cnt.Total(), cnt.Updates.Load(), cnt.Creates.Load(), cnt.Gets.Load(), cnt.Lists.Load(), cnt.MultiReads.Load())
+	}
+	// Without Warm and without a settings cache: the same reads, made by
+	// AutoAssign itself.
+	cnt.Reset()
+	mustAssign(t, New(cnt, Config{}), podArgs("n1", "y", 1, 0))
+	if cnt.Total() != 4 || cnt.MultiReads.Load() != 2 {
+		t.Errorf("cold AutoAssign: %d round trips (%d read transactions), want 2 read transactions + 2 writes", cnt.Total(), cnt.MultiReads.Load())
 	}
 }

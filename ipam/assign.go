@@ -32,6 +32,14 @@ type AutoAssignArgs struct {
 	NamespaceLabels map[string]string
 }
 
+// versionWant is what an AutoAssign asks of one IP version.
+type versionWant struct {
+	version   int
+	n         int
+	requested []string // pools asked for by name or CIDR
+	pools     []Pool   // the pools chosen
+}
+
 // assigned is one address taken in a block, before the handle is written.
 type assigned struct {
 	ip    netip.Addr
@@ -45,44 +53,64 @@ func (a *Allocator) AutoAssign(ctx context.Context, args AutoAssignArgs) ([]neti
 	if args.HandleID == "" || args.Hostname == "" || args.Num4 < 0 || args.Num6 < 0 || args.Num4+args.Num6 == 0 {
 		return nil, fmt.Errorf("auto-assign needs a handle, a node and at least one address: %w", ErrInvalidArgs)
 	}
-	// The settings and the node's labels are independent reads.
-	var labels map[string]string
-	var lerr error
-	lch := make(chan struct{})
-	go func() { defer close(lch); labels, lerr = a.nodeLabels(ctx, args.Hostname) }()
-	e, err := a.loadEnv(ctx)
-	<-lch
+	e, labels, err := a.prepare(ctx, args.Hostname)
 	if err != nil {
 		return nil, err
 	}
-	if lerr != nil {
-		return nil, lerr
+	want := []versionWant{{4, args.Num4, args.IPv4Pools, nil}, {6, args.Num6, args.IPv6Pools, nil}}
+	var blocks []netip.Prefix
+	for i, v := range want {
+		if v.n == 0 {
+			continue
+		}
+		pools, err := SelectPools(e.pools, PoolRequest{Version: v.version, Requested: v.requested, NodeLabels: labels, NamespaceLabels: args.NamespaceLabels, Use: args.Use})
+		if err != nil {
+			return nil, fmt.Errorf("choosing IPv%d pools for node %s: %w", v.version, args.Hostname, err)
+		}
+		want[i].pools = pools
+		affine, _, err := a.affineBlocks(ctx, args.Hostname, pools, false)
+		if err != nil {
+			return nil, err
+		}
+		blocks = append(blocks, affine...)
+	}
+	// Read the node's blocks not cached, for all versions in one round
+	// trip (nothing when all are cached).
+	if err := a.prefetchBlocks(ctx, blocks, e.reserved); err != nil {
+		return nil, err
+	}
+	// When the cache tells which blocks the addresses will come from, the
+	// handle is created alongside the block writes (handleahead.go).
+	var ahead *handleAhead
+	if counts := a.guessBlocks(args.Hostname, e.reserved, want); counts != nil {
+		ahead = a.startHandle(ctx, args.HandleID, counts)
 	}
 	var done []assigned
 	fail := func(err error) ([]netip.Addr, error) {
 		a.rollback(ctx, args.HandleID, done)
+		if ahead != nil {
+			a.undo(ctx, args.HandleID, ahead)
+		}
 		return nil, err
 	}
-	for _, v := range []struct {
-		version int
-		n       int
-		pools   []string
-	}{{4, args.Num4, args.IPv4Pools}, {6, args.Num6, args.IPv6Pools}} {
+	for _, v := range want {
 		if v.n == 0 {
 			continue
 		}
-		pools, err := SelectPools(e.pools, PoolRequest{Version: v.version, Requested: v.pools, NodeLabels: labels, NamespaceLabels: args.NamespaceLabels, Use: args.Use})
-		if err != nil {
-			return fail(fmt.Errorf("choosing IPv%d pools for node %s: %w", v.version, args.Hostname, err))
-		}
-		got, err := a.assignVersion(ctx, e, args, pools, v.n)
+		got, err := a.assignVersion(ctx, e, args, v.pools, v.n)
 		done = append(done, got...)
 		if err != nil {
 			return fail(err)
 		}
 	}
-	if err := a.addToHandle(ctx, args.HandleID, done); err != nil {
-		return fail(err)
+	var err2 error
+	if ahead != nil {
+		err2 = a.finish(ctx, args.HandleID, ahead, done)
+	} else {
+		err2 = a.addToHandle(ctx, args.HandleID, done)
+	}
+	if err2 != nil {
+		return fail(err2)
 	}
 	ips := make([]netip.Addr, len(done))
 	for i, d := range done {
@@ -138,6 +166,11 @@ func (a *Allocator) assignVersion(ctx context.Context, e *env, args AutoAssignAr
 			return done, err
 		}
 		refreshedNow := listed
+		// Read the blocks not cached in one round trip, rather than one
+		// each as they are tried (nothing when all are cached).
+		if err := a.prefetchBlocks(ctx, blocks, e.reserved); err != nil {
+			return done, err
+		}
 		// Blocks the cache says have room first: a node with many full
 		// blocks then still allocates with one write, without re-reading
 		// the full ones.
@@ -227,16 +260,8 @@ func (a *Allocator) addToHandle(ctx context.Context, handle string, done []assig
 	if len(done) == 0 {
 		return nil
 	}
-	counts := map[string]int{}
-	for _, d := range done {
-		counts[d.block.String()]++
-	}
-	h := &v3.IPAMHandle{
-		TypeMeta:   metav1.TypeMeta{Kind: v3.KindIPAMHandle, APIVersion: v3.GroupVersion},
-		ObjectMeta: metav1.ObjectMeta{Name: HandleName(handle)},
-		Spec:       v3.IPAMHandleSpec{HandleID: handle, Block: counts},
-	}
-	_, err := a.c.Create(ctx, h)
+	counts := blockCounts(done)
+	_, err := a.c.Create(ctx, newHandle(handle, counts))
 	if err == nil {
 		return nil
 	}

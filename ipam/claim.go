@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
-	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -26,56 +25,19 @@ func affinityKey(node string, cidr netip.Prefix) datastore.Key {
 }
 
 // affineBlocks returns the node's blocks within pools, in pool order then
-// newest claim first. With refresh (or nothing cached) it lists BlockAffinities;
-// pending ones whose block exists with this node's affinity (a claim that
-// was interrupted before its confirmation) are confirmed on the way.
+// newest claim first. With refresh (or nothing cached) it reads the node's
+// BlockAffinities (see parseAffinities).
 func (a *Allocator) affineBlocks(ctx context.Context, node string, pools []Pool, refresh bool) (_ []netip.Prefix, listed bool, _ error) {
 	a.mu.Lock()
 	cached, ok := a.affine[node]
 	a.mu.Unlock()
 	if !ok || refresh {
 		listed = true
-		l, err := a.c.List(ctx, v3.KindBlockAffinity, datastore.ListOptions{})
+		st, err := a.readState(ctx, node, stateWant{affinities: true})
 		if err != nil {
-			return nil, listed, fmt.Errorf("listing block affinities of node %s: %w", node, err)
+			return nil, listed, err
 		}
-		cached = nil
-		// Newest claim first: older blocks fill first, so a fresh process
-		// (nothing cached) most likely finds room in the first block it
-		// reads.
-		items := slices.Clone(l.Items)
-		slices.SortStableFunc(items, func(x, y v3.Resource) int {
-			if c := y.GetCreationTimestamp().Compare(x.GetCreationTimestamp().Time); c != 0 {
-				return c
-			}
-			return strings.Compare(y.(*v3.BlockAffinity).Spec.CIDR, x.(*v3.BlockAffinity).Spec.CIDR)
-		})
-		for _, r := range items {
-			ba := r.(*v3.BlockAffinity)
-			if ba.Spec.Node != node || ba.Spec.Deleted || (ba.Spec.Type != "" && ba.Spec.Type != v3.BlockAffinityTypeHost) {
-				continue
-			}
-			cidr, err := netip.ParsePrefix(ba.Spec.CIDR)
-			if err != nil {
-				continue
-			}
-			switch ba.Spec.State {
-			case v3.BlockAffinityStateConfirmed:
-				cached = append(cached, cidr)
-			case v3.BlockAffinityStatePending:
-				b, err := a.getBlock(ctx, cidr)
-				if err != nil || b.Spec.Affinity == nil || *b.Spec.Affinity != AffinityValue(node) {
-					continue // a claim in progress, or one that lost: not ours (yet)
-				}
-				if err := a.confirmAffinity(ctx, node, cidr); err != nil {
-					return nil, listed, err
-				}
-				cached = append(cached, cidr)
-			}
-		}
-		a.mu.Lock()
-		a.affine[node] = cached
-		a.mu.Unlock()
+		cached = st.affinities
 	}
 	var out []netip.Prefix
 	for _, p := range pools {

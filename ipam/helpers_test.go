@@ -173,3 +173,7 @@ func newFake(t testing.TB, rs ...v3.Resource) (*ipamtest.Store, *Allocator) {
 var errBoom = errors.New("boom")
 
 func metaNamed(n string) metav1.ObjectMeta { return metav1.ObjectMeta{Name: n} }
+
+// singleReads hides a Client's ReadMany: reads go through
+// datastore.ReadMany's fallback of separate Gets and Lists.
+type singleReads struct{ datastore.Client }

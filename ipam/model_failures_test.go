@@ -48,7 +48,7 @@ func runFailureModel(t *testing.T, seed uint64, steps int) {
 	}
 	setFail := func(r float64) { mu.Lock(); failRate = r; mu.Unlock() }
 	quiet := Config{MaxRetries: 4, Logger: slog.New(slog.DiscardHandler)}
-	allocs := []*Allocator{New(s, quiet), New(s, quiet), New(s, quiet)}
+	allocs := []*Allocator{New(s, quiet), New(singleReads{s}, quiet), New(s, quiet)}
 	model := map[netip.Addr]string{}
 	handles := map[string][]netip.Addr{}
 	failedAssigns, failedReleases, okAssigns := 0, 0, 0

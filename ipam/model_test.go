@@ -36,7 +36,9 @@ func runModel(t *testing.T, seed uint64, strict bool, steps int) {
 	mustCreate(t, s, pool("p", poolCIDR.String(), blockBits), ipamConfig(strict), reservation("r", "10.0.0.3", "10.0.0.40/30"))
 	reserved := Reservations{netip.MustParsePrefix("10.0.0.3/32"), netip.MustParsePrefix("10.0.0.40/30")}
 	nodes := []string{"n0", "n1", "n2"}
-	allocs := []*Allocator{New(s, Config{}), New(s, Config{}), New(s, Config{}), New(s, Config{})}
+	// Half read through the Store's one-revision ReadMany, half through
+	// separate reads (the fallback of backends without it).
+	allocs := []*Allocator{New(s, Config{}), New(singleReads{s}, Config{}), New(s, Config{}), New(singleReads{s}, Config{})}
 	allocFor := func(i int) *Allocator { return allocs[i] } // allocs[3] is a second process on n0
 	nodeOf := func(i int) string { return nodes[i%3] }
 

@@ -91,7 +91,9 @@ func (a *Allocator) ReleaseByHandle(ctx context.Context, handle string) ([]netip
 			blocks = append(blocks, c)
 		}
 		slices.Sort(blocks)
+		counted, found := 0, 0
 		for _, c := range blocks {
+			counted += h.Spec.Block[c]
 			cidr, err := netip.ParsePrefix(c)
 			if err != nil {
 				continue
@@ -107,8 +109,19 @@ func (a *Allocator) ReleaseByHandle(ctx context.Context, handle string) ([]netip
 			if err != nil && !errors.Is(err, datastore.ErrNotFound) {
 				return released, fmt.Errorf("releasing handle %s: %w", handle, err)
 			}
+			found += len(freed)
 			for _, f := range freed {
 				released = append(released, f.IP)
+			}
+		}
+		if found < counted {
+			// The record disagrees with the blocks (an ADD that failed
+			// half-way, e.g. after its handle create timed out): look
+			// for the handle's allocations everywhere before dropping it.
+			ips, err := a.releaseHandleByScan(ctx, handle)
+			released = append(released, ips...)
+			if err != nil {
+				return released, err
 			}
 		}
 		_, err = a.c.Delete(ctx, k, datastore.DeleteOptions{ResourceVersion: h.ResourceVersion})

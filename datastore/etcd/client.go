@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc/codes"
@@ -310,13 +311,23 @@ func (c *Client) List(ctx context.Context, kind string, opts datastore.ListOptio
 	if err != nil {
 		return fail(c.storeErr(err))
 	}
-	out := &datastore.List{Revision: strconv.FormatInt(resp.Header.Revision, 10)}
-	for _, kv := range resp.Kvs {
+	out, err := decodeList(info, resp.Kvs, resp.Header.Revision, func(obj v3.Resource) bool { return sel.Evaluate(obj.GetLabels()) })
+	if err != nil {
+		return fail(err)
+	}
+	return out, nil
+}
+
+// decodeList decodes listed key-values into a List sorted by namespace then
+// name, keeping the objects keep accepts.
+func decodeList(info v3.KindInfo, kvs []*mvccpb.KeyValue, rev int64, keep func(v3.Resource) bool) (*datastore.List, error) {
+	out := &datastore.List{Revision: strconv.FormatInt(rev, 10)}
+	for _, kv := range kvs {
 		obj, err := decode(info, kv.Value, kv.ModRevision)
 		if err != nil {
-			return fail(err)
+			return nil, err
 		}
-		if sel.Evaluate(obj.GetLabels()) {
+		if keep(obj) {
 			out.Items = append(out.Items, obj)
 		}
 	}

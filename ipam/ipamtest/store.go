@@ -8,6 +8,7 @@ import (
 	"errors"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -160,6 +161,10 @@ func (s *Store) Get(_ context.Context, k datastore.Key) (v3.Resource, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.getLocked(k)
+}
+
+func (s *Store) getLocked(k datastore.Key) (v3.Resource, error) {
 	cur, ok := s.items[k]
 	if !ok {
 		return nil, &datastore.OpError{Op: "get", Key: k, Err: datastore.ErrNotFound}
@@ -178,12 +183,17 @@ func (s *Store) List(_ context.Context, kind string, opts datastore.ListOptions)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.listLocked(kind, opts.Namespace, sel), nil
+}
+
+func (s *Store) listLocked(kind, namespace string, sel *selector.Selector) *datastore.List {
+	opts := datastore.ListOptions{Namespace: namespace}
 	out := &datastore.List{Revision: strconv.FormatInt(s.rev, 10)}
 	for k, r := range s.items {
 		if k.Kind != kind || (opts.Namespace != "" && k.Namespace != opts.Namespace) {
 			continue
 		}
-		if !sel.Evaluate(r.GetLabels()) {
+		if sel != nil && !sel.Evaluate(r.GetLabels()) {
 			continue
 		}
 		out.Items = append(out.Items, copyOf(r))
@@ -195,6 +205,42 @@ func (s *Store) List(_ context.Context, kind string, opts datastore.ListOptions)
 		}
 		return a.GetName() < b.GetName()
 	})
+	return out
+}
+
+var _ datastore.MultiReader = (*Store)(nil)
+
+// ReadMany implements datastore.MultiReader: every read at one revision.
+// Fail is consulted per request ("get" or "list"); its errors fail only
+// that request.
+func (s *Store) ReadMany(_ context.Context, reqs []datastore.ReadRequest) ([]datastore.ReadResult, error) {
+	out := make([]datastore.ReadResult, len(reqs))
+	for i, r := range reqs {
+		op := "get"
+		if r.List {
+			op = "list"
+		}
+		out[i].Err = s.fail(op, r.Key)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, r := range reqs {
+		switch {
+		case out[i].Err != nil:
+		case !r.List:
+			out[i].Object, out[i].Err = s.getLocked(r.Key)
+		default:
+			l := s.listLocked(r.Key.Kind, r.Key.Namespace, nil)
+			kept := l.Items[:0]
+			for _, it := range l.Items {
+				if strings.HasPrefix(it.GetName(), r.NamePrefix) {
+					kept = append(kept, it)
+				}
+			}
+			l.Items = kept
+			out[i].List = l
+		}
+	}
 	return out, nil
 }
 
@@ -213,11 +259,15 @@ func (s *Store) Close() error { return nil }
 type Counter struct {
 	datastore.Client
 	Creates, Updates, Deletes, Gets, Lists atomic.Int64
+	// MultiReads counts ReadMany transactions (each one round trip).
+	MultiReads atomic.Int64
 }
+
+var _ datastore.MultiReader = (*Counter)(nil)
 
 // Total is the number of round trips so far.
 func (c *Counter) Total() int64 {
-	return c.Creates.Load() + c.Updates.Load() + c.Deletes.Load() + c.Gets.Load() + c.Lists.Load()
+	return c.Creates.Load() + c.Updates.Load() + c.Deletes.Load() + c.Gets.Load() + c.Lists.Load() + c.MultiReads.Load()
 }
 
 // Reset zeroes the counts.
@@ -227,6 +277,7 @@ func (c *Counter) Reset() {
 	c.Deletes.Store(0)
 	c.Gets.Store(0)
 	c.Lists.Store(0)
+	c.MultiReads.Store(0)
 }
 
 // Create implements datastore.Client.
@@ -257,4 +308,14 @@ func (c *Counter) Get(ctx context.Context, k datastore.Key) (v3.Resource, error)
 func (c *Counter) List(ctx context.Context, kind string, o datastore.ListOptions) (*datastore.List, error) {
 	c.Lists.Add(1)
 	return c.Client.List(ctx, kind, o)
+}
+
+// ReadMany implements datastore.MultiReader: one round trip when the
+// wrapped Client is a MultiReader, else its separate (counted) reads.
+func (c *Counter) ReadMany(ctx context.Context, reqs []datastore.ReadRequest) ([]datastore.ReadResult, error) {
+	if m, ok := c.Client.(datastore.MultiReader); ok {
+		c.MultiReads.Add(1)
+		return m.ReadMany(ctx, reqs)
+	}
+	return datastore.ReadEach(ctx, c, reqs), nil
 }

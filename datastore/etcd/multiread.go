@@ -1,0 +1,96 @@
+package etcd
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	v3 "github.com/tabbynet/tabby/api/v3"
+	"github.com/tabbynet/tabby/datastore"
+)
+
+// maxTxnOps is etcd's default --max-txn-ops: a ReadMany with more requests
+// would be refused by the server.
+const maxTxnOps = 128
+
+var _ datastore.MultiReader = (*Client)(nil)
+
+// ReadMany implements datastore.MultiReader with one read-only transaction
+// holding a range per request, so every result is consistent at one
+// revision and the whole costs one round trip.
+func (c *Client) ReadMany(ctx context.Context, reqs []datastore.ReadRequest) ([]datastore.ReadResult, error) {
+	out := make([]datastore.ReadResult, len(reqs))
+	if len(reqs) > maxTxnOps {
+		return nil, fmt.Errorf("reading %d objects at once: at most %d per transaction", len(reqs), maxTxnOps)
+	}
+	infos := make([]v3.KindInfo, len(reqs))
+	var ops []clientv3.Op
+	var opOf []int // request index of each op
+	for i, r := range reqs {
+		op := "get"
+		if r.List {
+			op = "list"
+		}
+		fail := func(err error) { out[i].Err = &datastore.OpError{Op: op, Key: r.Key, Err: err} }
+		info, err := kindInfo(r.Key.Kind)
+		if err != nil {
+			fail(err)
+			continue
+		}
+		infos[i] = info
+		if !r.List {
+			key, err := keyFor(info, r.Key)
+			if err != nil {
+				fail(err)
+				continue
+			}
+			ops = append(ops, clientv3.OpGet(key))
+		} else {
+			if strings.Contains(r.NamePrefix, "/") {
+				fail(fmt.Errorf("%w: a name prefix may not contain '/'", datastore.ErrInvalid))
+				continue
+			}
+			prefix := listPrefix(info, r.Key.Namespace)
+			if !info.Namespaced || r.Key.Namespace != "" {
+				// Names are the last key segment: narrow the range.
+				prefix += r.NamePrefix
+			}
+			ops = append(ops, clientv3.OpGet(prefix, clientv3.WithPrefix()))
+		}
+		opOf = append(opOf, i)
+	}
+	if len(ops) == 0 {
+		return out, nil
+	}
+	ctx, cancel := c.reqCtx(ctx)
+	defer cancel()
+	resp, err := c.cli.Txn(ctx).Then(ops...).Commit()
+	if err != nil {
+		return nil, c.storeErr(err)
+	}
+	for j, tr := range resp.Responses {
+		i := opOf[j]
+		r, info := reqs[i], infos[i]
+		rr := tr.GetResponseRange()
+		if !r.List {
+			if len(rr.Kvs) == 0 {
+				out[i].Err = &datastore.OpError{Op: "get", Key: r.Key, Err: datastore.ErrNotFound}
+				continue
+			}
+			out[i].Object, err = decode(info, rr.Kvs[0].Value, rr.Kvs[0].ModRevision)
+			if err != nil {
+				out[i].Err = &datastore.OpError{Op: "get", Key: r.Key, Err: err}
+			}
+			continue
+		}
+		out[i].List, err = decodeList(info, rr.Kvs, resp.Header.Revision, func(obj v3.Resource) bool {
+			return strings.HasPrefix(obj.GetName(), r.NamePrefix)
+		})
+		if err != nil {
+			out[i].Err = &datastore.OpError{Op: "list", Key: r.Key, Err: err}
+		}
+	}
+	return out, nil
+}
