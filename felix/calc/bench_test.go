@@ -41,3 +41,21 @@ func BenchmarkComputeOneChange(b *testing.B) {
 		calc.ComputeWith(ct.Input(ct.Node, objs), memo)
 	}
 }
+
+// BenchmarkComputeEndpointChange is the recomputation after a remote
+// endpoint appeared or went (only ipset members change).
+func BenchmarkComputeEndpointChange(b *testing.B) {
+	objs := ct.Synthetic(1000, 500, 5000)
+	more := append(objs[:len(objs):len(objs)], ct.WEP("ns1", "extra", "node9", "caliextra", "10.99.0.1", map[string]string{"app": "a1"}))
+	memo := calc.NewMemo()
+	calc.ComputeWith(ct.Input(ct.Node, objs), memo)
+	i := 0
+	for b.Loop() {
+		i++
+		if i%2 == 0 {
+			calc.ComputeWith(ct.Input(ct.Node, objs), memo)
+		} else {
+			calc.ComputeWith(ct.Input(ct.Node, more), memo)
+		}
+	}
+}

@@ -18,7 +18,17 @@ type labelled struct {
 	key    memberKey
 	labels map[string]string
 	nets   []netip.Prefix
-	ports  []namedPort
+	// netStrs are nets as ipset members, formatted once per object.
+	netStrs []string
+	ports   []namedPort
+}
+
+func prefixStrings(nets []netip.Prefix) []string {
+	out := make([]string, len(nets))
+	for i, n := range nets {
+		out[i] = n.String()
+	}
+	return out
 }
 
 type namedPort struct {
@@ -37,6 +47,7 @@ type tierInfo struct {
 // resolved (rules are resolved only for active policies).
 type parsedPolicy struct {
 	id              PolicyID
+	name            string // policyName(id), for sorting
 	order           *float64
 	tier            *tierInfo
 	sel             *matcher
@@ -62,6 +73,15 @@ type computer struct {
 	policies []*parsedPolicy
 	demands  map[string]*demand
 	memo     *Memo
+	// sortedWEPs is the deduplicated, sorted workload endpoint list when
+	// already known (the endpoint stage patches last time's);
+	// wepDuplicates says whether deduplication dropped any.
+	sortedWEPs    []*v3.WorkloadEndpoint
+	wepDuplicates bool
+	// wepsPrev, when set, holds each workload endpoint's contribution
+	// from last time (valid for the same node and profiles); wepsNext,
+	// when set, collects this time's.
+	wepsPrev, wepsNext map[*v3.WorkloadEndpoint]*wepOut
 }
 
 // Compute is the whole calculation. It is deterministic: the same resources
@@ -84,20 +104,23 @@ func ComputeWith(in Input, memo *Memo) *Result {
 		demands:  map[string]*demand{},
 		memo:     memo,
 	}
+	setsHint := 0 // about last time's number of sets, to presize maps
 	if memo != nil {
 		memo.begin()
 		defer memo.end()
+		setsHint = len(memo.ipsets)
+		c.demands = make(map[string]*demand, setsHint)
 	}
 	c.loadProfiles(in.Profiles)
 	c.loadTiers(in.Tiers)
-	c.loadEndpoints(in.WorkloadEndpoints, in.HostEndpoints)
+	c.loadEndpointsStaged(in.WorkloadEndpoints, in.HostEndpoints)
 	c.loadNetworkSets(in.NetworkSets, in.GlobalNetworkSets)
 	c.loadPolicies(in.NetworkPolicies, in.GlobalNetworkPolicies)
 
 	res := &Result{
-		Policies: map[PolicyID]*Policy{},
+		Policies: make(map[PolicyID]*Policy, len(c.policies)),
 		Profiles: map[string]*Profile{},
-		IPSets:   map[string]*IPSet{},
+		IPSets:   make(map[string]*IPSet, setsHint),
 	}
 	var oldLocals, oldMembers *matchCache
 	if memo != nil {
@@ -107,12 +130,12 @@ func ComputeWith(in Input, memo *Memo) *Result {
 	c.selectPolicies(res, locals)
 	c.resolveProfiles(res)
 	members := c.memberMatchSet(oldMembers)
-	// With the same labelled objects as last time, a set's members cannot
-	// have changed.
-	sameMembers := oldMembers != nil && slices.Equal(oldMembers.keys, members.keys)
+	// A set (its ID names its definition) is rebuilt only when its
+	// selector matches a labelled object that came or went: the objects
+	// in both lists are unchanged. A CIDR set depends on no object.
 	for id, d := range c.demands {
-		if sameMembers {
-			if set, ok := memo.ipsets[id]; ok {
+		if memo != nil {
+			if set, ok := memo.ipsets[id]; ok && (d.sel == nil || !members.mayDiffer(d.sel)) {
 				res.IPSets[id] = set
 				continue
 			}
@@ -173,7 +196,7 @@ func dedupe[T any](c *computer, kind string, objs []T, key func(T) (ns, name, rv
 
 func (c *computer) loadProfiles(profs []*v3.Profile) {
 	for _, p := range dedupe(c, v3.KindProfile, profs, func(p *v3.Profile) (string, string, string) { return "", p.Name, p.ResourceVersion }) {
-		if err := p.Validate().Err(); err != nil {
+		if err := memoGet(c.memo, validationKey{p}, func() error { return p.Validate().Err() }); err != nil {
 			c.report(v3.KindProfile, "", p.Name, "invalid, skipped: %v", err)
 			continue
 		}
@@ -262,58 +285,101 @@ func parseNets(ss []string) ([]netip.Prefix, error) {
 	return out, nil
 }
 
+// wepOut is what one workload endpoint contributes to a computation; it
+// depends only on the endpoint, the node and the profiles.
+type wepOut struct {
+	problems []Problem
+	member   *labelled // nil when skipped
+	local    *localEndpoint
+}
+
+func (c *computer) loadWEP(w *v3.WorkloadEndpoint) *wepOut {
+	out := &wepOut{}
+	problem := func(reason string) {
+		out.problems = append(out.problems, Problem{Kind: v3.KindWorkloadEndpoint, Namespace: w.Namespace, Name: w.Name, Reason: reason})
+	}
+	local := w.Spec.Node == c.node
+	info := memoGet(c.memo, wepKey{w, local}, func() wepInfo {
+		// A local endpoint's fields end up in rules (interface name),
+		// so it must be fully valid; of a remote one only the labels,
+		// IPs and ports are used, and those are checked where used.
+		if local {
+			if err := w.Validate().Err(); err != nil {
+				return wepInfo{problem: fmt.Sprintf("invalid, skipped: %v", err)}
+			}
+		}
+		nets, err := parseNets(w.Spec.IPNetworks)
+		if err != nil {
+			return wepInfo{problem: fmt.Sprintf("skipped: %v", err)}
+		}
+		return wepInfo{nets: nets}
+	})
+	if info.problem != "" {
+		problem(info.problem)
+		return out
+	}
+	nets := info.nets
+	profs := c.existingProfiles("", w.Namespace, w.Name, w.Spec.Profiles)
+	if local { // missing profiles are reported for local endpoints only
+		for _, pn := range w.Spec.Profiles {
+			if _, ok := c.profiles[pn]; !ok {
+				problem(fmt.Sprintf("profile %q does not exist; ignored", pn))
+			}
+		}
+	}
+	key := c.memberKey(w, w.Spec.Profiles)
+	// The labels depend only on the endpoint and its profiles: the key.
+	m := memoGet(c.memo, labelsKey{key}, func() labelled {
+		labels, _ := c.inheritLabels("", w.Namespace, w.Name, w.Labels, w.Spec.Profiles)
+		if _, ok := labels[saLabelPrefix+nameLabel]; !ok && w.Spec.ServiceAccountName != "" {
+			labels[saLabelPrefix+nameLabel] = w.Spec.ServiceAccountName
+		}
+		m := labelled{key: key, labels: labels, nets: nets, netStrs: prefixStrings(nets)}
+		for _, p := range w.Spec.Ports {
+			if p.Protocol.SupportsPorts() && p.Port != 0 {
+				m.ports = append(m.ports, namedPort{name: p.Name, proto: p.Protocol.Number(), port: p.Port})
+			}
+		}
+		return m
+	})
+	out.member = &m
+	if local {
+		out.local = &localEndpoint{key: key, labels: m.labels, ep: Endpoint{
+			Kind: Workload, Key: w.Namespace + "/" + w.Name, Interface: w.Spec.InterfaceName,
+			Addrs: nets, Profiles: profs,
+		}}
+	}
+	return out
+}
+
 func (c *computer) loadEndpoints(weps []*v3.WorkloadEndpoint, heps []*v3.HostEndpoint) {
-	for _, w := range dedupe(c, v3.KindWorkloadEndpoint, weps, func(w *v3.WorkloadEndpoint) (string, string, string) {
-		return w.Namespace, w.Name, w.ResourceVersion
-	}) {
-		local := w.Spec.Node == c.node
-		info := memoGet(c.memo, wepKey{w, local}, func() wepInfo {
-			// A local endpoint's fields end up in rules (interface name),
-			// so it must be fully valid; of a remote one only the labels,
-			// IPs and ports are used, and those are checked where used.
-			if local {
-				if err := w.Validate().Err(); err != nil {
-					return wepInfo{problem: fmt.Sprintf("invalid, skipped: %v", err)}
-				}
-			}
-			nets, err := parseNets(w.Spec.IPNetworks)
-			if err != nil {
-				return wepInfo{problem: fmt.Sprintf("skipped: %v", err)}
-			}
-			return wepInfo{nets: nets}
+	sorted := c.sortedWEPs
+	if sorted == nil {
+		sorted = dedupe(c, v3.KindWorkloadEndpoint, weps, func(w *v3.WorkloadEndpoint) (string, string, string) {
+			return w.Namespace, w.Name, w.ResourceVersion
 		})
-		if info.problem != "" {
-			c.report(v3.KindWorkloadEndpoint, w.Namespace, w.Name, "%s", info.problem)
-			continue
+		c.sortedWEPs = sorted
+		c.wepDuplicates = len(sorted) < len(weps)
+	}
+	for _, w := range sorted {
+		var o *wepOut
+		if c.wepsPrev != nil {
+			o = c.wepsPrev[w]
 		}
-		nets := info.nets
-		kind := ""
-		if local {
-			kind = v3.KindWorkloadEndpoint // report missing profiles of local endpoints only
+		if o == nil {
+			o = c.loadWEP(w)
 		}
-		profs := c.existingProfiles(kind, w.Namespace, w.Name, w.Spec.Profiles)
-		key := c.memberKey(w, w.Spec.Profiles)
-		// The labels depend only on the endpoint and its profiles: the key.
-		m := memoGet(c.memo, labelsKey{key}, func() labelled {
-			labels, _ := c.inheritLabels("", w.Namespace, w.Name, w.Labels, w.Spec.Profiles)
-			if _, ok := labels[saLabelPrefix+nameLabel]; !ok && w.Spec.ServiceAccountName != "" {
-				labels[saLabelPrefix+nameLabel] = w.Spec.ServiceAccountName
-			}
-			m := labelled{key: key, labels: labels, nets: nets}
-			for _, p := range w.Spec.Ports {
-				if p.Protocol.SupportsPorts() && p.Port != 0 {
-					m.ports = append(m.ports, namedPort{name: p.Name, proto: p.Protocol.Number(), port: p.Port})
-				}
-			}
-			return m
-		})
-		labels := m.labels
-		c.members = append(c.members, m)
-		if local {
-			c.locals = append(c.locals, localEndpoint{key: key, labels: labels, ep: Endpoint{
-				Kind: Workload, Key: w.Namespace + "/" + w.Name, Interface: w.Spec.InterfaceName,
-				Addrs: nets, Profiles: profs,
-			}})
+		if c.wepsNext != nil {
+			c.wepsNext[w] = o
+		}
+		for _, p := range o.problems {
+			c.problems[p] = true
+		}
+		if o.member != nil {
+			c.members = append(c.members, *o.member)
+		}
+		if o.local != nil {
+			c.locals = append(c.locals, *o.local)
 		}
 	}
 	for _, h := range dedupe(c, v3.KindHostEndpoint, heps, func(h *v3.HostEndpoint) (string, string, string) {
@@ -335,7 +401,7 @@ func (c *computer) loadEndpoints(weps []*v3.WorkloadEndpoint, heps []*v3.HostEnd
 		}
 		labels, profs := c.inheritLabels(kind, "", h.Name, h.Labels, h.Spec.Profiles)
 		key := c.memberKey(h, h.Spec.Profiles)
-		m := labelled{key: key, labels: labels, nets: nets}
+		m := labelled{key: key, labels: labels, nets: nets, netStrs: prefixStrings(nets)}
 		for _, p := range h.Spec.Ports {
 			if p.Protocol.SupportsPorts() && p.Port != 0 {
 				m.ports = append(m.ports, namedPort{name: p.Name, proto: p.Protocol.Number(), port: p.Port})
@@ -367,7 +433,7 @@ func (c *computer) loadNetworkSets(nsets []*v3.NetworkSet, gsets []*v3.GlobalNet
 			continue
 		}
 		labels, _ := c.inheritLabels("", s.Namespace, s.Name, s.Labels, []string{"kns." + s.Namespace})
-		c.members = append(c.members, labelled{key: c.memberKey(s, []string{"kns." + s.Namespace}), labels: labels, nets: nets})
+		c.members = append(c.members, labelled{key: c.memberKey(s, []string{"kns." + s.Namespace}), labels: labels, nets: nets, netStrs: prefixStrings(nets)})
 	}
 	for _, s := range dedupe(c, v3.KindGlobalNetworkSet, gsets, func(s *v3.GlobalNetworkSet) (string, string, string) {
 		return "", s.Name, s.ResourceVersion
@@ -381,7 +447,7 @@ func (c *computer) loadNetworkSets(nsets []*v3.NetworkSet, gsets []*v3.GlobalNet
 			c.report(v3.KindGlobalNetworkSet, "", s.Name, "skipped: %v", err)
 			continue
 		}
-		c.members = append(c.members, labelled{key: c.memberKey(s, nil), labels: maps.Clone(s.Labels), nets: nets})
+		c.members = append(c.members, labelled{key: c.memberKey(s, nil), labels: maps.Clone(s.Labels), nets: nets, netStrs: prefixStrings(nets)})
 	}
 }
 
@@ -446,6 +512,7 @@ func (c *computer) loadPolicies(nps []*v3.NetworkPolicy, gnps []*v3.GlobalNetwor
 		}
 		p := *info.p
 		p.id = PolicyID{Tier: tier, Namespace: ns, Name: name}
+		p.name = policyName(p.id)
 		p.order, p.tier = order, ti
 		c.policies = append(c.policies, &p)
 	}
@@ -523,31 +590,72 @@ func (c *computer) selectPolicies(res *Result, locals *matchSet) {
 		if r := compareOrder(a.tier.order, b.tier.order, a.tier.name, b.tier.name); r != 0 {
 			return r
 		}
-		return compareOrder(a.order, b.order, policyName(a.id), policyName(b.id))
+		return compareOrder(a.order, b.order, a.name, b.name)
 	})
-	selects := make([][]bool, len(c.policies))
+	// The endpoints' tier lists depend only on the local endpoints and on
+	// the ordered policies' identities, tiers, directions and selectors,
+	// not on their rules: when those are as last time, reuse the lists.
+	order := make([]selectionKey, len(c.policies))
 	for i, p := range c.policies {
-		selects[i] = locals.eval(p.sel)
+		order[i] = selectionKey{id: p.id, tier: p.tier.name, action: p.tier.action, ingress: p.ingress, egress: p.egress, sel: p.sel.id}
 	}
-	for li, le := range c.locals {
-		ep := le.ep
-		for pi, p := range c.policies {
-			if !selects[pi][li] {
-				continue
-			}
-			if p.ingress {
-				ep.Ingress = appendTier(ep.Ingress, p)
-			}
-			if p.egress {
-				ep.Egress = appendTier(ep.Egress, p)
-			}
-			if _, done := res.Policies[p.id]; !done {
-				res.Policies[p.id] = &Policy{ID: p.id, Ingress: p.in, Egress: p.out}
-				maps.Copy(c.demands, p.demands)
+	var last *selection
+	if c.memo != nil {
+		last = c.memo.selection
+	}
+	reuse := last != nil && locals.same && slices.Equal(last.order, order)
+	var eps []Endpoint
+	if reuse {
+		eps = last.eps
+	} else {
+		eps = make([]Endpoint, len(c.locals))
+		for li := range c.locals {
+			eps[li] = c.locals[li].ep
+		}
+	}
+	// Policies in order, each appended to the endpoints it selects: every
+	// endpoint's lists come out in policy order, at the cost of the
+	// selections rather than of endpoints x policies.
+	for _, p := range c.policies {
+		sel := locals.selected(p.sel)
+		if len(sel) == 0 {
+			continue
+		}
+		if !reuse {
+			for _, li := range sel {
+				ep := &eps[li]
+				if p.ingress {
+					ep.Ingress = appendTier(ep.Ingress, p)
+				}
+				if p.egress {
+					ep.Egress = appendTier(ep.Egress, p)
+				}
 			}
 		}
-		res.Endpoints = append(res.Endpoints, ep)
+		res.Policies[p.id] = &Policy{ID: p.id, Ingress: p.in, Egress: p.out}
+		maps.Copy(c.demands, p.demands)
 	}
+	res.Endpoints = eps
+	if c.memo != nil {
+		c.memo.selection = &selection{order: order, eps: eps}
+	}
+}
+
+// selectionKey is what of one ordered policy the endpoints' tier lists
+// depend on.
+type selectionKey struct {
+	id              PolicyID
+	tier            string
+	action          v3.Action
+	ingress, egress bool
+	sel             string
+}
+
+// selection is the last computation's endpoint tier lists and the policy
+// order they were built from.
+type selection struct {
+	order []selectionKey
+	eps   []Endpoint
 }
 
 func appendTier(tiers []TierPolicies, p *parsedPolicy) []TierPolicies {
@@ -565,9 +673,15 @@ func (c *computer) resolveProfiles(res *Result) {
 				continue
 			}
 			p := c.profiles[name]
-			in, err1 := c.convertRules(p.Spec.Ingress, "")
-			out, err2 := c.convertRules(p.Spec.Egress, "")
-			if err := cmp.Or(err1, err2); err != nil {
+			conv := memoGet(c.memo, profileRulesKey{p}, func() convertedProfile {
+				conv := &computer{demands: map[string]*demand{}}
+				in, err1 := conv.convertRules(p.Spec.Ingress, "")
+				out, err2 := conv.convertRules(p.Spec.Egress, "")
+				return convertedProfile{in: in, out: out, err: cmp.Or(err1, err2), demands: conv.demands}
+			})
+			maps.Copy(c.demands, conv.demands)
+			in, out := conv.in, conv.out
+			if err := conv.err; err != nil {
 				// The endpoint's profile chain must exist; an unusable
 				// profile allows nothing.
 				c.report(v3.KindProfile, "", name, "rules skipped (profile allows nothing): %v", err)
@@ -576,4 +690,13 @@ func (c *computer) resolveProfiles(res *Result) {
 			res.Profiles[name] = &Profile{Name: name, Ingress: in, Egress: out}
 		}
 	}
+}
+
+// profileRulesKey names a profile's memoised rule conversion.
+type profileRulesKey struct{ p *v3.Profile }
+
+type convertedProfile struct {
+	in, out []Rule
+	err     error
+	demands map[string]*demand
 }

@@ -41,8 +41,8 @@ func (d *demand) members(all []labelled, matches []bool) *IPSet {
 	case d.typ == HashNet:
 		for i := range all {
 			if matches[i] {
-				for _, n := range all[i].nets {
-					add(n.String())
+				for _, n := range all[i].netStrs {
+					add(n)
 				}
 			}
 		}

@@ -12,6 +12,10 @@ type Memo struct {
 	locals, members *matchCache
 	// The ipsets of the last computation, by ID.
 	ipsets map[string]*IPSet
+	// The outcome of the last pass over the endpoints.
+	endpoints *endpointStage
+	// The endpoints' tier lists of the last computation.
+	selection *selection
 }
 
 // labelsKey names an endpoint's memoised labels.

@@ -36,6 +36,7 @@ type Table struct {
 	run     Runner
 
 	desired     map[string]*desiredChain
+	names       []string // desired's keys, sorted
 	hooks       []rules.Hook
 	actual      *tableState // nil: unknown, read before the next apply
 	lastRestore string
@@ -66,9 +67,11 @@ func NewTable(table string, backend Backend, run Runner) *Table {
 // unchanged keep their hashes (hashing is most of the cost otherwise).
 func (t *Table) SetDesired(chains []rules.Chain, hooks []rules.Hook) {
 	next := make(map[string]*desiredChain, len(chains))
+	names := make([]string, len(chains))
 	for i := range chains {
 		c := &chains[i]
-		if old, ok := t.desired[c.Name]; ok && slices.Equal(old.rules, c.Rules) {
+		names[i] = c.Name
+		if old, ok := t.desired[c.Name]; ok && sameRules(old.rules, c.Rules) {
 			next[c.Name] = old
 			continue
 		}
@@ -80,7 +83,36 @@ func (t *Table) SetDesired(chains []rules.Chain, hooks []rules.Hook) {
 		next[c.Name] = d
 	}
 	t.desired = next
+	// Rendered chains come sorted by name; sort only if not.
+	if !slices.IsSorted(names) {
+		slices.Sort(names)
+	}
+	t.names = slices.Compact(names)
 	t.hooks = slices.Clone(hooks)
+}
+
+// sameRules is slices.Equal, short-cut for the common case of a renderer
+// handing out the very same rules again.
+func sameRules(a, b []rules.Rule) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	if len(a) == 0 || &a[0] == &b[0] {
+		return true
+	}
+	return slices.Equal(a, b)
+}
+
+// sameHashes is slices.Equal, short-cut for a chain whose applied hashes
+// are the desired ones themselves.
+func sameHashes(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	if len(a) == 0 || &a[0] == &b[0] {
+		return true
+	}
+	return slices.Equal(a, b)
 }
 
 // InvalidateCache makes the next Apply read the kernel's state first.
@@ -142,19 +174,18 @@ func (t *Table) Apply(ctx context.Context) (Stats, error) {
 		t.actual = parseSave(t.name, out)
 	}
 	var decl, body, tail strings.Builder
-	next := &tableState{chains: map[string][]string{}, base: map[string][]string{}}
+	// What the table holds after a successful restore: the actual state
+	// with the written chains replaced and the stale ones gone, applied in
+	// place at the end so that an unchanged table costs no copy.
+	written := map[string][]string{}
+	nextBase := map[string][]string{}
 
-	names := make([]string, 0, len(t.desired))
-	for name := range t.desired {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
+	for _, name := range t.names {
 		want := t.desired[name]
-		next.chains[name] = want.hashes
-		if have, ok := t.actual.chains[name]; ok && slices.Equal(have, want.hashes) {
+		if have, ok := t.actual.chains[name]; ok && sameHashes(have, want.hashes) {
 			continue
 		}
+		written[name] = want.hashes
 		st.ChainsWritten++
 		fmt.Fprintf(&decl, ":%s - [0:0]\n", name)
 		for _, r := range want.hashed {
@@ -201,7 +232,7 @@ func (t *Table) Apply(ctx context.Context) (Stats, error) {
 		}
 		newBase := slices.Clone(have)
 		if wanted && ours == 1 && len(have) > 0 && have[0] == want.Hash {
-			next.base[b] = newBase
+			nextBase[b] = newBase
 			continue
 		}
 		st.HooksFixed++
@@ -215,16 +246,23 @@ func (t *Table) Apply(ctx context.Context) (Stats, error) {
 			fmt.Fprintf(&hookLines, "-I %s 1 %s\n", b, want.Spec)
 			newBase = slices.Insert(newBase, 0, want.Hash)
 		}
-		next.base[b] = newBase
+		nextBase[b] = newBase
 	}
 	for b, hs := range t.actual.base {
-		if _, ok := next.base[b]; !ok {
-			next.base[b] = hs
+		if _, ok := nextBase[b]; !ok {
+			nextBase[b] = hs
 		}
+	}
+	commit := func(deleted []string) {
+		maps.Copy(t.actual.chains, written)
+		for _, name := range deleted {
+			delete(t.actual.chains, name)
+		}
+		t.actual.base = nextBase
 	}
 
 	if decl.Len() == 0 && hookLines.Len() == 0 && tail.Len() == 0 {
-		t.actual = next
+		commit(nil)
 		return st, nil
 	}
 	var tx strings.Builder
@@ -250,10 +288,10 @@ func (t *Table) Apply(ctx context.Context) (Stats, error) {
 		if err2 := t.restore(ctx, retry); err2 == nil {
 			t.lastRestore = retry
 			for _, name := range stale {
-				next.chains[name] = []string{}
+				written[name] = []string{}
 			}
 			st.ChainsDeleted = 0
-			t.actual = next
+			commit(nil)
 			return st, fmt.Errorf("%w: %v", ErrStaleChainsKept, err)
 		}
 	}
@@ -261,7 +299,7 @@ func (t *Table) Apply(ctx context.Context) (Stats, error) {
 		t.actual = nil
 		return st, fmt.Errorf("restoring table %s: %w", t.name, err)
 	}
-	t.actual = next
+	commit(stale)
 	return st, nil
 }
 

@@ -2,6 +2,7 @@ package rules
 
 import (
 	"maps"
+	"slices"
 	"strings"
 
 	"github.com/tabbynet/tabby/felix/calc"
@@ -21,6 +22,16 @@ type Renderer struct {
 
 	cur, prev        map[any]cachedChain
 	names, prevNames map[polNameKey]string
+	// order is the position of each chain in the last sorted output, so
+	// that the same set of chains is put in order without sorting.
+	order map[string]int
+	// members holds each calc ipset's members of this IP version; calc
+	// hands out the same *IPSet while a set is unchanged.
+	members, prevMembers map[*calc.IPSet][]string
+	// section is the last endpoint section; epCur and epPrev cache the
+	// endpoint chains, swept only when the section is rebuilt.
+	section       *endpointSection
+	epCur, epPrev map[any]cachedChain
 }
 
 type cachedChain struct {
@@ -28,7 +39,9 @@ type cachedChain struct {
 	sets  map[string]string // ipsets the chain references: name -> calc ID
 	// pin keeps the calc rules a rulesKey points into alive, so their
 	// address cannot be reused by different rules while the entry exists.
-	pin []calc.Rule
+	pin         []calc.Rule
+	pinTiers    []calc.TierPolicies
+	pinProfiles []string
 }
 
 type polNameKey struct {
@@ -44,17 +57,73 @@ type rulesKey struct {
 
 // NewRenderer returns a caching renderer for one IP version.
 func NewRenderer(cfg Config, ipVersion int) *Renderer {
-	return &Renderer{cfg: cfg, ipVersion: ipVersion, prev: map[any]cachedChain{}, prevNames: map[polNameKey]string{}}
+	return &Renderer{cfg: cfg, ipVersion: ipVersion, prev: map[any]cachedChain{}, prevNames: map[polNameKey]string{}, epPrev: map[any]cachedChain{}}
 }
 
 // Render renders res (see the package-level Render).
 func (c *Renderer) Render(res *calc.Result) *Ruleset {
 	c.cur = make(map[any]cachedChain, len(c.prev))
 	c.names = make(map[polNameKey]string, len(c.prevNames))
+	c.members = make(map[*calc.IPSet][]string, len(c.prevMembers))
 	rs := render(c.cfg, res, c.ipVersion, c)
 	c.prev, c.cur = c.cur, nil
 	c.prevNames, c.names = c.names, nil
+	c.prevMembers, c.members = c.members, nil
 	return rs
+}
+
+// sortChains sorts chains by name and drops repeated names (keeping the
+// first after sorting). When the names are exactly those of the last
+// render, the chains are placed at their known positions instead.
+func (r *renderer) sortChains(chains []Chain) []Chain {
+	if c := r.cache; c != nil && len(c.order) == len(chains) {
+		out := make([]Chain, len(chains))
+		filled := make([]bool, len(chains))
+		ok := true
+		for i := range chains {
+			j, found := c.order[chains[i].Name]
+			if !found || filled[j] {
+				ok = false
+				break
+			}
+			out[j], filled[j] = chains[i], true
+		}
+		if ok {
+			return out
+		}
+	}
+	slices.SortFunc(chains, func(a, b Chain) int { return strings.Compare(a.Name, b.Name) })
+	chains = slices.CompactFunc(chains, func(a, b Chain) bool { return a.Name == b.Name })
+	if c := r.cache; c != nil {
+		c.order = make(map[string]int, len(chains))
+		for i := range chains {
+			c.order[chains[i].Name] = i
+		}
+	}
+	return chains
+}
+
+// familyMembers returns the members of set of the renderer's IP version.
+func (r *renderer) familyMembers(set *calc.IPSet) []string {
+	if c := r.cache; c != nil {
+		if m, ok := c.members[set]; ok {
+			return m
+		}
+		if m, ok := c.prevMembers[set]; ok {
+			c.members[set] = m
+			return m
+		}
+	}
+	var m []string
+	for _, member := range set.Members {
+		if memberVersion(member) == r.v {
+			m = append(m, member)
+		}
+	}
+	if c := r.cache; c != nil {
+		c.members[set] = m
+	}
+	return m
 }
 
 func (r *renderer) policyChainName(prefix string, id calc.PolicyID) string {
@@ -79,9 +148,14 @@ func (r *renderer) cached(key any, pin []calc.Rule, build func() Chain) Chain {
 	if r.cache == nil {
 		return build()
 	}
-	e, ok := r.cache.cur[key]
+	return r.cachedIn(r.cache.cur, r.cache.prev, key, pin, build)
+}
+
+// cachedIn is cached over one pair of current and previous entries.
+func (r *renderer) cachedIn(cur, prev map[any]cachedChain, key any, pin []calc.Rule, build func() Chain) Chain {
+	e, ok := cur[key]
 	if !ok {
-		e, ok = r.cache.prev[key]
+		e, ok = prev[key]
 	}
 	if !ok {
 		outer := r.usedSet
@@ -89,7 +163,7 @@ func (r *renderer) cached(key any, pin []calc.Rule, build func() Chain) Chain {
 		e = cachedChain{chain: build(), sets: r.usedSet, pin: pin}
 		r.usedSet = outer
 	}
-	r.cache.cur[key] = e
+	cur[key] = e
 	maps.Copy(r.usedSet, e.sets)
 	return e.chain
 }
@@ -107,6 +181,46 @@ func (r *renderer) cachedEndpointChain(name, failsafe string, tiers []calc.TierP
 	if r.cache == nil {
 		return build()
 	}
+	// calc hands out the same tier lists while an endpoint's policies are
+	// unchanged: try them by identity before building the content key.
+	id := endpointIdentity{name: name, failsafe: failsafe, nTiers: len(tiers), nProfiles: len(profiles)}
+	if len(tiers) > 0 {
+		id.tiers = &tiers[0]
+	}
+	if len(profiles) > 0 {
+		id.profiles = &profiles[0]
+	}
+	cur, prev := r.cache.epCur, r.cache.epPrev
+	if e, ok := cur[id]; ok {
+		maps.Copy(r.usedSet, e.sets)
+		return e.chain
+	}
+	if e, ok := prev[id]; ok {
+		cur[id] = e
+		maps.Copy(r.usedSet, e.sets)
+		return e.chain
+	}
+	key := contentKey(name, failsafe, tiers, profiles)
+	chain := r.cachedIn(cur, prev, key, nil, build)
+	// Keep the lists the identity points into alive while the entry
+	// exists, so that their addresses cannot be reused by other lists.
+	e := cur[key]
+	e.pinTiers, e.pinProfiles = tiers, profiles
+	cur[id] = e
+	return chain
+}
+
+// endpointIdentity names an endpoint chain by the identity of its calc
+// tier and profile lists.
+type endpointIdentity struct {
+	name, failsafe    string
+	tiers             *calc.TierPolicies
+	profiles          *string
+	nTiers, nProfiles int
+}
+
+// contentKey names an endpoint chain by everything it is built from.
+func contentKey(name, failsafe string, tiers []calc.TierPolicies, profiles []string) string {
 	var b strings.Builder
 	b.WriteString(name)
 	b.WriteByte(0)
@@ -129,5 +243,5 @@ func (r *renderer) cachedEndpointChain(name, failsafe string, tiers []calc.TierP
 		b.WriteString("\x00r")
 		b.WriteString(p)
 	}
-	return r.cached(b.String(), nil, build)
+	return b.String()
 }

@@ -2,6 +2,7 @@ package rules
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"strings"
@@ -164,10 +165,71 @@ func render(cfg Config, res *calc.Result, ipVersion int, cache *Renderer) *Rules
 	rs := &Ruleset{IPVersion: ipVersion}
 	rs.Chains = append(rs.Chains, r.staticChains()...)
 
+	sec := r.endpoints(res.Endpoints)
+	rs.Chains = append(rs.Chains, sec.chains...)
+	maps.Copy(r.usedSet, sec.sets)
+
+	for _, id := range sec.policies {
+		p := res.Policies[id]
+		rs.Chains = append(rs.Chains,
+			r.cachedRulesChain(r.policyChainName(PrefixPolicyIn, id), p.Ingress),
+			r.cachedRulesChain(r.policyChainName(PrefixPolicyOut, id), p.Egress))
+	}
+	for _, name := range sec.profiles {
+		p := res.Profiles[name]
+		rs.Chains = append(rs.Chains,
+			r.cachedRulesChain(ProfileChainName(PrefixProfileIn, name), p.Ingress),
+			r.cachedRulesChain(ProfileChainName(PrefixProfileOut, name), p.Egress))
+	}
+	rs.Chains = r.sortChains(rs.Chains)
+
+	rs.Hooks = []Hook{
+		{Base: "FORWARD", Target: ChainFilterForward},
+		{Base: "INPUT", Target: ChainFilterInput},
+		{Base: "OUTPUT", Target: ChainFilterOutput},
+	}
+	for name, id := range r.usedSet {
+		set := res.IPSets[id]
+		spec := IPSetSpec{Name: name, Type: set.Type, Family: "inet"}
+		if r.v == 6 {
+			spec.Family = "inet6"
+		}
+		spec.Members = r.familyMembers(set)
+		rs.IPSets = append(rs.IPSets, spec)
+	}
+	slices.SortFunc(rs.IPSets, func(a, b IPSetSpec) int { return strings.Compare(a.Name, b.Name) })
+	return rs
+}
+
+// endpointSection is the part of a render that depends only on the local
+// endpoints: their chains and the dispatch chains, the policies and
+// profiles they use, and the ipsets their chains reference.
+type endpointSection struct {
+	eps      []calc.Endpoint // what it was built from (also keeps it alive)
+	chains   []Chain
+	policies []calc.PolicyID
+	profiles []string
+	sets     map[string]string
+}
+
+// endpoints renders the endpoint section. A caching renderer reuses the
+// last one when handed the very same endpoint list (calc hands it out
+// again while no endpoint's policies changed).
+func (r *renderer) endpoints(eps []calc.Endpoint) *endpointSection {
+	c := r.cache
+	if c != nil && c.section != nil && len(eps) > 0 && len(c.section.eps) == len(eps) && &c.section.eps[0] == &eps[0] {
+		return c.section
+	}
+	sec := &endpointSection{eps: eps}
+	outer := r.usedSet
+	r.usedSet = map[string]string{}
+	if c != nil {
+		c.epCur = make(map[any]cachedChain, len(c.epPrev))
+	}
 	var fromDispatch, toDispatch, fromHostDispatch, toHostDispatch []Rule
 	policies := map[calc.PolicyID]bool{}
 	profiles := map[string]bool{}
-	eps := slices.Clone(res.Endpoints)
+	eps = slices.Clone(eps)
 	slices.SortFunc(eps, func(a, b calc.Endpoint) int { return strings.Compare(a.Interface, b.Interface) })
 	for _, ep := range eps {
 		switch {
@@ -176,7 +238,7 @@ func render(cfg Config, res *calc.Result, ipVersion int, cache *Renderer) *Rules
 			fw := PrefixFromWorkload + ep.Interface
 			toDispatch = append(toDispatch, Rule{Match: "-o " + ep.Interface, Action: "-g " + tw})
 			fromDispatch = append(fromDispatch, Rule{Match: "-i " + ep.Interface, Action: "-g " + fw})
-			rs.Chains = append(rs.Chains,
+			sec.chains = append(sec.chains,
 				r.cachedEndpointChain(tw, "", ep.Ingress, ep.Profiles, PrefixPolicyIn, PrefixProfileIn),
 				r.cachedEndpointChain(fw, "", ep.Egress, ep.Profiles, PrefixPolicyOut, PrefixProfileOut))
 		case ep.Interface != "" && ep.Interface != "*":
@@ -187,7 +249,7 @@ func render(cfg Config, res *calc.Result, ipVersion int, cache *Renderer) *Rules
 			th := PrefixToHostEp + ep.Interface
 			fromHostDispatch = append(fromHostDispatch, Rule{Match: "-i " + ep.Interface, Action: "-g " + fh})
 			toHostDispatch = append(toHostDispatch, Rule{Match: "-o " + ep.Interface, Action: "-g " + th})
-			rs.Chains = append(rs.Chains,
+			sec.chains = append(sec.chains,
 				r.cachedEndpointChain(fh, ChainFailsafeIn, ep.Ingress, ep.Profiles, PrefixPolicyIn, PrefixProfileIn),
 				r.cachedEndpointChain(th, ChainFailsafeOut, ep.Egress, ep.Profiles, PrefixPolicyOut, PrefixProfileOut))
 		default:
@@ -205,7 +267,7 @@ func render(cfg Config, res *calc.Result, ipVersion int, cache *Renderer) *Rules
 		}
 	}
 	unknown := Rule{Action: "-j DROP", Comment: "Unknown interface"}
-	rs.Chains = append(rs.Chains,
+	sec.chains = append(sec.chains,
 		Chain{Name: ChainFromWlDispatch, Rules: append(fromDispatch, unknown)},
 		Chain{Name: ChainToWlDispatch, Rules: append(toDispatch, unknown)},
 		// Interfaces without a host endpoint are not felix's: return.
@@ -213,40 +275,17 @@ func render(cfg Config, res *calc.Result, ipVersion int, cache *Renderer) *Rules
 		Chain{Name: ChainToHostEp, Rules: toHostDispatch})
 
 	for id := range policies {
-		p := res.Policies[id]
-		rs.Chains = append(rs.Chains,
-			r.cachedRulesChain(r.policyChainName(PrefixPolicyIn, id), p.Ingress),
-			r.cachedRulesChain(r.policyChainName(PrefixPolicyOut, id), p.Egress))
+		sec.policies = append(sec.policies, id)
 	}
 	for name := range profiles {
-		p := res.Profiles[name]
-		rs.Chains = append(rs.Chains,
-			r.cachedRulesChain(ProfileChainName(PrefixProfileIn, name), p.Ingress),
-			r.cachedRulesChain(ProfileChainName(PrefixProfileOut, name), p.Egress))
+		sec.profiles = append(sec.profiles, name)
 	}
-	slices.SortFunc(rs.Chains, func(a, b Chain) int { return strings.Compare(a.Name, b.Name) })
-	rs.Chains = slices.CompactFunc(rs.Chains, func(a, b Chain) bool { return a.Name == b.Name })
-
-	rs.Hooks = []Hook{
-		{Base: "FORWARD", Target: ChainFilterForward},
-		{Base: "INPUT", Target: ChainFilterInput},
-		{Base: "OUTPUT", Target: ChainFilterOutput},
+	sec.sets, r.usedSet = r.usedSet, outer
+	if c != nil {
+		c.epPrev, c.epCur = c.epCur, nil
+		c.section = sec
 	}
-	for name, id := range r.usedSet {
-		set := res.IPSets[id]
-		spec := IPSetSpec{Name: name, Type: set.Type, Family: "inet"}
-		if r.v == 6 {
-			spec.Family = "inet6"
-		}
-		for _, m := range set.Members {
-			if memberVersion(m) == r.v {
-				spec.Members = append(spec.Members, m)
-			}
-		}
-		rs.IPSets = append(rs.IPSets, spec)
-	}
-	slices.SortFunc(rs.IPSets, func(a, b IPSetSpec) int { return strings.Compare(a.Name, b.Name) })
-	return rs
+	return sec
 }
 
 func memberVersion(m string) int {
