@@ -21,12 +21,15 @@ import (
 
 // TestPrivilegedDatastoreToBIRD runs the whole pipeline: resources in a real
 // etcd -> WatchSyncer -> Daemon (debounced render) -> Driver -> a real BIRD
-// per node. Creating a BGPPeer in etcd reaches node1's BIRD as a new
-// protocol, without restarting the mesh session; the latency is logged.
+// per node, on three nodes: the mesh establishes, each node's block is
+// learned by the others and pods talk across nodes. Creating a BGPPeer in
+// etcd reaches node1's BIRD as a new protocol, without restarting the mesh
+// sessions; the latency is logged.
 func TestPrivilegedDatastoreToBIRD(t *testing.T) {
 	nodes := []*testNode{
 		{name: "node1", ip: "10.99.0.1", block: "10.244.1.0/26", pod: "10.244.1.2"},
 		{name: "node2", ip: "10.99.0.2", block: "10.244.2.0/26", pod: "10.244.2.2"},
+		{name: "node3", ip: "10.99.0.3", block: "10.244.3.0/26", pod: "10.244.3.2"},
 	}
 	yaml := resources(nodes, true, "")
 	rs, err := v3.DecodeYAML([]byte(yaml))
@@ -67,9 +70,16 @@ func TestPrivilegedDatastoreToBIRD(t *testing.T) {
 			d.RunWithSyncer(ctx, client)
 		}()
 	}
-	before := nodes[0].bird.WaitEstablished(t, 15*time.Second, "Mesh_10_99_0_2")
-	nodes[1].bird.WaitEstablished(t, 5*time.Second, "Mesh_10_99_0_1")
-	waitRoute(t, nodes[1], nodes[0].block, nodes[0].ip)
+	before := nodes[0].bird.WaitEstablished(t, 15*time.Second, "Mesh_10_99_0_2", "Mesh_10_99_0_3")
+	nodes[1].bird.WaitEstablished(t, 5*time.Second, "Mesh_10_99_0_1", "Mesh_10_99_0_3")
+	nodes[2].bird.WaitEstablished(t, 5*time.Second, "Mesh_10_99_0_1", "Mesh_10_99_0_2")
+	for _, from := range nodes {
+		for _, to := range nodes {
+			if from != to {
+				waitRoute(t, to, from.block, from.ip)
+			}
+		}
+	}
 
 	peer, err := v3.DecodeYAML([]byte("apiVersion: projectcalico.org/v3\nkind: BGPPeer\nmetadata: {name: tor}\nspec: {node: node1, peerIP: 10.99.0.254, asNumber: 65000}\n"))
 	if err != nil {
@@ -84,9 +94,11 @@ func TestPrivilegedDatastoreToBIRD(t *testing.T) {
 		if err == nil {
 			if _, ok := ps["Node_10_99_0_254"]; ok {
 				t.Logf("BGPPeer created in etcd -> running in BIRD after %v (watch + 20ms debounce + render + validate + configure)", time.Since(t0))
-				m := ps["Mesh_10_99_0_2"]
-				if !strings.HasPrefix(m.Info, "Established") || m.Since != before["Mesh_10_99_0_2"].Since {
-					t.Errorf("mesh session restarted: before %+v after %+v", before["Mesh_10_99_0_2"], m)
+				for _, name := range []string{"Mesh_10_99_0_2", "Mesh_10_99_0_3"} {
+					m := ps[name]
+					if !strings.HasPrefix(m.Info, "Established") || m.Since != before[name].Since {
+						t.Errorf("mesh session %s restarted: before %+v after %+v", name, before[name], m)
+					}
 				}
 				break
 			}
@@ -97,4 +109,6 @@ func TestPrivilegedDatastoreToBIRD(t *testing.T) {
 		time.Sleep(2 * time.Millisecond)
 	}
 	tcpBetweenPods(t, nodes[1], nodes[0])
+	tcpBetweenPods(t, nodes[2], nodes[0])
+	tcpBetweenPods(t, nodes[1], nodes[2])
 }
