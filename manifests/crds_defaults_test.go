@@ -94,4 +94,3 @@ func collectDefaults(s *apiextv1.JSONSchemaProps, path []string, out *[]defaulte
 		collectDefaults(&p, append(path, k), out)
 	}
 }
-
