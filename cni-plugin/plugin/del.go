@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/containernetworking/cni/pkg/skel"
+	"github.com/containernetworking/plugins/pkg/ns"
 
 	v3 "github.com/tabbynet/tabby/api/v3"
 	"github.com/tabbynet/tabby/cni-plugin/wiring"
@@ -45,6 +46,21 @@ func (p *Plugin) del(a *skel.CmdArgs) error {
 	}
 	defer client.Close()
 
+	// The addresses are this container's whoever owns the pod's name now:
+	// release them while the endpoint and veth are dealt with.
+	relErr := make(chan error, 1)
+	go func() { relErr <- p.release(ctx, c, a, ipam.New(client, ipam.Config{})) }()
+	if err := p.delEndpoint(ctx, client, hostNS, c, a); err != nil {
+		<-relErr
+		return err
+	}
+	return <-relErr
+}
+
+// delEndpoint removes the WorkloadEndpoint record (or, in Kubernetes mode,
+// blanks the pod's annotations) and the veth, if they still belong to this
+// container.
+func (p *Plugin) delEndpoint(ctx context.Context, client datastore.Client, hostNS ns.NetNS, c *call, a *skel.CmdArgs) error {
 	if pods, ok := p.pods(client, c); ok {
 		// Kubernetes mode: the pod's annotations say which sandbox owns
 		// the pod's network now.
@@ -60,7 +76,7 @@ func (p *Plugin) del(a *skel.CmdArgs) error {
 				return err
 			}
 		}
-		return p.release(ctx, c, a, ipam.New(client, ipam.Config{}))
+		return nil
 	}
 
 	key := datastore.Key{Kind: v3.KindWorkloadEndpoint, Namespace: c.id.namespace, Name: c.id.wepName}
@@ -84,5 +100,5 @@ func (p *Plugin) del(a *skel.CmdArgs) error {
 	default:
 		return err
 	}
-	return p.release(ctx, c, a, ipam.New(client, ipam.Config{}))
+	return nil
 }
