@@ -101,21 +101,26 @@ func (p *Plugin) add(a *skel.CmdArgs) (res *current.Result, err error) {
 	if pr.err != nil {
 		return nil, types.NewError(ErrCodeWiring, "wiring the pod network", pr.err.Error())
 	}
-	if err = pr.prep.Configure(addrs); err != nil {
-		return nil, types.NewError(ErrCodeWiring, "wiring the pod network", err.Error())
-	}
+	// Address the pair and record the endpoint at the same time: they
+	// are independent, and each undoes the other if it fails.
 	wired := pr.prep.Result
-	tm.mark("wiring")
-	defer func() {
-		if err != nil {
-			_ = wiring.Teardown(hostNS, c.id.hostIf, a.Netns, a.IfName)
+	epErr := make(chan error, 1)
+	go func() { epErr <- p.recordEndpoint(ctx, client, c, a, addrs, wired.ContainerMAC) }()
+	cfgErr := pr.prep.Configure(addrs)
+	recErr := <-epErr
+	tm.mark("wiring+endpoint")
+	switch {
+	case cfgErr != nil:
+		if recErr == nil {
+			_ = p.delEndpoint(ctx, client, hostNS, c, a)
 		}
-	}()
-
-	if err = p.recordEndpoint(ctx, client, c, a, addrs, wired.ContainerMAC); err != nil {
-		return nil, fmt.Errorf("recording the WorkloadEndpoint: %w", err)
+		err = types.NewError(ErrCodeWiring, "wiring the pod network", cfgErr.Error())
+		return nil, err
+	case recErr != nil:
+		_ = wiring.Teardown(hostNS, c.id.hostIf, a.Netns, a.IfName)
+		err = fmt.Errorf("recording the WorkloadEndpoint: %w", recErr)
+		return nil, err
 	}
-	tm.mark("endpoint")
 	return result(c, a, addrs, wired), nil
 }
 
