@@ -6,11 +6,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/containernetworking/plugins/pkg/ns"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v3 "github.com/tabbynet/tabby/api/v3"
@@ -151,4 +153,25 @@ func TestPrivilegedBadInput(t *testing.T) {
 		}
 	})
 	_ = datastore.ErrNotFound
+}
+
+// TestPrivilegedWiringFailureRollsBack: when addressing the pod fails after
+// IPAM and the endpoint record succeeded (IPv6 is disabled inside a
+// dual-stack pod), the ADD fails with the wiring code and leaves no
+// address, endpoint, veth or route behind.
+func TestPrivilegedWiringFailureRollsBack(t *testing.T) {
+	c := newCluster(t, clusterOpts{pools: []string{"10.254.0.0/16", "fd00:254::/64"}, assignIPv6: true})
+	p := c.newPod("no-v6")
+	if err := p.netns.Do(func(ns.NetNS) error {
+		return os.WriteFile("/proc/sys/net/ipv6/conf/default/disable_ipv6", []byte("1"), 0o644)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	err := c.add(p)
+	if code, msg := cniCode(err); code != 103 || !strings.Contains(msg, "fd00:254:") {
+		t.Fatalf("ADD into a pod without IPv6: code %d %q, want 103 naming the IPv6 address", code, msg)
+	}
+	if left := c.leftovers(); len(left) > 0 {
+		t.Fatalf("the failed ADD left behind: %v", left)
+	}
 }

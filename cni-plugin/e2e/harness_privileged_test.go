@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -206,10 +207,7 @@ func dial(n ns.NetNS, addr string) (string, error) { return netnstest.DialTCP(n,
 // cniCode extracts the CNI error code of a failed call.
 func cniCode(err error) (uint, string) {
 	var te *types.Error
-	if e, ok := err.(*types.Error); ok {
-		te = e
-	}
-	if te == nil {
+	if !errors.As(err, &te) {
 		return 0, fmt.Sprint(err)
 	}
 	return te.Code, te.Msg + ": " + te.Details
