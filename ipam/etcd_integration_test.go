@@ -150,7 +150,8 @@ func TestIntegrationLastBlockRace(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcessAssign$", "-test.v")
+					cmd := exec.Command(os.Args[0]) // TestMain runs it as the child
+
 					cmd.Env = append(os.Environ(),
 						"TABBY_IPAM_HELPER=1",
 						"TABBY_IPAM_ENDPOINT="+server.Endpoint(),
@@ -207,19 +208,32 @@ type helperResult struct {
 	Err  string
 }
 
-// TestHelperProcessAssign is not a test: it is the child process of
-// TestIntegrationLastBlockRace.
-func TestHelperProcessAssign(t *testing.T) {
-	if os.Getenv("TABBY_IPAM_HELPER") != "1" {
-		t.Skip("helper process only")
+// TestMain turns the test binary into the racing child process of
+// TestIntegrationLastBlockRace when TABBY_IPAM_HELPER is set, instead of
+// running the tests.
+func TestMain(m *testing.M) {
+	if os.Getenv("TABBY_IPAM_HELPER") == "1" {
+		os.Exit(helperProcessAssign())
 	}
-	c := etcdClient(t, os.Getenv("TABBY_IPAM_ENDPOINT"))
+	os.Exit(m.Run())
+}
+
+// helperProcessAssign allocates one address for its node at the agreed
+// start time and prints the outcome as a RESULT line.
+func helperProcessAssign() int {
+	c, err := etcd.New(etcd.Config{Endpoints: []string{os.Getenv("TABBY_IPAM_ENDPOINT")}, RequestTimeout: 5 * time.Second})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer c.Close()
 	node := os.Getenv("TABBY_IPAM_NODE")
 	a := New(c, Config{})
 	ctx := context.Background()
 	// Warm the connection, then start together.
 	if _, err := a.loadEnv(ctx); err != nil {
-		t.Fatal(err)
+		fmt.Fprintln(os.Stderr, err)
+		return 1
 	}
 	var at int64
 	fmt.Sscan(os.Getenv("TABBY_IPAM_START"), &at)
@@ -234,6 +248,7 @@ func TestHelperProcessAssign(t *testing.T) {
 	}
 	b, _ := json.Marshal(r)
 	fmt.Printf("RESULT %s\n", b)
+	return 0
 }
 
 // TestIntegrationGC kills owners on a real etcd and checks GC frees exactly
