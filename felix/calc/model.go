@@ -22,6 +22,32 @@ type Input struct {
 	GlobalNetworkSets     []*v3.GlobalNetworkSet
 }
 
+// Add files one resource under its kind. It reports false for kinds the
+// calculation does not take (the caller decides what to do with those).
+func (in *Input) Add(o any) bool {
+	switch o := o.(type) {
+	case *v3.WorkloadEndpoint:
+		in.WorkloadEndpoints = append(in.WorkloadEndpoints, o)
+	case *v3.HostEndpoint:
+		in.HostEndpoints = append(in.HostEndpoints, o)
+	case *v3.NetworkPolicy:
+		in.NetworkPolicies = append(in.NetworkPolicies, o)
+	case *v3.GlobalNetworkPolicy:
+		in.GlobalNetworkPolicies = append(in.GlobalNetworkPolicies, o)
+	case *v3.Tier:
+		in.Tiers = append(in.Tiers, o)
+	case *v3.Profile:
+		in.Profiles = append(in.Profiles, o)
+	case *v3.NetworkSet:
+		in.NetworkSets = append(in.NetworkSets, o)
+	case *v3.GlobalNetworkSet:
+		in.GlobalNetworkSets = append(in.GlobalNetworkSets, o)
+	default:
+		return false
+	}
+	return true
+}
+
 // Result is the desired policy dataplane of one node.
 type Result struct {
 	// Endpoints are the local endpoints, sorted by Key.

@@ -162,23 +162,10 @@ func (d *Daemon) input() (in calc.Input, global, node *v3.FelixConfigurationSpec
 		return in, nil, nil, false
 	}
 	for _, o := range d.objs {
+		if in.Add(o) {
+			continue
+		}
 		switch o := o.(type) {
-		case *v3.WorkloadEndpoint:
-			in.WorkloadEndpoints = append(in.WorkloadEndpoints, o)
-		case *v3.HostEndpoint:
-			in.HostEndpoints = append(in.HostEndpoints, o)
-		case *v3.NetworkPolicy:
-			in.NetworkPolicies = append(in.NetworkPolicies, o)
-		case *v3.GlobalNetworkPolicy:
-			in.GlobalNetworkPolicies = append(in.GlobalNetworkPolicies, o)
-		case *v3.Tier:
-			in.Tiers = append(in.Tiers, o)
-		case *v3.Profile:
-			in.Profiles = append(in.Profiles, o)
-		case *v3.NetworkSet:
-			in.NetworkSets = append(in.NetworkSets, o)
-		case *v3.GlobalNetworkSet:
-			in.GlobalNetworkSets = append(in.GlobalNetworkSets, o)
 		case *v3.FelixConfiguration:
 			switch o.Name {
 			case "default":
