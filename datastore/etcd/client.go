@@ -124,21 +124,31 @@ func parseRevision(rv string) (int64, error) {
 	return n, nil
 }
 
-// Create implements datastore.Client.
-func (c *Client) Create(ctx context.Context, r v3.Resource) (v3.Resource, error) {
-	obj, err := datastore.PrepareWrite("create", r)
+// prepareWrite defaults and validates r (datastore.PrepareWrite) and finds
+// its etcd key. fail wraps later errors with the operation and key.
+func prepareWrite(op string, r v3.Resource) (v3.Resource, string, func(error) (v3.Resource, error), error) {
+	obj, err := datastore.PrepareWrite(op, r)
 	if err != nil {
-		return nil, err
+		return nil, "", nil, err
 	}
 	k := datastore.KeyOf(obj)
-	fail := func(err error) (v3.Resource, error) { return nil, &datastore.OpError{Op: "create", Key: k, Err: err} }
+	fail := func(err error) (v3.Resource, error) { return nil, &datastore.OpError{Op: op, Key: k, Err: err} }
 	info, err := kindInfo(k.Kind)
-	if err != nil {
-		return fail(err)
+	if err == nil {
+		var key string
+		if key, err = keyFor(info, k); err == nil {
+			return obj, key, fail, nil
+		}
 	}
-	key, err := keyFor(info, k)
+	_, err = fail(err)
+	return nil, "", nil, err
+}
+
+// Create implements datastore.Client.
+func (c *Client) Create(ctx context.Context, r v3.Resource) (v3.Resource, error) {
+	obj, key, fail, err := prepareWrite("create", r)
 	if err != nil {
-		return fail(err)
+		return nil, err
 	}
 	obj.SetResourceVersion("")
 	obj.SetUID(uuid.NewUUID())
@@ -166,19 +176,9 @@ func (c *Client) Create(ctx context.Context, r v3.Resource) (v3.Resource, error)
 // Update implements datastore.Client: a transaction that puts only while
 // the key's mod-revision still equals the object's resource version.
 func (c *Client) Update(ctx context.Context, r v3.Resource) (v3.Resource, error) {
-	obj, err := datastore.PrepareWrite("update", r)
+	obj, key, fail, err := prepareWrite("update", r)
 	if err != nil {
 		return nil, err
-	}
-	k := datastore.KeyOf(obj)
-	fail := func(err error) (v3.Resource, error) { return nil, &datastore.OpError{Op: "update", Key: k, Err: err} }
-	info, err := kindInfo(k.Kind)
-	if err != nil {
-		return fail(err)
-	}
-	key, err := keyFor(info, k)
-	if err != nil {
-		return fail(err)
 	}
 	if obj.GetResourceVersion() == "" {
 		return fail(&datastore.ValidationError{Errors: v3.ErrorList{{Path: "metadata.resourceVersion", Msg: "is required for an update (read the object first)"}}})
@@ -191,6 +191,7 @@ func (c *Client) Update(ctx context.Context, r v3.Resource) (v3.Resource, error)
 	defer cancel()
 	if ts := obj.GetCreationTimestamp(); obj.GetUID() == "" || ts.IsZero() {
 		// Identity fields are immutable: take them from the stored object.
+		info, _ := v3.LookupKind(v3.KindOf(obj)) // known: prepareWrite checked it
 		cur, err := c.getRaw(ctx, info, key)
 		if err != nil {
 			return fail(err)
