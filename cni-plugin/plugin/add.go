@@ -34,6 +34,12 @@ func (p *Plugin) add(a *skel.CmdArgs) (res *current.Result, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if c.conf.IPAM.Type == CalicoIPAM {
+		// Read the ipam section once, and before any I/O.
+		if c.ipam, err = parseIPAMRequest(a.StdinData); err != nil {
+			return nil, err
+		}
+	}
 	if a.Netns == "" {
 		return nil, types.NewError(types.ErrInvalidEnvironmentVariables, "CNI_NETNS is required for ADD", "")
 	}
@@ -75,7 +81,7 @@ func (p *Plugin) add(a *skel.CmdArgs) (res *current.Result, err error) {
 	}
 	prepCh := make(chan prepared, 1)
 	go func() {
-		prep, err := wiring.Prepare(pod, p.expectsIPv6(c, a))
+		prep, err := wiring.Prepare(pod, c.ipam.num6 > 0) // Configure fixes up a wrong guess
 		prepCh <- prepared{prep, err}
 	}()
 	addrs, ipamErr := p.ipam(ctx, c, a, client, alloc)
@@ -125,7 +131,7 @@ func (p *Plugin) add(a *skel.CmdArgs) (res *current.Result, err error) {
 }
 
 // recordEndpoint writes (or takes over) the pod's WorkloadEndpoint.
-func (p *Plugin) recordEndpoint(ctx ctxT, client datastore.Client, c *call, a *skel.CmdArgs, addrs []net.IPNet, mac string) error {
+func (p *Plugin) recordEndpoint(ctx context.Context, client datastore.Client, c *call, a *skel.CmdArgs, addrs []net.IPNet, mac string) error {
 	if pods, ok := p.pods(client, c); ok {
 		// Kubernetes mode: the WorkloadEndpoint is derived from the pod.
 		return pods.Annotate(ctx, c.id.namespace, c.id.pod, a.ContainerID, addrs)
@@ -218,14 +224,4 @@ func (p *Plugin) ipam(ctx context.Context, c *call, a *skel.CmdArgs, client data
 		return nil, warmErr
 	}
 	return p.assign(ctx, c, a, alloc, req)
-}
-
-// expectsIPv6 says whether the pod will likely get an IPv6 address, so the
-// veth is prepared for it (Configure fixes up a wrong guess).
-func (p *Plugin) expectsIPv6(c *call, a *skel.CmdArgs) bool {
-	if c.conf.IPAM.Type != CalicoIPAM {
-		return false
-	}
-	_, num6, _, err := parseIPAMRequest(a.StdinData)
-	return err == nil && num6 > 0
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/tabbynet/tabby/ipam"
 )
 
-type ctxT = context.Context
 
 // Del removes the pod's network. Everything already gone is success, so
 // DEL can be repeated; the WorkloadEndpoint is removed only if it still

@@ -84,6 +84,7 @@ func (p *Plugin) Funcs() skel.CNIFuncs {
 
 // call is one invocation's parsed input.
 type call struct {
+	ipam ipamRequest // calico-ipam's request (ADD only)
 	conf *netconf.NetConf
 	args *netconf.Args
 	node string
@@ -159,33 +160,36 @@ func (p *Plugin) ctx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), p.Timeout)
 }
 
-// ipamRequest is the part of the ipam section calico-ipam reads.
+// ipamRequest is the part of the ipam section calico-ipam reads, with the
+// address counts it implies.
 type ipamRequest struct {
+	num4, num6 int
+
 	AssignIPv4 *string  `json:"assign_ipv4,omitempty"`
 	AssignIPv6 *string  `json:"assign_ipv6,omitempty"`
 	IPv4Pools  []string `json:"ipv4_pools,omitempty"`
 	IPv6Pools  []string `json:"ipv6_pools,omitempty"`
 }
 
-func parseIPAMRequest(stdin []byte) (num4, num6 int, req ipamRequest, err error) {
+func parseIPAMRequest(stdin []byte) (ipamRequest, error) {
 	var wrap struct {
 		IPAM ipamRequest `json:"ipam"`
 	}
 	if err := json.Unmarshal(stdin, &wrap); err != nil {
-		return 0, 0, req, &netconf.Error{Code: types.ErrDecodingFailure, Field: "ipam", Msg: err.Error()}
+		return ipamRequest{}, &netconf.Error{Code: types.ErrDecodingFailure, Field: "ipam", Msg: err.Error()}
 	}
-	req = wrap.IPAM
-	num4, num6 = 1, 0
+	req := wrap.IPAM
+	req.num4, req.num6 = 1, 0
 	if req.AssignIPv4 != nil && *req.AssignIPv4 == "false" {
-		num4 = 0
+		req.num4 = 0
 	}
 	if req.AssignIPv6 != nil && *req.AssignIPv6 == "true" {
-		num6 = 1
+		req.num6 = 1
 	}
-	if num4+num6 == 0 {
-		return 0, 0, req, &netconf.Error{Code: types.ErrInvalidNetworkConfig, Field: "ipam.assign_ipv4", Msg: "both assign_ipv4 and assign_ipv6 are off: the pod would get no address"}
+	if req.num4+req.num6 == 0 {
+		return req, &netconf.Error{Code: types.ErrInvalidNetworkConfig, Field: "ipam.assign_ipv4", Msg: "both assign_ipv4 and assign_ipv6 are off: the pod would get no address"}
 	}
-	return num4, num6, req, nil
+	return req, nil
 }
 
 // assign gets the pod's addresses: in-process for calico-ipam, through the
@@ -209,10 +213,7 @@ func (p *Plugin) assign(ctx context.Context, c *call, a *skel.CmdArgs, alloc *ip
 		}
 		return out, nil
 	}
-	num4, num6, req, err := parseIPAMRequest(a.StdinData)
-	if err != nil {
-		return nil, err
-	}
+	req := c.ipam
 	attrs := map[string]string{ipam.AttrNode: c.node}
 	if c.id.orchestrator == "k8s" {
 		attrs[ipam.AttrNamespace] = c.id.namespace
@@ -240,7 +241,7 @@ func (p *Plugin) assign(ctx context.Context, c *call, a *skel.CmdArgs, alloc *ip
 		req.IPv6Pools = pod.IPv6Pools
 	}
 	ips, err := alloc.AutoAssign(ctx, ipam.AutoAssignArgs{
-		Num4: num4, Num6: num6, HandleID: c.id.handle, Attrs: attrs, Hostname: c.node,
+		Num4: req.num4, Num6: req.num6, HandleID: c.id.handle, Attrs: attrs, Hostname: c.node,
 		IPv4Pools: req.IPv4Pools, IPv6Pools: req.IPv6Pools,
 	})
 	if err != nil {
