@@ -13,7 +13,6 @@ import (
 	"github.com/tabbynet/tabby/ipam"
 )
 
-
 // Del removes the pod's network. Everything already gone is success, so
 // DEL can be repeated; the WorkloadEndpoint is removed only if it still
 // belongs to this container (a late DEL must not delete a newer pod's
