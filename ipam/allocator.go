@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/netip"
+	"slices"
 	"sync"
 	"time"
 
@@ -185,6 +186,14 @@ func (a *Allocator) storeBlock(cidr netip.Prefix, b *v3.IPAMBlock) {
 	a.blocks[cidr] = b.DeepCopy()
 }
 
+// AffineBlocks returns the blocks last seen affine to node (nil when this
+// allocator has not read them).
+func (a *Allocator) AffineBlocks(node string) []netip.Prefix {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.affine[node])
+}
+
 func blockKey(cidr netip.Prefix) datastore.Key {
 	return datastore.Key{Kind: v3.KindIPAMBlock, Name: BlockName(cidr)}
 }
@@ -221,8 +230,13 @@ func rollbackCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 // (a second one). A fresh process (a CNI ADD) calls it alongside its other
 // first reads, so that AutoAssign then only writes. Reads are kept for
 // CacheTTL (affinities and blocks until they prove stale).
-func (a *Allocator) Warm(ctx context.Context, node string) error {
-	st, err := a.readState(ctx, node, stateWant{env: true, labels: true, affinities: true})
+//
+// hints are blocks the caller expects to be affine to node (AffineBlocks of
+// an earlier process): they are read in the first transaction, and kept
+// only if that same transaction shows them affine, so a right guess saves
+// the second round trip and a wrong one costs nothing but its bytes.
+func (a *Allocator) Warm(ctx context.Context, node string, hints ...netip.Prefix) error {
+	st, err := a.readState(ctx, node, stateWant{env: true, labels: true, affinities: true, blocks: hints})
 	if err != nil {
 		return err
 	}

@@ -459,3 +459,45 @@ func TestFreshProcessRoundTrips(t *testing.T) {
 		t.Errorf("cold AutoAssign: %d round trips (%d read transactions), want 2 read transactions + 2 writes", cnt.Total(), cnt.MultiReads.Load())
 	}
 }
+
+// TestWarmWithHints: blocks an earlier process saw affine are read in the
+// first transaction, so a fresh allocator needs one read transaction; a
+// hint that is not (or no longer) affine is ignored and costs the second
+// read as without hints, and the allocation stays correct.
+func TestWarmWithHints(t *testing.T) {
+	s := ipamtest.NewStore()
+	mustCreate(t, s, pool("p", "10.0.0.0/16", 29))
+	filler := New(s, Config{})
+	for i := range 12 { // two blocks on n1, the newest with room
+		mustAssign(t, filler, podArgs("n1", fmt.Sprint("fill", i), 1, 0))
+	}
+	mustAssign(t, filler, podArgs("n2", "other", 1, 0))
+	hints := filler.AffineBlocks("n1")
+	if len(hints) != 2 {
+		t.Fatalf("AffineBlocks(n1) = %v, want two blocks", hints)
+	}
+	for _, c := range []struct {
+		name      string
+		hints     []netip.Prefix
+		wantReads int64
+	}{
+		{"right hints", hints, 1},
+		{"no hints", nil, 2},
+		{"another node's block", filler.AffineBlocks("n2"), 2},
+	} {
+		cnt := &ipamtest.Counter{Client: s}
+		a := New(cnt, Config{CacheTTL: 5 * time.Second})
+		if err := a.Warm(context.Background(), "n1", c.hints...); err != nil {
+			t.Fatal(err)
+		}
+		if got := cnt.MultiReads.Load(); cnt.Total() != c.wantReads || got != c.wantReads {
+			t.Errorf("%s: Warm made %d round trips (%d read transactions), want %d", c.name, cnt.Total(), got, c.wantReads)
+		}
+		cnt.Reset()
+		mustAssign(t, a, podArgs("n1", "x-"+c.name, 1, 0))
+		if cnt.Total() != 2 || cnt.Updates.Load() != 1 || cnt.Creates.Load() != 1 {
+			t.Errorf("%s: AutoAssign after Warm made %d round trips, want 1 block CAS + 1 handle create", c.name, cnt.Total())
+		}
+	}
+	checkStore(t, s)
+}

@@ -24,6 +24,9 @@ import (
 // stateWant says which parts of the state to read.
 type stateWant struct {
 	env, labels, affinities bool
+	// blocks are read too and cached if the affinities read with them
+	// show them affine to the node (needs affinities).
+	blocks []netip.Prefix
 }
 
 // state is what readState read; fields not asked for are zero.
@@ -51,6 +54,12 @@ func (a *Allocator) readState(ctx context.Context, node string, want stateWant) 
 		// Affinity names are <node>-<block>: the prefix narrows the read to
 		// this node's (and nodes whose names extend it, filtered below).
 		iAff = add(datastore.ReadRequest{Key: datastore.Key{Kind: v3.KindBlockAffinity}, List: true, NamePrefix: node + "-"})
+	}
+	iBlocks := len(reqs)
+	if want.affinities {
+		for _, c := range want.blocks {
+			add(datastore.ReadRequest{Key: blockKey(c)})
+		}
 	}
 	var st state
 	if len(reqs) == 0 {
@@ -81,6 +90,11 @@ func (a *Allocator) readState(ctx context.Context, node string, want stateWant) 
 		}
 		if st.affinities, err = a.parseAffinities(ctx, node, res[iAff].List.Items); err != nil {
 			return st, err
+		}
+		for i, c := range want.blocks {
+			if r := res[iBlocks+i]; r.Err == nil && slices.Contains(st.affinities, c) {
+				a.storeBlock(c, r.Object.(*v3.IPAMBlock))
+			}
 		}
 	}
 	a.mu.Lock()

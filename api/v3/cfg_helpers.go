@@ -65,8 +65,8 @@ func cfgCheckRegexp(p Path, s string, errs *ErrorList) {
 }
 
 // cfgCheckMatch checks s against re, describing the allowed form as want.
-func cfgCheckMatch(p Path, s string, re *regexp.Regexp, want string, errs *ErrorList) {
-	if s != "" && !re.MatchString(s) {
+func cfgCheckMatch(p Path, s string, re func() *regexp.Regexp, want string, errs *ErrorList) {
+	if s != "" && !re().MatchString(s) {
 		errs.Addf(p, "%q is not %s", s, want)
 	}
 }
@@ -99,10 +99,10 @@ func cfgCheckPortRange(p Path, port *numorstring.Port, errs *ErrorList) {
 }
 
 // cfgIfaceNameRe is a Linux interface name (Calico's "interface" rule).
-var cfgIfaceNameRe = regexp.MustCompile(`^[a-zA-Z0-9_.-]{1,15}$`)
+var cfgIfaceNameRe = lazyRegexp(`^[a-zA-Z0-9_.-]{1,15}$`)
 
 // cfgIfaceFilterRe is an iptables interface match, which may end in "+".
-var cfgIfaceFilterRe = regexp.MustCompile(`^[a-zA-Z0-9:._+-]{1,15}$`)
+var cfgIfaceFilterRe = lazyRegexp(`^[a-zA-Z0-9:._+-]{1,15}$`)
 
 // cfgHostAddrRe is a host name or IP address to bind a server to.
-var cfgHostAddrRe = regexp.MustCompile(`^[a-zA-Z0-9:._+-]{1,64}$`)
+var cfgHostAddrRe = lazyRegexp(`^[a-zA-Z0-9:._+-]{1,64}$`)

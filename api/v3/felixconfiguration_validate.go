@@ -23,18 +23,18 @@ func (c *FelixConfiguration) Validate() ErrorList {
 
 var (
 	// cfgFeatureDetectRe and cfgFeatureGatesRe are Calico's CRD patterns.
-	cfgFeatureDetectRe = regexp.MustCompile(`^([a-zA-Z0-9-_]+=(true|false|),)*([a-zA-Z0-9-_]+=(true|false|))?$`)
-	cfgFeatureGatesRe  = regexp.MustCompile(`^([a-zA-Z0-9-_]+=([^=]+),)*([a-zA-Z0-9-_]+=([^=]+))?$`)
+	cfgFeatureDetectRe = lazyRegexp(`^([a-zA-Z0-9-_]+=(true|false|),)*([a-zA-Z0-9-_]+=(true|false|))?$`)
+	cfgFeatureGatesRe  = lazyRegexp(`^([a-zA-Z0-9-_]+=([^=]+),)*([a-zA-Z0-9-_]+=([^=]+))?$`)
 	// cfgIfaceListRe is Felix's interface prefix list ("cali" or "cali,tap").
-	cfgIfaceListRe = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,15}(,[a-zA-Z0-9_-]{1,15})*$`)
+	cfgIfaceListRe = lazyRegexp(`^[a-zA-Z0-9_-]{1,15}(,[a-zA-Z0-9_-]{1,15})*$`)
 	// cfgIfaceExcludeNameRe is a plain (non-regexp) interfaceExclude entry.
-	cfgIfaceExcludeNameRe = regexp.MustCompile(`^[a-zA-Z0-9_.-]{1,15}$`)
+	cfgIfaceExcludeNameRe = lazyRegexp(`^[a-zA-Z0-9_.-]{1,15}$`)
 	// cfgHostnameRe is Felix's metadataAddr form (IP, host name or "none").
-	cfgHostnameRe = regexp.MustCompile(`^[a-zA-Z0-9_.-]+$`)
+	cfgHostnameRe = lazyRegexp(`^[a-zA-Z0-9_.-]+$`)
 	// cfgHTONameRe is the allowed form of a health timeout override name.
-	cfgHTONameRe = regexp.MustCompile(`^[a-zA-Z0-9_ -]+$`)
+	cfgHTONameRe = lazyRegexp(`^[a-zA-Z0-9_ -]+$`)
 	// cfgCTTimeoutRe is the BPFConntrackTimeout CRD pattern.
-	cfgCTTimeoutRe = regexp.MustCompile(`^(([0-9]*(\.[0-9]*)?(ms|s|h|m|us)+)+|Auto)$`)
+	cfgCTTimeoutRe = lazyRegexp(`^(([0-9]*(\.[0-9]*)?(ms|s|h|m|us)+)+|Auto)$`)
 )
 
 var cfgLogLevels = []string{"Trace", "Debug", "Info", "Warning", "Error", "Fatal"}
@@ -204,7 +204,7 @@ func cfgValidateFelixSpec(p Path, s *FelixConfigurationSpec) ErrorList {
 	cfgCheckConntrackTimeouts(p.Child("bpfConntrackTimeouts"), s.BPFConntrackTimeouts, &errs)
 	if s.BPFLogFilters != nil {
 		for k := range *s.BPFLogFilters {
-			if !cfgIfaceNameRe.MatchString(k) {
+			if !cfgIfaceNameRe().MatchString(k) {
 				errs.Addf(p.Child("bpfLogFilters").Key(k),
 					"%q is not an interface name (or all, weps, heps)", k)
 			}
@@ -246,7 +246,7 @@ func cfgValidateFelixSpec(p Path, s *FelixConfigurationSpec) ErrorList {
 	cfgCheckEnumFold(p.Child("bpfEnforceRPF"), s.BPFEnforceRPF, &errs, "Disabled", "Strict", "Loose")
 	if s.BPFForceTrackPacketsFromIfaces != nil {
 		for i, f := range *s.BPFForceTrackPacketsFromIfaces {
-			if !cfgIfaceFilterRe.MatchString(f) {
+			if !cfgIfaceFilterRe().MatchString(f) {
 				errs.Addf(p.Child("bpfForceTrackPacketsFromIfaces").Index(i),
 					"%q is not an iptables interface match such as \"docker+\" (at most 15 characters)", f)
 			}
@@ -323,7 +323,7 @@ func cfgCheckInterfaceExclude(p Path, s string, errs *ErrorList) {
 			}
 			continue
 		}
-		if !cfgIfaceExcludeNameRe.MatchString(e) {
+		if !cfgIfaceExcludeNameRe().MatchString(e) {
 			errs.Addf(p, "entry %q is neither an interface name (at most 15 of letters, digits, '.', '_', '-') nor a /regexp/", e)
 		}
 	}
@@ -332,7 +332,7 @@ func cfgCheckInterfaceExclude(p Path, s string, errs *ErrorList) {
 // cfgCheckWireguardIface checks a WireGuard device name (Calico's
 // "interface" rule, which also admits "*").
 func cfgCheckWireguardIface(p Path, s string, errs *ErrorList) {
-	if s != "" && s != "*" && !cfgIfaceNameRe.MatchString(s) {
+	if s != "" && s != "*" && !cfgIfaceNameRe().MatchString(s) {
 		errs.Addf(p, "%q is not a valid interface name (at most 15 of letters, digits, '.', '_', '-')", s)
 	}
 }
@@ -358,7 +358,7 @@ func cfgCheckIPVersion(p Path, s string, version int, errs *ErrorList) {
 func cfgCheckHealthTimeoutOverrides(p Path, hs []HealthTimeoutOverride, errs *ErrorList) {
 	for i, h := range hs {
 		hp := p.Index(i)
-		if !cfgHTONameRe.MatchString(h.Name) {
+		if !cfgHTONameRe().MatchString(h.Name) {
 			errs.Addf(hp.Child("name"), "%q is not a component name (letters, digits, '_', '-' and spaces)", h.Name)
 		}
 		cfgCheckDuration(hp.Child("timeout"), &h.Timeout, errs)
@@ -434,7 +434,7 @@ func cfgCheckConntrackTimeouts(p Path, t *BPFConntrackTimeouts, errs *ErrorList)
 		{"genericTimeout", t.GenericTimeout},
 		{"icmpTimeout", t.ICMPTimeout},
 	} {
-		if f.v != nil && !cfgCTTimeoutRe.MatchString(string(*f.v)) {
+		if f.v != nil && !cfgCTTimeoutRe().MatchString(string(*f.v)) {
 			errs.Addf(p.Child(f.name), "%q is not a duration (e.g. \"30s\", \"1h\") or Auto", string(*f.v))
 		}
 	}

@@ -98,7 +98,7 @@ func (p *GlobalNetworkPolicy) Default() {
 // Validate implements Resource.
 func (p *GlobalNetworkPolicy) Validate() ErrorList {
 	errs := validateMeta(&p.ObjectMeta, false)
-	if p.Name != "" && !polGlobalNetworkPolicyNameRE.MatchString(p.Name) {
+	if p.Name != "" && !polGlobalNetworkPolicyNameRE().MatchString(p.Name) {
 		errs.Addf("metadata.name", "%q is not a valid policy name: use lower-case alphanumerics and '-', with at most one '.'", p.Name)
 	}
 	s := &p.Spec

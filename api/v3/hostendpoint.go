@@ -86,7 +86,7 @@ func (h *HostEndpoint) Validate() ErrorList {
 	if s.InterfaceName == "" && len(s.ExpectedIPs) == 0 {
 		errs.Add(sp.Child("interfaceName"), "set interfaceName, expectedIPs or both: one is needed to find the interface")
 	}
-	if s.InterfaceName != "" && s.InterfaceName != "*" && !polInterfaceRE.MatchString(s.InterfaceName) {
+	if s.InterfaceName != "" && s.InterfaceName != "*" && !polInterfaceRE().MatchString(s.InterfaceName) {
 		errs.Addf(sp.Child("interfaceName"), "%q is not an interface name: use \"*\" or 1-15 of letters, digits, '_', '.' and '-'", s.InterfaceName)
 	}
 	for i, ip := range s.ExpectedIPs {

@@ -2,7 +2,6 @@ package v3
 
 import (
 	"net"
-	"regexp"
 	"sort"
 	"strconv"
 
@@ -103,7 +102,7 @@ func (b *IPAMBlock) Size() int {
 // Default implements Resource; IPAMBlock has no defaults.
 func (b *IPAMBlock) Default() {}
 
-var netBlockAffinityRE = regexp.MustCompile(`^(host|virtual):[a-zA-Z0-9.\-_]+$`)
+var netBlockAffinityRE = lazyRegexp(`^(host|virtual):[a-zA-Z0-9.\-_]+$`)
 
 // Validate checks the block's bookkeeping is consistent: a strictly masked
 // CIDR of a block size pools allow, one allocation entry per address,
@@ -132,7 +131,7 @@ func (b *IPAMBlock) Validate() ErrorList {
 		}
 	}
 
-	if s.Affinity != nil && !netBlockAffinityRE.MatchString(*s.Affinity) {
+	if s.Affinity != nil && !netBlockAffinityRE().MatchString(*s.Affinity) {
 		errs.Addf(p.Child("affinity"), "%q is not host:<node> or virtual:<name>", *s.Affinity)
 	}
 

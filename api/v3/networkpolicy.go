@@ -86,7 +86,7 @@ func (np *NetworkPolicy) Default() {
 // Validate implements Resource.
 func (np *NetworkPolicy) Validate() ErrorList {
 	errs := validateMeta(&np.ObjectMeta, true)
-	if np.Name != "" && !polNetworkPolicyNameRE.MatchString(np.Name) {
+	if np.Name != "" && !polNetworkPolicyNameRE().MatchString(np.Name) {
 		errs.Addf("metadata.name", "%q is not a valid policy name: use lower-case alphanumerics and '-', with at most one '.'", np.Name)
 	}
 	s := &np.Spec

@@ -2,7 +2,6 @@ package v3
 
 import (
 	"net"
-	"regexp"
 	"strings"
 
 	k8svalidation "k8s.io/apimachinery/pkg/util/validation"
@@ -28,32 +27,32 @@ const (
 
 var (
 	// polNameRE is Calico's "name" rule: a DNS-1123 subdomain.
-	polNameRE = regexp.MustCompile("^" + polNameSubdomainFmt + "$")
+	polNameRE = lazyRegexp("^" + polNameSubdomainFmt + "$")
 	// polTierNameRE: tier names are single DNS labels (no dots), because
 	// they appear inside other names and in a label value.
-	polTierNameRE = regexp.MustCompile("^" + polNameLabelFmt + "$")
+	polTierNameRE = lazyRegexp("^" + polNameLabelFmt + "$")
 	// polNetworkPolicyNameRE: a label, a label with one dot (the legacy
 	// "<tier>.<name>" form, no longer required to match the tier), or the
 	// names Calico gives converted Kubernetes and OpenStack policies.
-	polNetworkPolicyNameRE = regexp.MustCompile(`^((` + polNameLabelFmt + `)(\.` + polNameLabelFmt + `)?|((knp|ossg)\.default\.(` + polNameSubdomainFmt + `)))$`)
+	polNetworkPolicyNameRE = lazyRegexp(`^((` + polNameLabelFmt + `)(\.` + polNameLabelFmt + `)?|((knp|ossg)\.default\.(` + polNameSubdomainFmt + `)))$`)
 	// polGlobalNetworkPolicyNameRE: a label, optionally with one dot.
-	polGlobalNetworkPolicyNameRE = regexp.MustCompile(`^(` + polNameLabelFmt + `\.)?` + polNameLabelFmt + `$`)
+	polGlobalNetworkPolicyNameRE = lazyRegexp(`^(` + polNameLabelFmt + `\.)?` + polNameLabelFmt + `$`)
 	// polInterfaceRE is a Linux interface name.
-	polInterfaceRE   = regexp.MustCompile(`^[a-zA-Z0-9_.-]{1,15}$`)
-	polContainerIDRE = regexp.MustCompile(`^[a-zA-Z0-9]([-a-zA-Z0-9]*[a-zA-Z0-9])?$`)
+	polInterfaceRE   = lazyRegexp(`^[a-zA-Z0-9_.-]{1,15}$`)
+	polContainerIDRE = lazyRegexp(`^[a-zA-Z0-9]([-a-zA-Z0-9]*[a-zA-Z0-9])?$`)
 )
 
 // polCheckName adds an error unless s is a DNS-1123 subdomain (Calico's
 // rule for names that refer to other resources).
 func polCheckName(p Path, s string, errs *ErrorList) {
-	if !polNameRE.MatchString(s) || len(s) > k8svalidation.DNS1123SubdomainMaxLength {
+	if !polNameRE().MatchString(s) || len(s) > k8svalidation.DNS1123SubdomainMaxLength {
 		errs.Addf(p, "%q is not a valid name: use lower-case alphanumerics, '-' and '.', starting and ending with an alphanumeric, at most 253 characters", s)
 	}
 }
 
 // polCheckTierName adds an error unless s is a valid tier name.
 func polCheckTierName(p Path, s string, errs *ErrorList) {
-	if !polTierNameRE.MatchString(s) || len(s) > k8svalidation.DNS1123LabelMaxLength {
+	if !polTierNameRE().MatchString(s) || len(s) > k8svalidation.DNS1123LabelMaxLength {
 		errs.Addf(p, "%q is not a valid tier name: use lower-case alphanumerics and '-' (no '.'), at most 63 characters", s)
 	}
 }

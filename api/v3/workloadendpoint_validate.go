@@ -36,7 +36,7 @@ func (w *WorkloadEndpoint) Validate() ErrorList {
 			polCheckName(sp.Child(f.name), f.v, &errs)
 		}
 	}
-	if s.ContainerID != "" && !polContainerIDRE.MatchString(s.ContainerID) {
+	if s.ContainerID != "" && !polContainerIDRE().MatchString(s.ContainerID) {
 		errs.Addf(sp.Child("containerID"), "%q is not a container ID: use letters, digits and '-', starting and ending with a letter or digit", s.ContainerID)
 	}
 
@@ -44,7 +44,7 @@ func (w *WorkloadEndpoint) Validate() ErrorList {
 	// has no omitempty).
 	if s.InterfaceName == "" {
 		errs.Add(sp.Child("interfaceName"), "is required: name the host side of the endpoint's interface")
-	} else if s.InterfaceName == "*" || !polInterfaceRE.MatchString(s.InterfaceName) {
+	} else if s.InterfaceName == "*" || !polInterfaceRE().MatchString(s.InterfaceName) {
 		errs.Addf(sp.Child("interfaceName"), "%q is not an interface name: use 1-15 of letters, digits, '_', '.' and '-'", s.InterfaceName)
 	}
 	if s.MAC != "" {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"syscall"
 	"testing"
 	"time"
 
@@ -17,25 +18,33 @@ import (
 
 // BenchmarkCNI times ADD and DEL of pods one after another through libcni,
 // for Tabby (calico + calico-ipam on etcd) and, in the same run, for the
-// reference ptp + host-local plugins. Run it with a fixed count so each
-// side wires the same number of pods:
+// reference ptp + host-local plugins. The two sides alternate pod by pod,
+// so a change in the machine's load falls on both alike. Run it with a
+// fixed count so each side wires the same number of pods:
 //
 //	make bench-cni   (go test -tags privileged -bench CNI -benchtime 60x ./cni-plugin/e2e/)
 //
-// It reports min, p50 and p95 of ADD and DEL in milliseconds.
+// It reports min, p50 and p95 of ADD and DEL in milliseconds, for Tabby
+// (tabby-*) and the reference (ref-*).
 func BenchmarkCNI(b *testing.B) {
-	b.Run("tabby", func(b *testing.B) {
-		c := newBenchCluster(b, nil)
-		benchPods(b, c)
+	tabby := newBenchCluster(b, nil)
+	ref := newBenchCluster(b, map[string]any{
+		"type": "ptp", "mtu": 1440,
+		"ipam": map[string]any{"type": "host-local", "subnet": "10.252.0.0/16", "dataDir": b.TempDir()},
 	})
-	b.Run("ptp+host-local", func(b *testing.B) {
-		dataDir := b.TempDir()
-		c := newBenchCluster(b, map[string]any{
-			"type": "ptp", "mtu": 1440,
-			"ipam": map[string]any{"type": "host-local", "subnet": "10.252.0.0/16", "dataDir": dataDir},
-		})
-		benchPods(b, c)
-	})
+	var t, r benchTimes
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		benchPod(b, tabby, i, &t)
+		benchPod(b, ref, i, &r)
+	}
+	b.StopTimer()
+	report(b, "tabby-add", t.adds)
+	report(b, "tabby-del", t.dels)
+	report(b, "ref-add", r.adds)
+	report(b, "ref-del", r.dels)
+	report(b, "tabby-add-cpu", t.addCPU)
+	report(b, "ref-add-cpu", r.addCPU)
 }
 
 // newBenchCluster builds a cluster; plugin replaces calico when set.
@@ -56,32 +65,36 @@ func newBenchCluster(b *testing.B, plugin map[string]any) *cluster {
 	return c
 }
 
-func benchPods(b *testing.B, c *cluster) {
-	adds := make([]time.Duration, 0, b.N)
-	dels := make([]time.Duration, 0, b.N)
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		b.StopTimer()
-		p := c.newPod(fmt.Sprintf("bench-%d", i))
-		b.StartTimer()
-		start := time.Now()
-		err := c.inNode(func() error {
-			_, err := c.cni.AddNetworkList(context.Background(), c.list, p.rt)
-			return err
-		})
-		adds = append(adds, time.Since(start))
-		if err != nil {
-			b.Fatalf("ADD %d: %v", i, err)
-		}
-		start = time.Now()
-		if err := c.del(p); err != nil {
-			b.Fatalf("DEL %d: %v", i, err)
-		}
-		dels = append(dels, time.Since(start))
-	}
+type benchTimes struct{ adds, dels, addCPU []time.Duration }
+
+// childCPU is the CPU time (user + system) used so far by waited-for
+// child processes: the plugins libcni ran.
+func childCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// benchPod adds and deletes one pod, recording how long each took.
+func benchPod(b *testing.B, c *cluster, i int, t *benchTimes) {
 	b.StopTimer()
-	report(b, "add", adds)
-	report(b, "del", dels)
+	p := c.newPod(fmt.Sprintf("bench-%d", i))
+	b.StartTimer()
+	start, cpu := time.Now(), childCPU()
+	err := c.inNode(func() error {
+		_, err := c.cni.AddNetworkList(context.Background(), c.list, p.rt)
+		return err
+	})
+	t.adds = append(t.adds, time.Since(start))
+	t.addCPU = append(t.addCPU, childCPU()-cpu)
+	if err != nil {
+		b.Fatalf("ADD %d: %v", i, err)
+	}
+	start = time.Now()
+	if err := c.del(p); err != nil {
+		b.Fatalf("DEL %d: %v", i, err)
+	}
+	t.dels = append(t.dels, time.Since(start))
 }
 
 func report(b *testing.B, op string, ds []time.Duration) {

@@ -80,13 +80,17 @@ func (p *Plugin) add(a *skel.CmdArgs) (res *current.Result, err error) {
 		err  error
 	}
 	prepCh := make(chan prepared, 1)
+	var prepTook time.Duration
 	go func() {
+		t0 := time.Now()
 		prep, err := wiring.Prepare(pod, c.ipam.num6 > 0) // Configure fixes up a wrong guess
+		prepTook = time.Since(t0)
 		prepCh <- prepared{prep, err}
 	}()
-	addrs, ipamErr := p.ipam(ctx, c, a, client, alloc)
-	tm.mark("ipam")
+	addrs, ipamErr := p.ipam(ctx, c, a, client, alloc, tm)
+	tm.mark("assign")
 	pr := <-prepCh
+	tm.note("prepare", prepTook)
 	switch {
 	case ipamErr != nil && pr.err == nil:
 		pr.prep.Abandon()
@@ -202,7 +206,7 @@ func result(c *call, a *skel.CmdArgs, addrs []net.IPNet, wired *wiring.Result) *
 
 // ipam reads the pod's IPAM annotations (Kubernetes mode) in parallel with
 // warming the allocator's view, then assigns the pod's addresses.
-func (p *Plugin) ipam(ctx context.Context, c *call, a *skel.CmdArgs, client datastore.Client, alloc *ipam.Allocator) ([]net.IPNet, error) {
+func (p *Plugin) ipam(ctx context.Context, c *call, a *skel.CmdArgs, client datastore.Client, alloc *ipam.Allocator, tm *phaseTimer) ([]net.IPNet, error) {
 	var req ipam.PodRequest
 	var reqErr error
 	reqDone := make(chan struct{})
@@ -214,7 +218,9 @@ func (p *Plugin) ipam(ctx context.Context, c *call, a *skel.CmdArgs, client data
 	}()
 	var warmErr error
 	if c.conf.IPAM.Type == CalicoIPAM {
-		warmErr = alloc.Warm(ctx, c.node)
+		hints := loadBlockHints(p.HintDir, c.conf, c.node)
+		warmErr = alloc.Warm(ctx, c.node, hints.read...)
+		defer func() { hints.save(alloc.AffineBlocks(c.node)) }()
 	}
 	<-reqDone
 	if reqErr != nil {
@@ -223,5 +229,6 @@ func (p *Plugin) ipam(ctx context.Context, c *call, a *skel.CmdArgs, client data
 	if warmErr != nil {
 		return nil, warmErr
 	}
+	tm.mark("read")
 	return p.assign(ctx, c, a, alloc, req)
 }

@@ -41,6 +41,9 @@ type Plugin struct {
 	Exec invoke.Exec
 	// Timeout bounds one invocation [30s].
 	Timeout time.Duration
+	// HintDir keeps the node's affine IPAM blocks between calls (see
+	// blockhints.go); empty: no hints [DefaultHintDir].
+	HintDir string
 	// PodsFor gives Pod access when the datastore is the Kubernetes API
 	// (nil in a binary built without Kubernetes support).
 	PodsFor func(datastore.Client) (Pods, bool)
@@ -61,6 +64,7 @@ func New() *Plugin {
 		NewClient: clientFor,
 		HostNS:    ns.GetCurrentNS,
 		Timeout:   30 * time.Second,
+		HintDir:   DefaultHintDir,
 	}
 }
 

@@ -38,3 +38,10 @@ func (t *phaseTimer) done() {
 	}
 	fmt.Fprintf(os.Stderr, "tabby-cni %s total=%.2fms %s\n", t.op, float64(time.Since(t.start).Microseconds())/1000, strings.Join(t.parts, " "))
 }
+
+// note records a phase that ran alongside others, measured by the caller.
+func (t *phaseTimer) note(phase string, took time.Duration) {
+	if t.on {
+		t.parts = append(t.parts, fmt.Sprintf("(%s=%.2fms)", phase, float64(took.Microseconds())/1000))
+	}
+}

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"github.com/containernetworking/plugins/pkg/ip"
 	"github.com/containernetworking/plugins/pkg/ns"
 	"github.com/vishvananda/netlink"
 )
@@ -74,12 +73,9 @@ func Prepare(p Pod, ipv6 bool) (prep *Prepared, err error) {
 
 	res := &Result{Sandbox: p.NetNSPath}
 	err = podNS.Do(func(ns.NetNS) error {
-		_, cont, err := ip.SetupVethWithName(p.ContainerIf, p.HostIf, p.MTU, "", p.HostNS)
-		if err != nil {
-			return fmt.Errorf("creating veth %s/%s: %w", p.ContainerIf, p.HostIf, err)
-		}
-		res.ContainerMAC = cont.HardwareAddr.String()
-		return nil
+		mac, err := makeVeth(p)
+		res.ContainerMAC = mac
+		return err
 	})
 	if err != nil {
 		return nil, err
@@ -136,14 +132,36 @@ func hasV6(addrs []net.IPNet) bool {
 	return false
 }
 
+// makeVeth creates the pair from inside the pod's namespace: the pod end
+// there, the host end (with Calico's MAC and the same MTU) straight in the
+// node's namespace, in one netlink request. It returns the pod end's MAC.
+func makeVeth(p Pod) (string, error) {
+	hostMAC, _ := net.ParseMAC(HostMAC)
+	veth := &netlink.Veth{
+		LinkAttrs:        netlink.LinkAttrs{Name: p.ContainerIf, MTU: p.MTU},
+		PeerName:         p.HostIf,
+		PeerHardwareAddr: hostMAC,
+		PeerNamespace:    netlink.NsFd(int(p.HostNS.Fd())),
+	}
+	if err := netlink.LinkAdd(veth); err != nil {
+		if errors.Is(err, syscall.EEXIST) {
+			if _, lerr := netlink.LinkByName(p.ContainerIf); lerr == nil {
+				return "", fmt.Errorf("creating veth %s/%s: the pod already has an interface named %s", p.ContainerIf, p.HostIf, p.ContainerIf)
+			}
+		}
+		return "", fmt.Errorf("creating veth %s/%s: %w", p.ContainerIf, p.HostIf, err)
+	}
+	cont, err := netlink.LinkByName(p.ContainerIf)
+	if err != nil {
+		return "", fmt.Errorf("finding %s in the pod: %w", p.ContainerIf, err)
+	}
+	return cont.Attrs().HardwareAddr.String(), nil
+}
+
 func setupHostSide(p Pod, ipv6 bool) error {
 	link, err := netlink.LinkByName(p.HostIf)
 	if err != nil {
 		return fmt.Errorf("finding %s on the node: %w", p.HostIf, err)
-	}
-	mac, _ := net.ParseMAC(HostMAC)
-	if err := netlink.LinkSetHardwareAddr(link, mac); err != nil {
-		return fmt.Errorf("setting %s MAC: %w", p.HostIf, err)
 	}
 	sysctls := map[string]string{
 		"ipv4/conf/" + p.HostIf + "/proxy_arp":    "1",

@@ -4,15 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"sort"
 	"strconv"
 	"time"
 
-	"go.etcd.io/etcd/api/v3/mvccpb"
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	kjson "sigs.k8s.io/json"
@@ -35,7 +31,7 @@ type Config struct {
 // Client implements datastore.Client over etcd v3. It is safe for
 // concurrent use; all state lives in etcd.
 type Client struct {
-	cli       *clientv3.Client
+	gw        *gateway
 	endpoints []string
 	timeout   time.Duration
 }
@@ -54,23 +50,21 @@ func New(cfg Config) (*Client, error) {
 	if cfg.RequestTimeout == 0 {
 		cfg.RequestTimeout = 10 * time.Second
 	}
-	cli, err := clientv3.New(clientv3.Config{
-		Endpoints:   cfg.Endpoints,
-		DialTimeout: cfg.DialTimeout,
-		Logger:      quietLogger(),
-	})
+	gw, err := newGateway(cfg.Endpoints, cfg.DialTimeout)
 	if err != nil {
-		return nil, &datastore.UnavailableError{Endpoints: cfg.Endpoints, Err: err}
+		return nil, err
 	}
-	return &Client{cli: cli, endpoints: cfg.Endpoints, timeout: cfg.RequestTimeout}, nil
+	return &Client{gw: gw, endpoints: cfg.Endpoints, timeout: cfg.RequestTimeout}, nil
 }
 
-// Close closes the connection.
-func (c *Client) Close() error { return c.cli.Close() }
+// Close closes idle connections.
+func (c *Client) Close() error {
+	c.gw.close()
+	return nil
+}
 
 // reqCtx bounds one request by RequestTimeout (or the caller's deadline
-// when that is sooner): etcd's client waits for a connection rather than
-// failing, so without a bound a store that is down looks like a hang.
+// when that is sooner), so a store that hangs yields an error.
 func (c *Client) reqCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, c.timeout)
 }
@@ -81,11 +75,23 @@ func (c *Client) storeErr(err error) error {
 	if err == nil {
 		return nil
 	}
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-		return &datastore.UnavailableError{Endpoints: c.endpoints, Err: err}
+	if errors.Is(err, errCompacted) {
+		return datastore.ErrRevisionGone
 	}
-	switch status.Code(err) {
-	case codes.Unavailable, codes.DeadlineExceeded:
+	var ge *gatewayError
+	if errors.As(err, &ge) {
+		switch ge.Code {
+		case codeUnavailable, codeDeadlineExceeded:
+			return &datastore.UnavailableError{Endpoints: c.endpoints, Err: err}
+		case codeOutOfRange:
+			return datastore.ErrRevisionGone
+		}
+		return err
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) || errors.Is(err, errUnreachable) || errors.Is(err, errStreamBroken) ||
+		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		// The transport: refused, reset, timed out, canceled.
 		return &datastore.UnavailableError{Endpoints: c.endpoints, Err: err}
 	}
 	return err
@@ -159,17 +165,17 @@ func (c *Client) Create(ctx context.Context, r v3.Resource) (v3.Resource, error)
 	}
 	ctx, cancel := c.reqCtx(ctx)
 	defer cancel()
-	resp, err := c.cli.Txn(ctx).
-		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
-		Then(clientv3.OpPut(key, string(val))).
-		Commit()
+	resp, err := c.gw.txn(ctx, txnRequest{
+		Compare: []compare{createRevisionIs(key, 0)},
+		Success: []requestOp{putOp(key, val)},
+	})
 	if err != nil {
 		return fail(c.storeErr(err))
 	}
 	if !resp.Succeeded {
 		return fail(datastore.ErrAlreadyExists)
 	}
-	obj.SetResourceVersion(strconv.FormatInt(resp.Header.Revision, 10))
+	obj.SetResourceVersion(strconv.FormatInt(int64(resp.Header.Revision), 10))
 	return obj, nil
 }
 
@@ -203,21 +209,21 @@ func (c *Client) Update(ctx context.Context, r v3.Resource) (v3.Resource, error)
 	if err != nil {
 		return fail(err)
 	}
-	resp, err := c.cli.Txn(ctx).
-		If(clientv3.Compare(clientv3.ModRevision(key), "=", rev)).
-		Then(clientv3.OpPut(key, string(val))).
-		Else(clientv3.OpGet(key, clientv3.WithKeysOnly())).
-		Commit()
+	resp, err := c.gw.txn(ctx, txnRequest{
+		Compare: []compare{modRevisionIs(key, rev)},
+		Success: []requestOp{putOp(key, val)},
+		Failure: []requestOp{{Range: &rangeRequest{Key: []byte(key), KeysOnly: true}}},
+	})
 	if err != nil {
 		return fail(c.storeErr(err))
 	}
 	if !resp.Succeeded {
-		if len(resp.Responses) > 0 && len(resp.Responses[0].GetResponseRange().Kvs) == 0 {
+		if len(resp.Responses) > 0 && resp.Responses[0].Range != nil && len(resp.Responses[0].Range.Kvs) == 0 {
 			return fail(datastore.ErrNotFound)
 		}
 		return fail(datastore.ErrConflict)
 	}
-	obj.SetResourceVersion(strconv.FormatInt(resp.Header.Revision, 10))
+	obj.SetResourceVersion(strconv.FormatInt(int64(resp.Header.Revision), 10))
 	return obj, nil
 }
 
@@ -246,10 +252,10 @@ func (c *Client) Delete(ctx context.Context, k datastore.Key, opts datastore.Del
 			return fail(datastore.ErrConflict)
 		}
 		rev, _ := parseRevision(cur.GetResourceVersion())
-		resp, err := c.cli.Txn(ctx).
-			If(clientv3.Compare(clientv3.ModRevision(key), "=", rev)).
-			Then(clientv3.OpDelete(key)).
-			Commit()
+		resp, err := c.gw.txn(ctx, txnRequest{
+			Compare: []compare{modRevisionIs(key, rev)},
+			Success: []requestOp{deleteOp(key)},
+		})
 		if err != nil {
 			return fail(c.storeErr(err))
 		}
@@ -284,14 +290,14 @@ func (c *Client) Get(ctx context.Context, k datastore.Key) (v3.Resource, error) 
 }
 
 func (c *Client) getRaw(ctx context.Context, info v3.KindInfo, key string) (v3.Resource, error) {
-	resp, err := c.cli.Get(ctx, key)
+	resp, err := c.gw.rangeKeys(ctx, rangeRequest{Key: []byte(key)})
 	if err != nil {
 		return nil, c.storeErr(err)
 	}
 	if len(resp.Kvs) == 0 {
 		return nil, datastore.ErrNotFound
 	}
-	return decode(info, resp.Kvs[0].Value, resp.Kvs[0].ModRevision)
+	return decode(info, resp.Kvs[0].Value, int64(resp.Kvs[0].ModRevision))
 }
 
 // List implements datastore.Client.
@@ -308,11 +314,12 @@ func (c *Client) List(ctx context.Context, kind string, opts datastore.ListOptio
 	}
 	ctx, cancel := c.reqCtx(ctx)
 	defer cancel()
-	resp, err := c.cli.Get(ctx, listPrefix(info, opts.Namespace), clientv3.WithPrefix())
+	prefix := listPrefix(info, opts.Namespace)
+	resp, err := c.gw.rangeKeys(ctx, rangeRequest{Key: []byte(prefix), RangeEnd: prefixEnd(prefix)})
 	if err != nil {
 		return fail(c.storeErr(err))
 	}
-	out, err := decodeList(info, resp.Kvs, resp.Header.Revision, func(obj v3.Resource) bool { return sel.Evaluate(obj.GetLabels()) })
+	out, err := decodeList(info, resp.Kvs, int64(resp.Header.Revision), func(obj v3.Resource) bool { return sel.Evaluate(obj.GetLabels()) })
 	if err != nil {
 		return fail(err)
 	}
@@ -321,10 +328,10 @@ func (c *Client) List(ctx context.Context, kind string, opts datastore.ListOptio
 
 // decodeList decodes listed key-values into a List sorted by namespace then
 // name, keeping the objects keep accepts.
-func decodeList(info v3.KindInfo, kvs []*mvccpb.KeyValue, rev int64, keep func(v3.Resource) bool) (*datastore.List, error) {
+func decodeList(info v3.KindInfo, kvs []keyValue, rev int64, keep func(v3.Resource) bool) (*datastore.List, error) {
 	out := &datastore.List{Revision: strconv.FormatInt(rev, 10)}
 	for _, kv := range kvs {
-		obj, err := decode(info, kv.Value, kv.ModRevision)
+		obj, err := decode(info, kv.Value, int64(kv.ModRevision))
 		if err != nil {
 			return nil, err
 		}
@@ -349,18 +356,17 @@ func (c *Client) Watch(ctx context.Context, kind string, opts datastore.WatchOpt
 	if err != nil {
 		return nil, &datastore.OpError{Op: "watch", Key: k, Err: err}
 	}
-	wopts := []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithPrevKV()}
+	var from int64
 	if opts.Revision != "" {
 		rev, err := parseRevision(opts.Revision)
 		if err != nil {
 			return nil, &datastore.OpError{Op: "watch", Key: k, Err: err}
 		}
-		wopts = append(wopts, clientv3.WithRev(rev+1))
+		from = rev + 1
 	}
-	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+	wctx, cancel := context.WithCancel(ctx)
 	w := &watcher{cancel: cancel, out: make(chan datastore.Event, 64)}
-	wch := c.cli.Watch(wctx, listPrefix(info, opts.Namespace), wopts...)
-	go w.run(wctx, info, wch, c)
+	go w.run(wctx, info, listPrefix(info, opts.Namespace), from, c)
 	return w, nil
 }
 
@@ -372,7 +378,7 @@ type watcher struct {
 func (w *watcher) ResultChan() <-chan datastore.Event { return w.out }
 func (w *watcher) Stop()                              { w.cancel() }
 
-func (w *watcher) run(ctx context.Context, info v3.KindInfo, wch clientv3.WatchChan, c *Client) {
+func (w *watcher) run(ctx context.Context, info v3.KindInfo, prefix string, from int64, c *Client) {
 	defer close(w.out)
 	defer w.cancel()
 	send := func(ev datastore.Event) bool {
@@ -383,45 +389,50 @@ func (w *watcher) run(ctx context.Context, info v3.KindInfo, wch clientv3.WatchC
 			return false
 		}
 	}
-	for resp := range wch {
-		if resp.CompactRevision != 0 || errors.Is(resp.Err(), rpctypes.ErrCompacted) {
-			send(datastore.Event{Type: datastore.EventError, Err: datastore.ErrRevisionGone})
-			return
-		}
-		if err := resp.Err(); err != nil {
-			send(datastore.Event{Type: datastore.EventError, Err: c.storeErr(err)})
-			return
-		}
+	var failed bool
+	err := c.gw.watchPrefix(ctx, prefix, from, func(resp *watchResponse) bool {
 		for _, ev := range resp.Events {
-			out := datastore.Event{Revision: strconv.FormatInt(ev.Kv.ModRevision, 10)}
-			var err error
-			switch {
-			case ev.Type == clientv3.EventTypeDelete:
-				out.Type = datastore.EventDeleted
-				if ev.PrevKv == nil {
-					continue // history without the previous value: nothing to report
-				}
-				out.Object, err = decode(info, ev.PrevKv.Value, ev.PrevKv.ModRevision)
-			case ev.IsCreate():
-				out.Type = datastore.EventAdded
-				out.Object, err = decode(info, ev.Kv.Value, ev.Kv.ModRevision)
-			default:
-				out.Type = datastore.EventModified
-				out.Object, err = decode(info, ev.Kv.Value, ev.Kv.ModRevision)
-				if err == nil && ev.PrevKv != nil {
-					out.Previous, err = decode(info, ev.PrevKv.Value, ev.PrevKv.ModRevision)
-				}
-			}
+			out, ok, err := decodeEvent(info, ev)
 			if err != nil {
+				failed = true
 				send(datastore.Event{Type: datastore.EventError, Err: err})
-				return
+				return false
 			}
-			if !send(out) {
-				return
+			if ok && !send(out) {
+				return false
 			}
 		}
-	}
-	if ctx.Err() == nil {
+		return true
+	})
+	switch {
+	case failed || ctx.Err() != nil:
+	case err != nil:
+		send(datastore.Event{Type: datastore.EventError, Err: c.storeErr(err)})
+	default:
 		send(datastore.Event{Type: datastore.EventError, Err: &datastore.UnavailableError{Endpoints: c.endpoints, Err: errors.New("watch closed")}})
 	}
+}
+
+// decodeEvent turns one etcd change into a datastore event; ok is false
+// for a deletion whose previous value history no longer holds.
+func decodeEvent(info v3.KindInfo, ev watchEvent) (out datastore.Event, ok bool, err error) {
+	out.Revision = strconv.FormatInt(int64(ev.Kv.ModRevision), 10)
+	switch {
+	case ev.Type == "DELETE":
+		out.Type = datastore.EventDeleted
+		if ev.PrevKv == nil {
+			return out, false, nil
+		}
+		out.Object, err = decode(info, ev.PrevKv.Value, int64(ev.PrevKv.ModRevision))
+	case ev.Kv.CreateRevision == ev.Kv.ModRevision:
+		out.Type = datastore.EventAdded
+		out.Object, err = decode(info, ev.Kv.Value, int64(ev.Kv.ModRevision))
+	default:
+		out.Type = datastore.EventModified
+		out.Object, err = decode(info, ev.Kv.Value, int64(ev.Kv.ModRevision))
+		if err == nil && ev.PrevKv != nil {
+			out.Previous, err = decode(info, ev.PrevKv.Value, int64(ev.PrevKv.ModRevision))
+		}
+	}
+	return out, true, err
 }

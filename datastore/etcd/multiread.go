@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	v3 "github.com/tabbynet/tabby/api/v3"
 	"github.com/tabbynet/tabby/datastore"
 )
@@ -26,7 +24,7 @@ func (c *Client) ReadMany(ctx context.Context, reqs []datastore.ReadRequest) ([]
 		return nil, fmt.Errorf("reading %d objects at once: at most %d per transaction", len(reqs), maxTxnOps)
 	}
 	infos := make([]v3.KindInfo, len(reqs))
-	var ops []clientv3.Op
+	var ops []requestOp
 	var opOf []int // request index of each op
 	for i, r := range reqs {
 		op := "get"
@@ -46,7 +44,7 @@ func (c *Client) ReadMany(ctx context.Context, reqs []datastore.ReadRequest) ([]
 				fail(err)
 				continue
 			}
-			ops = append(ops, clientv3.OpGet(key))
+			ops = append(ops, getOp(key))
 		} else {
 			if strings.Contains(r.NamePrefix, "/") {
 				fail(fmt.Errorf("%w: a name prefix may not contain '/'", datastore.ErrInvalid))
@@ -57,7 +55,7 @@ func (c *Client) ReadMany(ctx context.Context, reqs []datastore.ReadRequest) ([]
 				// Names are the last key segment: narrow the range.
 				prefix += r.NamePrefix
 			}
-			ops = append(ops, clientv3.OpGet(prefix, clientv3.WithPrefix()))
+			ops = append(ops, prefixOp(prefix))
 		}
 		opOf = append(opOf, i)
 	}
@@ -66,26 +64,29 @@ func (c *Client) ReadMany(ctx context.Context, reqs []datastore.ReadRequest) ([]
 	}
 	ctx, cancel := c.reqCtx(ctx)
 	defer cancel()
-	resp, err := c.cli.Txn(ctx).Then(ops...).Commit()
+	resp, err := c.gw.txn(ctx, txnRequest{Success: ops})
 	if err != nil {
 		return nil, c.storeErr(err)
 	}
 	for j, tr := range resp.Responses {
 		i := opOf[j]
 		r, info := reqs[i], infos[i]
-		rr := tr.GetResponseRange()
+		rr := tr.Range
+		if rr == nil {
+			rr = &rangeResponse{}
+		}
 		if !r.List {
 			if len(rr.Kvs) == 0 {
 				out[i].Err = &datastore.OpError{Op: "get", Key: r.Key, Err: datastore.ErrNotFound}
 				continue
 			}
-			out[i].Object, err = decode(info, rr.Kvs[0].Value, rr.Kvs[0].ModRevision)
+			out[i].Object, err = decode(info, rr.Kvs[0].Value, int64(rr.Kvs[0].ModRevision))
 			if err != nil {
 				out[i].Err = &datastore.OpError{Op: "get", Key: r.Key, Err: err}
 			}
 			continue
 		}
-		out[i].List, err = decodeList(info, rr.Kvs, resp.Header.Revision, func(obj v3.Resource) bool {
+		out[i].List, err = decodeList(info, rr.Kvs, int64(resp.Header.Revision), func(obj v3.Resource) bool {
 			return strings.HasPrefix(obj.GetName(), r.NamePrefix)
 		})
 		if err != nil {

@@ -1,0 +1,71 @@
+package plugin
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/tabbynet/tabby/cni-plugin/netconf"
+)
+
+// DefaultHintDir is where the plugin remembers, between its one-call
+// processes, which IPAM blocks are affine to the node.
+const DefaultHintDir = "/var/lib/cni/tabby"
+
+// blockHints is the node's affine blocks as the last ADD saw them. It is
+// only a guess about the datastore: IPAM reads the hinted blocks in the
+// same transaction as the node's affinities and keeps them only if that
+// transaction shows them affine (ipam.Allocator.Warm), so a stale or
+// wrong file costs one more read, never a wrong allocation.
+type blockHints struct {
+	path string
+	read []netip.Prefix
+}
+
+// loadBlockHints reads the hints for this node and datastore (nil when
+// dir is empty or the file is missing or unreadable).
+func loadBlockHints(dir string, c *netconf.NetConf, node string) *blockHints {
+	if dir == "" {
+		return &blockHints{}
+	}
+	sum := sha256.Sum256([]byte(c.DatastoreType + "\x00" + c.EtcdEndpoints + "\x00" + node))
+	h := &blockHints{path: filepath.Join(dir, "ipam-blocks-"+hex.EncodeToString(sum[:8]))}
+	data, err := os.ReadFile(h.path)
+	if err != nil {
+		return h
+	}
+	for _, line := range strings.Fields(string(data)) {
+		if p, err := netip.ParsePrefix(line); err == nil {
+			h.read = append(h.read, p)
+		}
+	}
+	return h
+}
+
+// save records blocks when they differ from what was read. Failing to
+// write is harmless (the next call reads without hints).
+func (h *blockHints) save(blocks []netip.Prefix) {
+	if h.path == "" || len(blocks) == 0 || slices.Equal(blocks, h.read) {
+		return
+	}
+	var b strings.Builder
+	for _, p := range blocks {
+		b.WriteString(p.String() + "\n")
+	}
+	if err := os.MkdirAll(filepath.Dir(h.path), 0o755); err != nil {
+		return
+	}
+	// Write aside and rename: concurrent ADDs never see half a file.
+	f, err := os.CreateTemp(filepath.Dir(h.path), ".ipam-blocks-*")
+	if err != nil {
+		return
+	}
+	_, werr := f.WriteString(b.String())
+	if cerr := f.Close(); werr != nil || cerr != nil || os.Rename(f.Name(), h.path) != nil {
+		os.Remove(f.Name())
+	}
+}

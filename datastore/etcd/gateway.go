@@ -1,0 +1,278 @@
+package etcd
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/net/http2"
+)
+
+// gateway speaks etcd's v3 API without etcd's client library: unary KV
+// calls as gRPC over HTTP/2 with hand-encoded messages (grpcwire.go), and
+// watches through the JSON gateway every etcd (3.4+) serves on its client
+// URLs (POST /v3/watch, protobuf-JSON: keys and values base64, int64s as
+// strings). The calico CNI binary starts once per pod, and grpc-go +
+// protobuf registration cost it ~4 ms of package initialisation and half
+// its binary size before its first request.
+type gateway struct {
+	endpoints []gatewayEndpoint
+	current   atomic.Int32 // index of the endpoint that answered last
+}
+
+type gatewayEndpoint struct {
+	name     string // as configured, for errors
+	base     string // URL prefix of the JSON gateway
+	grpcBase string // URL prefix of the gRPC service (h2c)
+	client   *http.Client
+	h2       *http.Client
+}
+
+// newGateway accepts http://host:port, host:port and
+// unix://path (or unix:path) endpoints.
+func newGateway(endpoints []string, dialTimeout time.Duration) (*gateway, error) {
+	g := &gateway{}
+	for _, ep := range endpoints {
+		ep = strings.TrimSpace(ep)
+		dialer := &net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}
+		tr := &http.Transport{
+			DialContext:         dialer.DialContext,
+			MaxIdleConnsPerHost: 16,
+			IdleConnTimeout:     90 * time.Second,
+			DisableCompression:  true,
+		}
+		h2 := &http2.Transport{
+			AllowHTTP: true, // h2c: gRPC without TLS
+			DialTLSContext: func(ctx context.Context, network, addr string, _ *tls.Config) (net.Conn, error) {
+				return dialer.DialContext(ctx, network, addr)
+			},
+		}
+		e := gatewayEndpoint{name: ep, client: &http.Client{Transport: tr}, h2: &http.Client{Transport: h2}}
+		switch {
+		case strings.HasPrefix(ep, "unix://"), strings.HasPrefix(ep, "unix:"):
+			path := strings.TrimPrefix(strings.TrimPrefix(ep, "unix:"), "//")
+			if path == "" {
+				return nil, fmt.Errorf("etcd endpoint %q: no socket path", ep)
+			}
+			tr.DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) {
+				return dialer.DialContext(ctx, "unix", path)
+			}
+			h2.DialTLSContext = func(ctx context.Context, _, _ string, _ *tls.Config) (net.Conn, error) {
+				return dialer.DialContext(ctx, "unix", path)
+			}
+			e.base = "http://etcd"
+		case strings.HasPrefix(ep, "https://"):
+			return nil, fmt.Errorf("etcd endpoint %q: TLS to etcd is not supported yet", ep)
+		case strings.HasPrefix(ep, "http://"):
+			e.base = strings.TrimSuffix(ep, "/")
+		case !strings.Contains(ep, "://") && ep != "":
+			e.base = "http://" + strings.TrimSuffix(ep, "/") // host:port, as etcdctl takes it
+		default:
+			return nil, fmt.Errorf("etcd endpoint %q: want http://host:port, https://host:port or unix://path", ep)
+		}
+		e.grpcBase = e.base
+		g.endpoints = append(g.endpoints, e)
+	}
+	return g, nil
+}
+
+func (g *gateway) close() {
+	for _, e := range g.endpoints {
+		e.client.CloseIdleConnections()
+		e.h2.CloseIdleConnections()
+	}
+}
+
+// gatewayError is an error status the server answered with: a gRPC code
+// and its message.
+type gatewayError struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+}
+
+func (e *gatewayError) Error() string {
+	return "etcdserver: " + strings.TrimPrefix(e.Message, "etcdserver: ")
+}
+
+// gRPC status codes the gateway reports.
+const (
+	codeDeadlineExceeded = 4
+	codeOutOfRange       = 11 // a compacted revision
+	codeUnavailable      = 14
+)
+
+// errUnreachable marks a request that could not reach any endpoint.
+var errUnreachable = errors.New("no etcd endpoint reachable")
+
+func (g *gateway) send(ctx context.Context, idx int, path string, body []byte) (*http.Response, error) {
+	e := g.endpoints[idx]
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.base+path, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	return e.client.Do(req)
+}
+
+func decodeResponse(resp *http.Response, out any) error {
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		ge := &gatewayError{}
+		if json.Unmarshal(data, ge) != nil || ge.Message == "" {
+			return fmt.Errorf("etcd gateway: HTTP %s: %.200s", resp.Status, data)
+		}
+		return ge
+	}
+	return json.Unmarshal(data, out)
+}
+
+func isDialError(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
+
+// --- etcdserverpb messages: header and keyValue are also the watch
+// stream's JSON; the rest are encoded by grpcwire.go ---
+
+// rev is an int64 the gateway writes as a JSON string.
+type rev int64
+
+func (r rev) MarshalJSON() ([]byte, error) {
+	return []byte(`"` + strconv.FormatInt(int64(r), 10) + `"`), nil
+}
+
+func (r *rev) UnmarshalJSON(b []byte) error {
+	n, err := strconv.ParseInt(strings.Trim(string(b), `"`), 10, 64)
+	*r = rev(n)
+	return err
+}
+
+type header struct {
+	Revision rev `json:"revision"`
+}
+
+type keyValue struct {
+	Key            []byte `json:"key"`
+	Value          []byte `json:"value"`
+	CreateRevision rev    `json:"create_revision"`
+	ModRevision    rev    `json:"mod_revision"`
+}
+
+type rangeRequest struct {
+	Key      []byte
+	RangeEnd []byte
+	KeysOnly bool
+}
+
+type rangeResponse struct {
+	Header header
+	Kvs    []keyValue
+}
+
+type putRequest struct {
+	Key   []byte
+	Value []byte
+}
+
+type deleteRequest struct {
+	Key []byte
+}
+
+// requestOp is one operation of a transaction: exactly one field is set.
+type requestOp struct {
+	Range  *rangeRequest
+	Put    *putRequest
+	Delete *deleteRequest
+}
+
+// compare guards a transaction on a key's create or mod revision being
+// equal to a value. Exactly one of the revisions is set (a oneof).
+type compare struct {
+	Key            []byte
+	CreateRevision *rev
+	ModRevision    *rev
+}
+
+type txnRequest struct {
+	Compare []compare
+	Success []requestOp
+	Failure []requestOp
+}
+
+type txnResponse struct {
+	Header    header
+	Succeeded bool
+	Responses []responseOp
+}
+
+// responseOp is one operation's answer: only ranges carry data we use.
+type responseOp struct {
+	Range *rangeResponse
+}
+
+func createRevisionIs(key string, r int64) compare {
+	v := rev(r)
+	return compare{Key: []byte(key), CreateRevision: &v}
+}
+
+func modRevisionIs(key string, r int64) compare {
+	v := rev(r)
+	return compare{Key: []byte(key), ModRevision: &v}
+}
+
+func getOp(key string) requestOp { return requestOp{Range: &rangeRequest{Key: []byte(key)}} }
+
+func prefixOp(prefix string) requestOp {
+	return requestOp{Range: &rangeRequest{Key: []byte(prefix), RangeEnd: prefixEnd(prefix)}}
+}
+
+func putOp(key string, val []byte) requestOp {
+	return requestOp{Put: &putRequest{Key: []byte(key), Value: val}}
+}
+
+func deleteOp(key string) requestOp { return requestOp{Delete: &deleteRequest{Key: []byte(key)}} }
+
+// prefixEnd is the range end covering every key that starts with prefix:
+// the prefix with its last byte below 0xff incremented.
+func prefixEnd(prefix string) []byte {
+	end := []byte(prefix)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] < 0xff {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return []byte{0} // every key
+}
+
+func (g *gateway) rangeKeys(ctx context.Context, req rangeRequest) (*rangeResponse, error) {
+	b, err := g.unary(ctx, "Range", req.marshal())
+	if err != nil {
+		return nil, err
+	}
+	out := &rangeResponse{}
+	return out, out.unmarshal(b)
+}
+
+func (g *gateway) txn(ctx context.Context, req txnRequest) (*txnResponse, error) {
+	b, err := g.unary(ctx, "Txn", req.marshal())
+	if err != nil {
+		return nil, err
+	}
+	out := &txnResponse{}
+	return out, out.unmarshal(b)
+}
