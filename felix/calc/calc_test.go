@@ -245,3 +245,53 @@ func TestRemoteEndpointBadFieldsIgnored(t *testing.T) {
 		t.Errorf("problems = %v, want only the bad IP", res.Problems)
 	}
 }
+
+// TestHostPolicyKinds: Calico's split of a host endpoint's policies by
+// kind, and that workloads take only normal policies.
+func TestHostPolicyKinds(t *testing.T) {
+	allow := []v3.Rule{{Action: v3.Allow}}
+	objs := []any{
+		ct.NSProfile("prod", nil),
+		ct.WEP("prod", "w", ct.Node, "caliw", "10.65.0.1", map[string]string{"x": "1"}),
+		ct.HEP("eth0", ct.Node, "eth0", map[string]string{"x": "1"}),
+		ct.HEP("all", ct.Node, "*", map[string]string{"x": "1"}),
+		ct.GNP("normal", "default", ct.Ptr(1.0), "has(x)", ct.Both, allow, allow),
+		ct.HostPolicy(ct.GNP("fwd", "default", ct.Ptr(2.0), "has(x)", ct.Both, allow, allow), true, false, false),
+		ct.HostPolicy(ct.GNP("pre", "default", ct.Ptr(3.0), "has(x)", ct.Ingress, allow, nil), false, true, false),
+		ct.HostPolicy(ct.GNP("untracked", "default", ct.Ptr(4.0), "has(x)", ct.Both, allow, allow), false, false, true),
+	}
+	res := calc.Compute(ct.Input(ct.Node, objs))
+	if len(res.Problems) > 0 {
+		t.Fatalf("problems: %v", res.Problems)
+	}
+	names := func(tps []calc.TierPolicies) (out []string) {
+		for _, tp := range tps {
+			for _, p := range tp.Policies {
+				out = append(out, p.Name)
+			}
+		}
+		return out
+	}
+	w, eth0, all := endpoint(t, res, "prod/node1-k8s-w-eth0"), endpoint(t, res, "eth0"), endpoint(t, res, "all")
+	tests := []struct {
+		name      string
+		got, want []string
+	}{
+		{"workload ingress: normal policies only", names(w.Ingress), []string{"normal", "fwd"}},
+		{"workload: no forward/preDNAT/untracked lists", append(append(names(w.ForwardIngress), names(w.PreDNATIngress)...), names(w.UntrackedIngress)...), nil},
+		{"hep ingress: normal and applyOnForward", names(eth0.Ingress), []string{"normal", "fwd"}},
+		{"hep egress: normal and applyOnForward", names(eth0.Egress), []string{"normal", "fwd"}},
+		{"hep forward: applyOnForward only", names(eth0.ForwardIngress), []string{"fwd"}},
+		{"hep forward egress", names(eth0.ForwardEgress), []string{"fwd"}},
+		{"hep preDNAT (ingress only)", names(eth0.PreDNATIngress), []string{"pre"}},
+		{"hep untracked ingress", names(eth0.UntrackedIngress), []string{"untracked"}},
+		{"hep untracked egress", names(eth0.UntrackedEgress), []string{"untracked"}},
+		{"* hep: no untracked policy (as Calico)", append(names(all.UntrackedIngress), names(all.UntrackedEgress)...), nil},
+		{"* hep: preDNAT applies", names(all.PreDNATIngress), []string{"pre"}},
+	}
+	for _, tt := range tests {
+		if diff := cmp.Diff(tt.want, tt.got); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", tt.name, diff)
+		}
+	}
+}

@@ -52,6 +52,9 @@ type parsedPolicy struct {
 	tier            *tierInfo
 	sel             *matcher
 	ingress, egress bool
+	// kind is how the policy applies to host endpoints (normal,
+	// applyOnForward, preDNAT, doNotTrack).
+	kind policyKind
 	// The policy's rules, converted once, and the ipsets they need.
 	in, out []Rule
 	demands map[string]*demand
@@ -479,7 +482,7 @@ func policyTypes(types []v3.PolicyType, in, out []v3.Rule) (ingress, egress bool
 func (c *computer) loadPolicies(nps []*v3.NetworkPolicy, gnps []*v3.GlobalNetworkPolicy) {
 	// add resolves the tier (every time: tiers come and go) and uses the
 	// memoised parse of the policy itself.
-	add := func(obj any, kind, ns, name, tier string, order *float64, sel, nsSel, saSel string, types []v3.PolicyType, in, out []v3.Rule) {
+	add := func(obj any, kind, ns, name, tier string, pk policyKind, order *float64, sel, nsSel, saSel string, types []v3.PolicyType, in, out []v3.Rule) {
 		if tier == "" {
 			tier = v3.DefaultTierName
 		}
@@ -513,7 +516,7 @@ func (c *computer) loadPolicies(nps []*v3.NetworkPolicy, gnps []*v3.GlobalNetwor
 		p := *info.p
 		p.id = PolicyID{Tier: tier, Namespace: ns, Name: name}
 		p.name = policyName(p.id)
-		p.order, p.tier = order, ti
+		p.order, p.tier, p.kind = order, ti, pk
 		c.policies = append(c.policies, &p)
 	}
 	for _, np := range dedupe(c, v3.KindNetworkPolicy, nps, func(p *v3.NetworkPolicy) (string, string, string) {
@@ -524,7 +527,7 @@ func (c *computer) loadPolicies(nps []*v3.NetworkPolicy, gnps []*v3.GlobalNetwor
 			continue
 		}
 		s := &np.Spec
-		add(np, v3.KindNetworkPolicy, np.Namespace, np.Name, s.Tier, s.Order, s.Selector, "", s.ServiceAccountSelector, s.Types, s.Ingress, s.Egress)
+		add(np, v3.KindNetworkPolicy, np.Namespace, np.Name, s.Tier, policyNormal, s.Order, s.Selector, "", s.ServiceAccountSelector, s.Types, s.Ingress, s.Egress)
 	}
 	for _, gp := range dedupe(c, v3.KindGlobalNetworkPolicy, gnps, func(p *v3.GlobalNetworkPolicy) (string, string, string) {
 		return "", p.Name, p.ResourceVersion
@@ -534,11 +537,7 @@ func (c *computer) loadPolicies(nps []*v3.NetworkPolicy, gnps []*v3.GlobalNetwor
 			continue
 		}
 		s := &gp.Spec
-		if s.DoNotTrack || s.PreDNAT {
-			c.report(v3.KindGlobalNetworkPolicy, "", gp.Name, "doNotTrack and preDNAT are not supported yet; policy skipped")
-			continue
-		}
-		add(gp, v3.KindGlobalNetworkPolicy, "", gp.Name, s.Tier, s.Order, s.Selector, s.NamespaceSelector, s.ServiceAccountSelector, s.Types, s.Ingress, s.Egress)
+		add(gp, v3.KindGlobalNetworkPolicy, "", gp.Name, s.Tier, globalPolicyKind(s), s.Order, s.Selector, s.NamespaceSelector, s.ServiceAccountSelector, s.Types, s.Ingress, s.Egress)
 	}
 }
 
@@ -597,7 +596,7 @@ func (c *computer) selectPolicies(res *Result, locals *matchSet) {
 	// not on their rules: when those are as last time, reuse the lists.
 	order := make([]selectionKey, len(c.policies))
 	for i, p := range c.policies {
-		order[i] = selectionKey{id: p.id, tier: p.tier.name, action: p.tier.action, ingress: p.ingress, egress: p.egress, sel: p.sel.id}
+		order[i] = selectionKey{id: p.id, tier: p.tier.name, action: p.tier.action, ingress: p.ingress, egress: p.egress, kind: p.kind, sel: p.sel.id}
 	}
 	var last *selection
 	if c.memo != nil {
@@ -623,13 +622,7 @@ func (c *computer) selectPolicies(res *Result, locals *matchSet) {
 		}
 		if !reuse {
 			for _, li := range sel {
-				ep := &eps[li]
-				if p.ingress {
-					ep.Ingress = appendTier(ep.Ingress, p)
-				}
-				if p.egress {
-					ep.Egress = appendTier(ep.Egress, p)
-				}
+				addToEndpoint(&eps[li], p)
 			}
 		}
 		res.Policies[p.id] = &Policy{ID: p.id, Ingress: p.in, Egress: p.out}
@@ -648,6 +641,7 @@ type selectionKey struct {
 	tier            string
 	action          v3.Action
 	ingress, egress bool
+	kind            policyKind
 	sel             string
 }
 

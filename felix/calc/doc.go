@@ -7,6 +7,11 @@
 // that apply, the rules of each active policy and profile with every
 // selector, named port and multi-CIDR match resolved to an ipset ID, and the
 // members of those ipsets over all endpoints and network sets in the cluster.
+// A host endpoint's policies are split as Calico splits them: normal
+// (Ingress/Egress), applyOnForward (also ForwardIngress/ForwardEgress),
+// preDNAT (PreDNATIngress) and doNotTrack (UntrackedIngress/
+// UntrackedEgress; none for an all-interfaces "*" host endpoint); a
+// workload endpoint takes normal and applyOnForward policies only.
 //
 // The package does no I/O and reads no clock; the same resources given in any
 // order give an identical Result. Bad input (an object that fails

@@ -15,7 +15,10 @@ func (r *Result) String() string {
 		for _, d := range []struct {
 			name  string
 			tiers []TierPolicies
-		}{{"ingress", ep.Ingress}, {"egress", ep.Egress}} {
+		}{{"ingress", ep.Ingress}, {"egress", ep.Egress},
+			{"forward-ingress", ep.ForwardIngress}, {"forward-egress", ep.ForwardEgress},
+			{"prednat-ingress", ep.PreDNATIngress},
+			{"untracked-ingress", ep.UntrackedIngress}, {"untracked-egress", ep.UntrackedEgress}} {
 			for _, t := range d.tiers {
 				fmt.Fprintf(&b, "  %s tier %s (default %s):", d.name, t.Tier, t.DefaultAction)
 				for _, p := range t.Policies {

@@ -83,6 +83,17 @@ type Endpoint struct {
 	// least one policy for this endpoint in that direction. When a
 	// direction has no tiers, the profiles decide.
 	Ingress, Egress []TierPolicies
+	// Host endpoints only (as Calico splits a host endpoint's policies):
+	// Ingress and Egress above hold its normal policies (tracked, after
+	// DNAT, applyOnForward or not); ForwardIngress and ForwardEgress the
+	// normal policies with applyOnForward, which also police traffic
+	// forwarded through the interface; PreDNATIngress the preDNAT
+	// policies (mangle table); UntrackedIngress and UntrackedEgress the
+	// doNotTrack policies (raw table). A workload endpoint ignores
+	// preDNAT and doNotTrack policies.
+	ForwardIngress, ForwardEgress     []TierPolicies
+	PreDNATIngress                    []TierPolicies
+	UntrackedIngress, UntrackedEgress []TierPolicies
 	// Profiles are the endpoint's profiles that exist, in its order.
 	Profiles []string
 }

@@ -10,8 +10,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -34,6 +36,12 @@ type Dataplane interface {
 	Run(ctx context.Context) error
 }
 
+// HostInterfaceLister lists the node's interfaces and their addresses
+// (dataplane.Dataplane implements it).
+type HostInterfaceLister interface {
+	HostInterfaces(ctx context.Context) (map[string][]netip.Addr, error)
+}
+
 // Config configures a Daemon.
 type Config struct {
 	NodeName string
@@ -49,7 +57,13 @@ type Config struct {
 	Dataplane  Dataplane
 	// Debounce coalesces bursts of updates (default 50ms).
 	Debounce time.Duration
-	Logger   *slog.Logger
+	// HostInterfaceInterval is how often, while a local host endpoint is
+	// given by expectedIPs only, the node's interface addresses are
+	// re-read to follow an address moving between interfaces (default
+	// 10s). The Dataplane must implement HostInterfaceLister for such
+	// host endpoints to be rendered.
+	HostInterfaceInterval time.Duration
+	Logger                *slog.Logger
 	// Metrics, if set, records calculations and bad input.
 	Metrics *Metrics
 }
@@ -94,6 +108,10 @@ type Daemon struct {
 	renderers []*rules.Renderer
 	rulesCfg  rules.Config
 
+	// ipOnlyHEPs says the last computation had a local host endpoint
+	// given by expectedIPs only (Run then re-reads the addresses).
+	ipOnlyHEPs atomic.Bool
+
 	dirty chan struct{}
 }
 
@@ -104,6 +122,9 @@ func New(cfg Config) *Daemon {
 	}
 	if cfg.Debounce == 0 {
 		cfg.Debounce = 50 * time.Millisecond
+	}
+	if cfg.HostInterfaceInterval == 0 {
+		cfg.HostInterfaceInterval = 10 * time.Second
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -189,13 +210,16 @@ func (d *Daemon) Recompute() bool {
 		return false
 	}
 	if d.cfg.RulesConfig != nil {
-		if rc := d.cfg.RulesConfig(global, node); !reflect.DeepEqual(rc, d.rulesCfg) {
+		rc := d.cfg.RulesConfig(global, node)
+		rc.HostInterfaces = d.rulesCfg.HostInterfaces
+		if !reflect.DeepEqual(rc, d.rulesCfg) {
 			d.log.Info("rendering configuration changed", "config", fmt.Sprintf("%+v", rc))
 			d.setRulesConfig(rc)
 		}
 	}
 	start := time.Now()
 	res := calc.ComputeWith(in, d.memo)
+	d.resolveHostInterfaces(res)
 	var rss []*rules.Ruleset
 	for _, r := range d.renderers {
 		rss = append(rss, r.Render(res))
@@ -216,6 +240,41 @@ func (d *Daemon) Recompute() bool {
 	}
 	d.log.Debug("recomputed", "duration", time.Since(start), "endpoints", len(res.Endpoints), "policies", len(res.Policies))
 	return true
+}
+
+// resolveHostInterfaces reads the node's interface addresses when a local
+// host endpoint needs them (expectedIPs only) and renders with them; the
+// renderers are replaced only when the addresses changed.
+func (d *Daemon) resolveHostInterfaces(res *calc.Result) {
+	need := false
+	for _, ep := range res.Endpoints {
+		if ep.Kind == calc.Host && ep.Interface == "" {
+			need = true
+			break
+		}
+	}
+	d.ipOnlyHEPs.Store(need)
+	var ifaces map[string][]netip.Addr
+	if need {
+		lister, ok := d.cfg.Dataplane.(HostInterfaceLister)
+		if !ok {
+			d.log.Warn("host endpoints by expectedIPs need the interface addresses, which this dataplane cannot list")
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		var err error
+		if ifaces, err = lister.HostInterfaces(ctx); err != nil {
+			d.log.Warn("listing host interfaces; keeping the last known", "error", err)
+			return
+		}
+	}
+	if !reflect.DeepEqual(ifaces, d.rulesCfg.HostInterfaces) {
+		rc := d.rulesCfg
+		rc.HostInterfaces = ifaces
+		d.log.Info("host interface addresses changed", "interfaces", fmt.Sprint(ifaces))
+		d.setRulesConfig(rc)
+	}
 }
 
 // Run starts the dataplane loop and the syncer (when given) and recomputes
@@ -239,6 +298,8 @@ func (d *Daemon) Run(ctx context.Context, syncer datastore.Syncer) error {
 		}()
 	}
 	defer wg.Wait()
+	ifaceTick := time.NewTicker(d.cfg.HostInterfaceInterval)
+	defer ifaceTick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -249,6 +310,10 @@ func (d *Daemon) Run(ctx context.Context, syncer datastore.Syncer) error {
 			}
 			return nil
 		case <-d.dirty:
+		case <-ifaceTick.C:
+			if !d.ipOnlyHEPs.Load() {
+				continue
+			}
 		}
 		// Coalesce a burst of updates into one computation.
 		select {

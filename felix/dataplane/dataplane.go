@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,8 +32,10 @@ type Config struct {
 // namespace. SetDesired may be called from any goroutine; Apply and Run
 // must not run concurrently with each other (Run calls Apply).
 type Dataplane struct {
-	cfg    Config
-	v4, v6 *Table
+	cfg Config
+	// v4 and v6 hold one driver per table, in apply order (raw, mangle,
+	// filter: see rules.Ruleset.Tables); v6 is nil without IPv6.
+	v4, v6 []*Table
 	sets   *IPSets
 	log    *slog.Logger
 
@@ -59,11 +62,55 @@ func New(cfg Config) *Dataplane {
 		cfg.Logger = slog.Default()
 	}
 	d := &Dataplane{cfg: cfg, log: cfg.Logger, sets: NewIPSets(cfg.Runner), kick: make(chan struct{}, 1)}
-	d.v4 = NewTable("filter", cfg.V4, cfg.Runner)
+	d.v4 = newTables(cfg.V4, cfg.Runner)
 	if cfg.V6 != (Backend{}) {
-		d.v6 = NewTable("filter", cfg.V6, cfg.Runner)
+		d.v6 = newTables(cfg.V6, cfg.Runner)
 	}
 	return d
+}
+
+// tableNames are the tables felix programs, in apply order.
+var tableNames = []string{"raw", "mangle", "filter"}
+
+func newTables(b Backend, run Runner) []*Table {
+	ts := make([]*Table, len(tableNames))
+	for i, name := range tableNames {
+		ts[i] = NewTable(name, b, run)
+	}
+	return ts
+}
+
+// setDesired hands each table of one IP version its part of rs.
+func setDesired(tables []*Table, rs *rules.Ruleset) {
+	byName := map[string]rules.NamedTable{}
+	for _, t := range rs.Tables() {
+		byName[t.Name] = t
+	}
+	for _, t := range tables {
+		want := byName[t.name]
+		t.SetDesired(want.Chains, want.Hooks)
+	}
+}
+
+// applyTables applies each table of one IP version, summing the stats.
+// A table whose stale chains could not be deleted does not stop the
+// others; that error is returned at the end.
+func (d *Dataplane) applyTables(ctx context.Context, tables []*Table, ipVersion int) (Stats, error) {
+	var sum Stats
+	for _, t := range tables {
+		st, err := t.Apply(ctx)
+		sum.ChainsWritten += st.ChainsWritten
+		sum.ChainsDeleted += st.ChainsDeleted
+		sum.HooksFixed += st.HooksFixed
+		sum.Restores += st.Restores
+		if err != nil {
+			if !errors.Is(err, ErrStaleChainsKept) {
+				return sum, err
+			}
+			d.log.Warn("iptables: keeping stale chains", "ipVersion", ipVersion, "table", t.name, "error", err)
+		}
+	}
+	return sum, nil
 }
 
 // SetDesired hands over the rendered rulesets (one per IP version) and
@@ -80,9 +127,8 @@ func (d *Dataplane) SetDesired(rulesets ...*rules.Ruleset) {
 
 // InvalidateCaches makes the next Apply read the kernel (a full resync).
 func (d *Dataplane) InvalidateCaches() {
-	d.v4.InvalidateCache()
-	if d.v6 != nil {
-		d.v6.InvalidateCache()
+	for _, t := range append(slices.Clone(d.v4), d.v6...) {
+		t.InvalidateCache()
 	}
 	d.sets.InvalidateCache()
 }
@@ -107,12 +153,12 @@ func (d *Dataplane) Apply(ctx context.Context) (Result, error) {
 		for _, rs := range pending {
 			switch rs.IPVersion {
 			case 4:
-				d.v4.SetDesired(rs.Chains, rs.Hooks)
+				setDesired(d.v4, rs)
 			case 6:
 				if d.v6 == nil {
 					continue
 				}
-				d.v6.SetDesired(rs.Chains, rs.Hooks)
+				setDesired(d.v6, rs)
 			}
 			specs = append(specs, rs.IPSets...)
 		}
@@ -122,18 +168,12 @@ func (d *Dataplane) Apply(ctx context.Context) (Result, error) {
 	if res.SetsWritten, err = d.sets.ApplyUpdates(ctx); err != nil {
 		return res, err
 	}
-	if res.V4, err = d.v4.Apply(ctx); err != nil {
-		if !errors.Is(err, ErrStaleChainsKept) {
-			return res, err
-		}
-		d.log.Warn("iptables: keeping stale chains", "ipVersion", 4, "error", err)
+	if res.V4, err = d.applyTables(ctx, d.v4, 4); err != nil {
+		return res, err
 	}
 	if d.v6 != nil {
-		if res.V6, err = d.v6.Apply(ctx); err != nil {
-			if !errors.Is(err, ErrStaleChainsKept) {
-				return res, err
-			}
-			d.log.Warn("iptables: keeping stale chains", "ipVersion", 6, "error", err)
+		if res.V6, err = d.applyTables(ctx, d.v6, 6); err != nil {
+			return res, err
 		}
 	}
 	if res.SetsDeleted, err = d.sets.ApplyDeletions(ctx); err != nil {
@@ -219,9 +259,9 @@ func (d *Dataplane) record(res Result, err error, took time.Duration) {
 		m.Failures.Inc()
 		return
 	}
-	rules := d.v4.ruleCount()
-	if d.v6 != nil {
-		rules += d.v6.ruleCount()
+	rules := 0
+	for _, t := range append(slices.Clone(d.v4), d.v6...) {
+		rules += t.ruleCount()
 	}
 	m.RulesProgrammed.Set(float64(rules))
 	m.SetsProgrammed.Set(float64(len(d.sets.desired)))

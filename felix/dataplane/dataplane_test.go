@@ -37,37 +37,8 @@ func checkMatches(t *testing.T, k *fake.Kernel, want []*rules.Ruleset) {
 	t.Helper()
 	var wantSets []string
 	for _, rs := range want {
-		var got []string
-		for _, c := range k.Chains(rs.IPVersion) {
-			if strings.HasPrefix(c, "cali-") {
-				got = append(got, c)
-			}
-		}
-		var names []string
-		for _, c := range rs.Chains {
-			names = append(names, c.Name)
-			var specs []string
-			for _, r := range c.Hashed() {
-				specs = append(specs, r.Spec)
-			}
-			if g := k.Rules(rs.IPVersion, c.Name); !slices.Equal(g, specs) {
-				t.Errorf("v%d chain %s:\n got %q\nwant %q", rs.IPVersion, c.Name, g, specs)
-			}
-		}
-		if !slices.Equal(got, names) {
-			t.Errorf("v%d chains: got %v want %v", rs.IPVersion, got, names)
-		}
-		for _, h := range rs.Hooks {
-			base := k.Rules(rs.IPVersion, h.Base)
-			n := 0
-			for _, r := range base {
-				if strings.Contains(r, "cali:") {
-					n++
-				}
-			}
-			if len(base) == 0 || base[0] != h.Rule().Spec || n != 1 {
-				t.Errorf("v%d %s: want exactly one hook at the top, have %q", rs.IPVersion, h.Base, base)
-			}
+		for _, tbl := range rs.Tables() {
+			checkTable(t, k, rs.IPVersion, tbl)
 		}
 		for _, s := range rs.IPSets {
 			wantSets = append(wantSets, s.Name)
@@ -98,6 +69,44 @@ func checkMatches(t *testing.T, k *fake.Kernel, want []*rules.Ruleset) {
 	}
 }
 
+// checkTable asserts one table of the fake kernel holds exactly the
+// desired cali chains, each hook once at the top of its base chain.
+func checkTable(t *testing.T, k *fake.Kernel, v int, tbl rules.NamedTable) {
+	t.Helper()
+	var got []string
+	for _, c := range k.TableChains(v, tbl.Name) {
+		if strings.HasPrefix(c, "cali-") {
+			got = append(got, c)
+		}
+	}
+	var names []string
+	for _, c := range tbl.Chains {
+		names = append(names, c.Name)
+		var specs []string
+		for _, r := range c.Hashed() {
+			specs = append(specs, r.Spec)
+		}
+		if g := k.TableRules(v, tbl.Name, c.Name); !slices.Equal(g, specs) {
+			t.Errorf("v%d %s chain %s:\n got %q\nwant %q", v, tbl.Name, c.Name, g, specs)
+		}
+	}
+	if !slices.Equal(got, names) {
+		t.Errorf("v%d %s chains: got %v want %v", v, tbl.Name, got, names)
+	}
+	for _, h := range tbl.Hooks {
+		base := k.TableRules(v, tbl.Name, h.Base)
+		n := 0
+		for _, r := range base {
+			if strings.Contains(r, "cali:") {
+				n++
+			}
+		}
+		if len(base) == 0 || base[0] != h.Rule().Spec || n != 1 {
+			t.Errorf("v%d %s %s: want exactly one hook at the top, have %q", v, tbl.Name, h.Base, base)
+		}
+	}
+}
+
 func TestFirstSyncThenNoop(t *testing.T) {
 	ctx := context.Background()
 	k := fake.NewKernel()
@@ -110,8 +119,8 @@ func TestFirstSyncThenNoop(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkMatches(t, k, want)
-	if got := k.Count("iptables-restore"); got != 1 {
-		t.Errorf("iptables-restore calls = %d, want 1", got)
+	if got := k.Count("iptables-restore"); got != 3 {
+		t.Errorf("iptables-restore calls = %d, want 3 (one per table: raw, mangle, filter)", got)
 	}
 	if got := k.Rules(4, "DOCKER"); !slices.Equal(got, []string{"-j RETURN"}) {
 		t.Errorf("non-cali chain touched: %v", got)
@@ -215,11 +224,13 @@ func TestFailureForcesFullResync(t *testing.T) {
 	if _, err := dp.Apply(ctx); err == nil {
 		t.Fatal("want the injected failure")
 	}
-	saves := k.Count("iptables-save")
+	// The failed restore is the first table's (raw): the retry must read
+	// that table again before writing it.
+	saves := k.Count("iptables-save -t raw")
 	if _, err := dp.Apply(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if k.Count("iptables-save") != saves+1 {
+	if k.Count("iptables-save -t raw") != saves+1 {
 		t.Error("the retry did not re-read the table")
 	}
 	checkMatches(t, k, want)
@@ -367,5 +378,75 @@ func TestStaleSetInUseDoesNotBlock(t *testing.T) {
 	}
 	if got := k.Sets(); len(got) != 0 {
 		t.Errorf("sets left %v after unpinning", got)
+	}
+}
+
+// TestRawAndMangleFollowHostPolicies: untracked and preDNAT policy chains
+// come and go in the raw and mangle tables like the filter table's, with
+// the hooks on top and foreign rules and chains left alone.
+func TestRawAndMangleFollowHostPolicies(t *testing.T) {
+	ctx := context.Background()
+	k := fake.NewKernel()
+	k.SetTableRules(4, "raw", "MYRAW", []string{"-j RETURN"})
+	k.SetTableRules(4, "raw", "PREROUTING", []string{"-j MYRAW"})
+	dp := newDP(k)
+	full := ct.Scenario()
+	want := render(full)
+	dp.SetDesired(want...)
+	if _, err := dp.Apply(ctx); err != nil {
+		t.Fatal(err)
+	}
+	checkMatches(t, k, want)
+	for _, tc := range []struct{ table, chain string }{{"raw", "cali-fh-eth0"}, {"raw", "cali-th-eth0"}, {"mangle", "cali-fh-eth0"}} {
+		if len(k.TableRules(4, tc.table, tc.chain)) == 0 {
+			t.Errorf("%s %s not programmed", tc.table, tc.chain)
+		}
+	}
+	// Without the preDNAT and doNotTrack policies their chains go.
+	var plain []any
+	for _, o := range full {
+		if p, ok := o.(*v3.GlobalNetworkPolicy); ok && (p.Spec.PreDNAT || p.Spec.DoNotTrack) {
+			continue
+		}
+		plain = append(plain, o)
+	}
+	want = render(plain)
+	dp.SetDesired(want...)
+	if _, err := dp.Apply(ctx); err != nil {
+		t.Fatal(err)
+	}
+	checkMatches(t, k, want)
+	stale := func(table string, prefixes ...string) {
+		t.Helper()
+		for _, c := range k.TableChains(4, table) {
+			for _, p := range prefixes {
+				if strings.HasPrefix(c, p) {
+					t.Errorf("stale %s chain %s kept", table, c)
+				}
+			}
+		}
+	}
+	stale("raw", "cali-fh-", "cali-th-", "cali-pi-", "cali-po-")
+	stale("mangle", "cali-fh-")
+	// Without host endpoints, mangle keeps no endpoint or policy chains
+	// either (it holds their egress policy for DNAT'd host traffic).
+	var noHEPs []any
+	for _, o := range plain {
+		if _, ok := o.(*v3.HostEndpoint); !ok {
+			noHEPs = append(noHEPs, o)
+		}
+	}
+	want = render(noHEPs)
+	dp.SetDesired(want...)
+	if _, err := dp.Apply(ctx); err != nil {
+		t.Fatal(err)
+	}
+	checkMatches(t, k, want)
+	stale("mangle", "cali-fh-", "cali-th-", "cali-pi-", "cali-po-", "cali-pro-")
+	if got := k.TableRules(4, "raw", "PREROUTING"); len(got) != 2 || got[1] != "-j MYRAW" {
+		t.Errorf("raw PREROUTING = %q, want our hook then the foreign rule", got)
+	}
+	if got := k.TableRules(4, "raw", "MYRAW"); !slices.Equal(got, []string{"-j RETURN"}) {
+		t.Errorf("foreign raw chain touched: %q", got)
 	}
 }

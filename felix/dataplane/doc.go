@@ -26,8 +26,10 @@
 // atomically otherwise; sets no longer wanted are destroyed only after the
 // iptables rules that used them are gone.
 //
-// Dataplane sequences the drivers (ipsets, then iptables, then stale ipset
-// removal) and runs the loop: apply on change, refresh periodically,
+// Dataplane keeps one Table per table felix programs (raw, mangle, filter,
+// applied in that order, each its own transaction) and IP version, and
+// sequences the drivers (ipsets, then iptables, then stale ipset removal)
+// and runs the loop: apply on change, refresh periodically,
 // retry failures with exponential backoff.
 //
 // Every command goes through a Runner. The real one (ExecRunner, Linux)
@@ -37,4 +39,7 @@
 // a Go thread with setns) avoids the goroutine/OS-thread pitfalls of
 // containernetworking's pkg/ns. The fake in dataplane/testing simulates the
 // kernel's view well enough for unit tests and injects failures.
+//
+// HostInterfaces lists the namespace's interface addresses (`ip -o addr`)
+// for host endpoints given by expectedIPs only.
 package dataplane

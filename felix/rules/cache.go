@@ -176,14 +176,14 @@ func (r *renderer) cachedRulesChain(name string, rules []calc.Rule) Chain {
 	return r.cached(rulesKey{name: name, first: &rules[0], n: len(rules)}, rules, build)
 }
 
-func (r *renderer) cachedEndpointChain(name, failsafe string, tiers []calc.TierPolicies, profiles []string, polPrefix, profPrefix string) Chain {
-	build := func() Chain { return r.endpointChain(name, failsafe, tiers, profiles, polPrefix, profPrefix) }
+func (r *renderer) cachedEndpointChain(name, failsafe string, kind chainKind, tiers []calc.TierPolicies, profiles []string, polPrefix, profPrefix string) Chain {
+	build := func() Chain { return r.endpointChain(name, failsafe, kind, tiers, profiles, polPrefix, profPrefix) }
 	if r.cache == nil {
 		return build()
 	}
 	// calc hands out the same tier lists while an endpoint's policies are
 	// unchanged: try them by identity before building the content key.
-	id := endpointIdentity{name: name, failsafe: failsafe, nTiers: len(tiers), nProfiles: len(profiles)}
+	id := endpointIdentity{name: name, failsafe: failsafe, kind: kind, nTiers: len(tiers), nProfiles: len(profiles)}
 	if len(tiers) > 0 {
 		id.tiers = &tiers[0]
 	}
@@ -200,7 +200,7 @@ func (r *renderer) cachedEndpointChain(name, failsafe string, tiers []calc.TierP
 		maps.Copy(r.usedSet, e.sets)
 		return e.chain
 	}
-	key := contentKey(name, failsafe, tiers, profiles)
+	key := contentKey(name, failsafe, kind, tiers, profiles)
 	chain := r.cachedIn(cur, prev, key, nil, build)
 	// Keep the lists the identity points into alive while the entry
 	// exists, so that their addresses cannot be reused by other lists.
@@ -214,17 +214,20 @@ func (r *renderer) cachedEndpointChain(name, failsafe string, tiers []calc.TierP
 // tier and profile lists.
 type endpointIdentity struct {
 	name, failsafe    string
+	kind              chainKind
 	tiers             *calc.TierPolicies
 	profiles          *string
 	nTiers, nProfiles int
 }
 
 // contentKey names an endpoint chain by everything it is built from.
-func contentKey(name, failsafe string, tiers []calc.TierPolicies, profiles []string) string {
+func contentKey(name, failsafe string, kind chainKind, tiers []calc.TierPolicies, profiles []string) string {
 	var b strings.Builder
 	b.WriteString(name)
 	b.WriteByte(0)
 	b.WriteString(failsafe)
+	b.WriteByte(0)
+	b.WriteByte(byte('0' + kind))
 	for _, t := range tiers {
 		b.WriteString("\x00t")
 		b.WriteString(t.Tier)

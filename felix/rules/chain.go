@@ -98,22 +98,32 @@ func (h Hook) Rule() HashedRule {
 	return c.Hashed()[0]
 }
 
-// RestoreText renders the whole filter table content felix owns as
-// iptables-restore input (for a fresh namespace: it declares every chain
-// and inserts the hooks). The dataplane driver renders its own, minimal,
-// transactions; this is the reference text and the benchmark floor.
+// RestoreText renders the whole content felix owns in every table (raw,
+// mangle, filter) as iptables-restore input (for a fresh namespace: it
+// declares every chain and inserts the hooks). The dataplane driver
+// renders its own, minimal, transactions; this is the reference text and
+// the benchmark floor.
 func (rs *Ruleset) RestoreText() string {
 	var b strings.Builder
-	b.WriteString("*filter\n")
-	for _, c := range rs.Chains {
+	for _, t := range rs.Tables() {
+		b.WriteString(t.RestoreText())
+	}
+	return b.String()
+}
+
+// RestoreText renders one table's content as iptables-restore input.
+func (t *NamedTable) RestoreText() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "*%s\n", t.Name)
+	for _, c := range t.Chains {
 		fmt.Fprintf(&b, ":%s - [0:0]\n", c.Name)
 	}
-	for _, c := range rs.Chains {
+	for _, c := range t.Chains {
 		for _, r := range c.Hashed() {
 			fmt.Fprintf(&b, "-A %s %s\n", c.Name, r.Spec)
 		}
 	}
-	for _, h := range rs.Hooks {
+	for _, h := range t.Hooks {
 		fmt.Fprintf(&b, "-I %s 1 %s\n", h.Base, h.Rule().Spec)
 	}
 	b.WriteString("COMMIT\n")

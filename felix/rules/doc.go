@@ -1,6 +1,6 @@
 // Package rules renders felix's desired model (calc.Result) into iptables
-// chains for the filter table and ipset specs, for one IP version at a
-// time. It is pure: no exec, no kernel. The text it produces is what the
+// chains for the filter, mangle and raw tables and ipset specs, for one IP
+// version at a time. It is pure: no exec, no kernel. The text it produces is what the
 // dataplane drivers feed to iptables-restore and ipset restore, and it is
 // golden-tested in testdata/.
 //
@@ -19,15 +19,70 @@
 // endpoint-to-host action; cali-OUTPUT lets the host talk to its
 // workloads.
 //
-// Host endpoints (with an interface name) get cali-fh-<iface> (ingress:
-// packets from the interface to the host, via cali-from-host-endpoint from
-// cali-INPUT) and cali-th-<iface> (egress: packets from the host out of
-// the interface, via cali-to-host-endpoint from cali-OUTPUT), shaped like
-// workload chains but jumping to cali-failsafe-in/-out first, so the
-// failsafe ports (Calico's defaults: ssh, DHCP, BGP, etcd, Typha,
-// kube-apiserver) stay open whatever the policy. Interfaces without a host
-// endpoint are not touched. Forwarded traffic through host endpoints
-// (applyOnForward), preDNAT and doNotTrack are not rendered yet.
+// Host endpoints get cali-fh-<iface> (ingress: packets from the
+// interface to the host, via cali-from-host-endpoint from cali-INPUT) and
+// cali-th-<iface> (egress: packets from the host out of the interface, via
+// cali-to-host-endpoint from cali-OUTPUT), shaped like workload chains but
+// jumping to cali-failsafe-in/-out first, so the failsafe ports (Calico's
+// defaults: ssh, DHCP, BGP, etcd, Typha, kube-apiserver) stay open
+// whatever the policy. Interfaces without a host endpoint are not touched.
+// A host endpoint's policies are split as Calico splits them (see
+// calc.Endpoint):
+//
+//   - Normal policies (with or without applyOnForward) go in cali-fh-/
+//     cali-th-.
+//
+//   - applyOnForward policies also go in cali-fhfw-<iface> and
+//     cali-thfw-<iface>, reached from cali-FORWARD through
+//     cali-from-hep-forward (packets forwarded in from the interface,
+//     skipped when raw or mangle already accepted the packet) and
+//     cali-to-hep-forward (packets forwarded out of it). They have no
+//     failsafe and no profiles; with no applyOnForward policy in that
+//     direction they set the accept mark and return, so forwarded traffic
+//     through a host endpoint is only policed by applyOnForward policy
+//     (and by the workload's own chains when it goes to or from a pod).
+//
+//   - preDNAT policies (ingress only) go in the mangle table: mangle
+//     PREROUTING jumps to cali-PREROUTING, which accepts RELATED/
+//     ESTABLISHED and already-accepted packets, then dispatches by
+//     cali-from-host-endpoint to the mangle cali-fh-<iface> (conntrack
+//     rules, cali-failsafe-in, the tiers without end-of-tier drops, no
+//     profiles). A Deny drops there; an Allow sets the accept mark and
+//     cali-PREROUTING accepts; a packet no preDNAT rule decided goes on to
+//     the filter table.
+//
+//   - doNotTrack policies go in the raw table: raw PREROUTING and OUTPUT
+//     jump to cali-PREROUTING (workload interfaces skipped) and
+//     cali-OUTPUT, which dispatch by interface to the raw cali-fh-/cali-th-
+//     (no conntrack rules, a raw failsafe that also lets the replies of
+//     failsafe connections through, tiers without end-of-tier drops, no
+//     profiles). An Allow sets the accept mark, the endpoint chain sends
+//     the packet to NOTRACK and the raw chain accepts it.
+//
+//   - Normal egress policy also applies, as in Calico, in mangle
+//     POSTROUTING (cali-POSTROUTING -> cali-to-host-endpoint -> the mangle
+//     cali-th-<iface>, which allows by returning with the accept mark) to
+//     host-originated packets that were DNAT'd: filter OUTPUT skips those
+//     (`! --ctstate DNAT`) because there the output interface is still the
+//     pre-DNAT route's. cali-FORWARD sets the accept mark on what it lets
+//     fall through so that POSTROUTING leaves forwarded packets alone.
+//
+// What raw or mangle accepted keeps the accept mark, and the filter table
+// accepts it as Calico does: cali-INPUT (after the workload interfaces)
+// and cali-OUTPUT (first) accept marked packets; cali-FORWARD clears only
+// the pass mark and skips the incoming forward dispatch for them.
+//
+// A host endpoint with interfaceName "*" takes every interface that has no
+// host endpoint of its own: its chains are cali-fh-any, cali-th-any,
+// cali-fhfw-any, cali-thfw-any (and the mangle cali-fh-any), reached by a
+// final goto in the dispatch chains after returns for lo (host dispatch)
+// and workload interfaces (forward and mangle dispatch). As in Calico it
+// takes no untracked policy. A host endpoint with no interface name applies
+// to the non-workload interfaces holding one of its expectedIPs, looked up
+// in Config.HostInterfaces (the node's interface addresses, which the
+// daemon reads through the dataplane); an interface named by a host
+// endpoint stays that one's, and among IP-only host endpoints the first by
+// name wins.
 //
 // An endpoint chain accepts ESTABLISHED,RELATED and drops INVALID
 // conntrack states, clears the accept and pass marks, then walks the

@@ -28,10 +28,24 @@ const (
 	ChainFailsafeOut    = "cali-failsafe-out"
 	PrefixFromHostEp    = "cali-fh-"
 	PrefixToHostEp      = "cali-th-"
-	PrefixPolicyIn      = "cali-pi-"
-	PrefixPolicyOut     = "cali-po-"
-	PrefixProfileIn     = "cali-pri-"
-	PrefixProfileOut    = "cali-pro-"
+	// Forwarded traffic through host endpoints (applyOnForward).
+	ChainFromHostEpFwd  = "cali-from-hep-forward"
+	ChainToHostEpFwd    = "cali-to-hep-forward"
+	PrefixFromHostEpFwd = "cali-fhfw-"
+	PrefixToHostEpFwd   = "cali-thfw-"
+	// ChainPrerouting is the raw and mangle tables' PREROUTING chain,
+	// ChainRawOutput the raw table's OUTPUT chain.
+	ChainPrerouting = "cali-PREROUTING"
+	ChainRawOutput  = "cali-OUTPUT"
+	// ChainManglePostrouting is the mangle table's POSTROUTING chain.
+	ChainManglePostrouting = "cali-POSTROUTING"
+	// AllInterfaces is the chain-name suffix of an all-interfaces ("*")
+	// host endpoint's chains (cali-fh-any, ...).
+	AllInterfaces    = "any"
+	PrefixPolicyIn   = "cali-pi-"
+	PrefixPolicyOut  = "cali-po-"
+	PrefixProfileIn  = "cali-pri-"
+	PrefixProfileOut = "cali-pro-"
 	// IPSetPrefix starts every ipset felix owns ("cali40...", "cali60...").
 	IPSetPrefix = "cali"
 	// MaxIPSetNameLength is the longest ipset name the kernel accepts.
@@ -55,6 +69,11 @@ type Config struct {
 	// endpoint policy can never close (inbound: destination ports of
 	// packets to the host; outbound: destination ports of packets from it).
 	FailsafeInbound, FailsafeOutbound []ProtoPort
+	// HostInterfaces are the node's interfaces and their addresses; a host
+	// endpoint without an interface name (expectedIPs only) applies to the
+	// non-workload interfaces holding one of its expected IPs. nil: such
+	// host endpoints are not rendered.
+	HostInterfaces map[string][]netip.Addr
 }
 
 // ProtoPort is a protocol ("tcp", "udp", "sctp") and port, optionally
@@ -102,15 +121,43 @@ func DefaultFailsafeOutbound() []ProtoPort {
 	return protoPorts("udp:53,udp:67,tcp:179,tcp:2379,tcp:2380,tcp:5473,tcp:6443,tcp:6666,tcp:6667")
 }
 
-// Ruleset is everything felix wants in one IP version's filter table and
-// ipsets.
+// Ruleset is everything felix wants in one IP version's iptables tables
+// and ipsets.
 type Ruleset struct {
 	IPVersion int
+	// Chains and Hooks are the filter table's; Chains are sorted by name.
+	Chains []Chain
+	Hooks  []Hook
+	// Raw holds the untracked (doNotTrack) host endpoint policy, Mangle
+	// the preDNAT policy and the egress policy of DNAT'd host traffic;
+	// each with its own hooks.
+	Raw, Mangle TableRules
+	// IPSets are the sets the chains of all tables reference, sorted by
+	// name.
+	IPSets []IPSetSpec
+}
+
+// TableRules is felix's content of one iptables table other than filter.
+type TableRules struct {
 	// Chains are sorted by name.
 	Chains []Chain
 	Hooks  []Hook
-	// IPSets are the sets the chains reference, sorted by name.
-	IPSets []IPSetSpec
+}
+
+// Tables returns the ruleset's tables by kernel table name, filter last
+// (it accepts what raw and mangle accepted, so it goes in after them).
+func (rs *Ruleset) Tables() []NamedTable {
+	return []NamedTable{
+		{Name: "raw", TableRules: rs.Raw},
+		{Name: "mangle", TableRules: rs.Mangle},
+		{Name: "filter", TableRules: TableRules{Chains: rs.Chains, Hooks: rs.Hooks}},
+	}
+}
+
+// NamedTable is one table's rules with the table's kernel name.
+type NamedTable struct {
+	Name string
+	TableRules
 }
 
 // IPSetSpec is one ipset of one family.
@@ -154,8 +201,8 @@ type renderer struct {
 	cache   *Renderer         // nil: no reuse
 }
 
-// Render turns res into the filter-table chains and ipsets of ipVersion (4
-// or 6). Host endpoints are not rendered yet.
+// Render turns res into the chains (filter, raw, mangle) and ipsets of
+// ipVersion (4 or 6).
 func Render(cfg Config, res *calc.Result, ipVersion int) *Ruleset {
 	return render(cfg, res, ipVersion, nil)
 }
@@ -169,12 +216,16 @@ func render(cfg Config, res *calc.Result, ipVersion int, cache *Renderer) *Rules
 	rs.Chains = append(rs.Chains, sec.chains...)
 	maps.Copy(r.usedSet, sec.sets)
 
-	for _, id := range sec.policies {
-		p := res.Policies[id]
-		rs.Chains = append(rs.Chains,
-			r.cachedRulesChain(r.policyChainName(PrefixPolicyIn, id), p.Ingress),
-			r.cachedRulesChain(r.policyChainName(PrefixPolicyOut, id), p.Egress))
+	policyChains := func(chains []Chain, ids []calc.PolicyID) []Chain {
+		for _, id := range ids {
+			p := res.Policies[id]
+			chains = append(chains,
+				r.cachedRulesChain(r.policyChainName(PrefixPolicyIn, id), p.Ingress),
+				r.cachedRulesChain(r.policyChainName(PrefixPolicyOut, id), p.Egress))
+		}
+		return chains
 	}
+	rs.Chains = policyChains(rs.Chains, sec.policies)
 	for _, name := range sec.profiles {
 		p := res.Profiles[name]
 		rs.Chains = append(rs.Chains,
@@ -187,6 +238,21 @@ func render(cfg Config, res *calc.Result, ipVersion int, cache *Renderer) *Rules
 		{Base: "FORWARD", Target: ChainFilterForward},
 		{Base: "INPUT", Target: ChainFilterInput},
 		{Base: "OUTPUT", Target: ChainFilterOutput},
+	}
+	// raw and mangle are small (host endpoints only): sorted plainly.
+	rs.Raw.Chains = sortedChains(policyChains(append(r.rawStaticChains(), sec.rawChains...), sec.rawPolicies))
+	rs.Raw.Hooks = []Hook{
+		{Base: "OUTPUT", Target: ChainRawOutput},
+		{Base: "PREROUTING", Target: ChainPrerouting},
+	}
+	mangle := policyChains(append(r.mangleStaticChains(), sec.mangleChains...), sec.manglePolicies)
+	for _, name := range sec.mangleProfiles {
+		mangle = append(mangle, r.cachedRulesChain(ProfileChainName(PrefixProfileOut, name), res.Profiles[name].Egress))
+	}
+	rs.Mangle.Chains = sortedChains(mangle)
+	rs.Mangle.Hooks = []Hook{
+		{Base: "POSTROUTING", Target: ChainManglePostrouting},
+		{Base: "PREROUTING", Target: ChainPrerouting},
 	}
 	for name, id := range r.usedSet {
 		set := res.IPSets[id]
@@ -202,14 +268,21 @@ func render(cfg Config, res *calc.Result, ipVersion int, cache *Renderer) *Rules
 }
 
 // endpointSection is the part of a render that depends only on the local
-// endpoints: their chains and the dispatch chains, the policies and
-// profiles they use, and the ipsets their chains reference.
+// endpoints: their chains and the dispatch chains of every table, the
+// policies and profiles they use, and the ipsets their chains reference.
 type endpointSection struct {
 	eps      []calc.Endpoint // what it was built from (also keeps it alive)
 	chains   []Chain
 	policies []calc.PolicyID
 	profiles []string
-	sets     map[string]string
+	// The raw (untracked) and mangle (preDNAT) tables' endpoint and
+	// dispatch chains and policies.
+	rawChains, mangleChains     []Chain
+	rawPolicies, manglePolicies []calc.PolicyID
+	// mangleProfiles are the host endpoints' profiles, whose egress chains
+	// mangle POSTROUTING uses.
+	mangleProfiles []string
+	sets           map[string]string
 }
 
 // endpoints renders the endpoint section. A caching renderer reuses the
@@ -226,11 +299,35 @@ func (r *renderer) endpoints(eps []calc.Endpoint) *endpointSection {
 	if c != nil {
 		c.epCur = make(map[any]cachedChain, len(c.epPrev))
 	}
-	var fromDispatch, toDispatch, fromHostDispatch, toHostDispatch []Rule
+	var fromDispatch, toDispatch []Rule
+	wlIfaces := make([]string, 0, len(r.cfg.WorkloadIfacePrefixes))
+	for _, p := range r.cfg.WorkloadIfacePrefixes {
+		wlIfaces = append(wlIfaces, p+"+")
+	}
+	hostSkip := []string{"lo"}
+	fromHost := &dispatch{name: ChainFromHostEp, flag: "-i", skip: hostSkip}
+	toHost := &dispatch{name: ChainToHostEp, flag: "-o", skip: hostSkip}
+	fromHostFwd := &dispatch{name: ChainFromHostEpFwd, flag: "-i", skip: wlIfaces}
+	toHostFwd := &dispatch{name: ChainToHostEpFwd, flag: "-o", skip: wlIfaces}
+	rawFrom := &dispatch{name: ChainFromHostEp, flag: "-i"}
+	rawTo := &dispatch{name: ChainToHostEp, flag: "-o"}
+	mangleFrom := &dispatch{name: ChainFromHostEp, flag: "-i", skip: append(slices.Clone(wlIfaces), "lo")}
+	mangleTo := &dispatch{name: ChainToHostEp, flag: "-o", skip: append(slices.Clone(wlIfaces), "lo")}
+	mangleProfiles := map[string]bool{}
 	policies := map[calc.PolicyID]bool{}
+	rawPolicies := map[calc.PolicyID]bool{}
+	manglePolicies := map[calc.PolicyID]bool{}
 	profiles := map[string]bool{}
-	eps = slices.Clone(eps)
-	slices.SortFunc(eps, func(a, b calc.Endpoint) int { return strings.Compare(a.Interface, b.Interface) })
+	use := func(set map[calc.PolicyID]bool, lists ...[]calc.TierPolicies) {
+		for _, tiers := range lists {
+			for _, t := range tiers {
+				for _, id := range t.Policies {
+					set[id] = true
+				}
+			}
+		}
+	}
+	eps = r.resolveHostInterfaces(eps)
 	for _, ep := range eps {
 		switch {
 		case ep.Kind == calc.Workload:
@@ -239,28 +336,58 @@ func (r *renderer) endpoints(eps []calc.Endpoint) *endpointSection {
 			toDispatch = append(toDispatch, Rule{Match: "-o " + ep.Interface, Action: "-g " + tw})
 			fromDispatch = append(fromDispatch, Rule{Match: "-i " + ep.Interface, Action: "-g " + fw})
 			sec.chains = append(sec.chains,
-				r.cachedEndpointChain(tw, "", ep.Ingress, ep.Profiles, PrefixPolicyIn, PrefixProfileIn),
-				r.cachedEndpointChain(fw, "", ep.Egress, ep.Profiles, PrefixPolicyOut, PrefixProfileOut))
-		case ep.Interface != "" && ep.Interface != "*":
-			// A host endpoint: its ingress policy applies to packets from
-			// the interface to the host, its egress policy to packets from
-			// the host out of it, each after the failsafe ports.
-			fh := PrefixFromHostEp + ep.Interface
-			th := PrefixToHostEp + ep.Interface
-			fromHostDispatch = append(fromHostDispatch, Rule{Match: "-i " + ep.Interface, Action: "-g " + fh})
-			toHostDispatch = append(toHostDispatch, Rule{Match: "-o " + ep.Interface, Action: "-g " + th})
-			sec.chains = append(sec.chains,
-				r.cachedEndpointChain(fh, ChainFailsafeIn, ep.Ingress, ep.Profiles, PrefixPolicyIn, PrefixProfileIn),
-				r.cachedEndpointChain(th, ChainFailsafeOut, ep.Egress, ep.Profiles, PrefixPolicyOut, PrefixProfileOut))
-		default:
-			continue // all-interfaces and IP-only host endpoints: not yet
-		}
-		for _, tiers := range [][]calc.TierPolicies{ep.Ingress, ep.Egress} {
-			for _, t := range tiers {
-				for _, id := range t.Policies {
-					policies[id] = true
-				}
+				r.cachedEndpointChain(tw, "", chainNormal, ep.Ingress, ep.Profiles, PrefixPolicyIn, PrefixProfileIn),
+				r.cachedEndpointChain(fw, "", chainNormal, ep.Egress, ep.Profiles, PrefixPolicyOut, PrefixProfileOut))
+			use(policies, ep.Ingress, ep.Egress)
+		case ep.Interface != "":
+			// A host endpoint (one interface, or "*": every interface
+			// without its own). Its ingress policy applies to packets
+			// from the interface to the host, its egress policy to
+			// packets from the host out of it, each after the failsafe
+			// ports; its applyOnForward policies to packets forwarded
+			// from or to it; its preDNAT policy in mangle, its untracked
+			// policy in raw.
+			suffix := ep.Interface
+			if suffix == "*" {
+				suffix = AllInterfaces
 			}
+			fh, th := PrefixFromHostEp+suffix, PrefixToHostEp+suffix
+			fhfw, thfw := PrefixFromHostEpFwd+suffix, PrefixToHostEpFwd+suffix
+			fromHost.add(ep.Interface, fh)
+			toHost.add(ep.Interface, th)
+			fromHostFwd.add(ep.Interface, fhfw)
+			toHostFwd.add(ep.Interface, thfw)
+			sec.chains = append(sec.chains,
+				r.cachedEndpointChain(fh, ChainFailsafeIn, chainNormal, ep.Ingress, ep.Profiles, PrefixPolicyIn, PrefixProfileIn),
+				r.cachedEndpointChain(th, ChainFailsafeOut, chainNormal, ep.Egress, ep.Profiles, PrefixPolicyOut, PrefixProfileOut),
+				r.cachedEndpointChain(fhfw, "", chainForward, ep.ForwardIngress, nil, PrefixPolicyIn, PrefixProfileIn),
+				r.cachedEndpointChain(thfw, "", chainForward, ep.ForwardEgress, nil, PrefixPolicyOut, PrefixProfileOut))
+			use(policies, ep.Ingress, ep.Egress, ep.ForwardIngress, ep.ForwardEgress)
+			// Mangle POSTROUTING applies the egress policy to DNAT'd
+			// host-originated packets.
+			mangleTo.add(ep.Interface, th)
+			sec.mangleChains = append(sec.mangleChains,
+				r.cachedEndpointChain(th, ChainFailsafeOut, chainMangleEgress, ep.Egress, ep.Profiles, PrefixPolicyOut, PrefixProfileOut))
+			use(manglePolicies, ep.Egress)
+			for _, p := range ep.Profiles {
+				mangleProfiles[p] = true
+			}
+			if len(ep.PreDNATIngress) > 0 {
+				mangleFrom.add(ep.Interface, fh)
+				sec.mangleChains = append(sec.mangleChains,
+					r.cachedEndpointChain(fh, ChainFailsafeIn, chainPreDNAT, ep.PreDNATIngress, nil, PrefixPolicyIn, PrefixProfileIn))
+				use(manglePolicies, ep.PreDNATIngress)
+			}
+			if ep.Interface != "*" && len(ep.UntrackedIngress)+len(ep.UntrackedEgress) > 0 {
+				rawFrom.add(ep.Interface, fh)
+				rawTo.add(ep.Interface, th)
+				sec.rawChains = append(sec.rawChains,
+					r.cachedEndpointChain(fh, ChainFailsafeIn, chainUntracked, ep.UntrackedIngress, nil, PrefixPolicyIn, PrefixProfileIn),
+					r.cachedEndpointChain(th, ChainFailsafeOut, chainUntracked, ep.UntrackedEgress, nil, PrefixPolicyOut, PrefixProfileOut))
+				use(rawPolicies, ep.UntrackedIngress, ep.UntrackedEgress)
+			}
+		default:
+			continue // an IP-only host endpoint matching no interface
 		}
 		for _, p := range ep.Profiles {
 			profiles[p] = true
@@ -270,22 +397,27 @@ func (r *renderer) endpoints(eps []calc.Endpoint) *endpointSection {
 	sec.chains = append(sec.chains,
 		Chain{Name: ChainFromWlDispatch, Rules: append(fromDispatch, unknown)},
 		Chain{Name: ChainToWlDispatch, Rules: append(toDispatch, unknown)},
-		// Interfaces without a host endpoint are not felix's: return.
-		Chain{Name: ChainFromHostEp, Rules: fromHostDispatch},
-		Chain{Name: ChainToHostEp, Rules: toHostDispatch})
+		fromHost.chain(), toHost.chain(), fromHostFwd.chain(), toHostFwd.chain())
+	sec.rawChains = append(sec.rawChains, rawFrom.chain(), rawTo.chain())
+	sec.mangleChains = append(sec.mangleChains, mangleFrom.chain(), mangleTo.chain())
+	sec.mangleProfiles = slices.Collect(maps.Keys(mangleProfiles))
 
-	for id := range policies {
-		sec.policies = append(sec.policies, id)
-	}
-	for name := range profiles {
-		sec.profiles = append(sec.profiles, name)
-	}
+	sec.policies = slices.Collect(maps.Keys(policies))
+	sec.rawPolicies = slices.Collect(maps.Keys(rawPolicies))
+	sec.manglePolicies = slices.Collect(maps.Keys(manglePolicies))
+	sec.profiles = slices.Collect(maps.Keys(profiles))
 	sec.sets, r.usedSet = r.usedSet, outer
 	if c != nil {
 		c.epPrev, c.epCur = c.epCur, nil
 		c.section = sec
 	}
 	return sec
+}
+
+// sortedChains sorts chains by name and drops repeated names.
+func sortedChains(chains []Chain) []Chain {
+	slices.SortFunc(chains, func(a, b Chain) int { return strings.Compare(a.Name, b.Name) })
+	return slices.CompactFunc(chains, func(a, b Chain) bool { return a.Name == b.Name })
 }
 
 func memberVersion(m string) int {
@@ -310,7 +442,14 @@ func (r *renderer) clearMark(bits uint32) string {
 
 func (r *renderer) staticChains() []Chain {
 	c := r.cfg
-	fwd := []Rule{{Action: r.clearMark(c.MarkAccept | c.MarkPass)}}
+	accepted := Rule{Match: r.markSet(c.MarkAccept), Action: "-j ACCEPT", Comment: "Accepted by untracked or pre-DNAT policy."}
+	// FORWARD keeps the accept bit: raw or mangle may have accepted the
+	// packet already (then the incoming host endpoint's forward policy
+	// is skipped, as in Calico).
+	fwd := []Rule{
+		{Action: r.clearMark(c.MarkPass)},
+		{Match: r.markClear(c.MarkAccept), Action: "-j " + ChainFromHostEpFwd},
+	}
 	in := []Rule{}
 	for _, p := range c.WorkloadIfacePrefixes {
 		fwd = append(fwd,
@@ -318,45 +457,27 @@ func (r *renderer) staticChains() []Chain {
 			Rule{Match: "-o " + p + "+", Action: "-j " + ChainToWlDispatch})
 		in = append(in, Rule{Match: "-i " + p + "+", Action: "-g " + ChainWlToHost})
 	}
-	fwd = append(fwd, Rule{Match: r.markSet(c.MarkAccept), Action: "-j ACCEPT", Comment: "Policy explicitly accepted packet."})
+	fwd = append(fwd,
+		Rule{Action: "-j " + ChainToHostEpFwd},
+		Rule{Match: r.markSet(c.MarkAccept), Action: "-j ACCEPT", Comment: "Policy explicitly accepted packet."},
+		// Tells mangle POSTROUTING the packet is forwarded: host endpoint
+		// egress policy is not for it.
+		Rule{Action: r.setMark(c.MarkAccept)})
 	in = append(in,
+		accepted,
 		Rule{Action: r.clearMark(c.MarkAccept | c.MarkPass)},
 		Rule{Action: "-j " + ChainFromHostEp},
 		Rule{Match: r.markSet(c.MarkAccept), Action: "-j ACCEPT", Comment: "Host endpoint policy accepted packet."})
-	out := []Rule{}
+	out := []Rule{accepted}
 	for _, p := range c.WorkloadIfacePrefixes {
 		out = append(out, Rule{Match: "-o " + p + "+", Action: "-j RETURN", Comment: "Host to workload is allowed."})
 	}
 	out = append(out,
 		Rule{Action: r.clearMark(c.MarkAccept | c.MarkPass)},
-		Rule{Action: "-j " + ChainToHostEp},
+		// A DNAT'd packet's output interface is still the pre-DNAT one
+		// here: mangle POSTROUTING applies its host endpoint policy.
+		Rule{Match: "-m conntrack ! --ctstate DNAT", Action: "-j " + ChainToHostEp},
 		Rule{Match: r.markSet(c.MarkAccept), Action: "-j ACCEPT", Comment: "Host endpoint policy accepted packet."})
-	failsafe := func(ports []ProtoPort, netFlag string) []Rule {
-		var rules []Rule
-		for _, pp := range ports {
-			proto := strings.ToLower(pp.Protocol)
-			if proto == "" {
-				proto = "tcp"
-			}
-			m := fmt.Sprintf("-p %s -m multiport --dports %d", proto, pp.Port)
-			if pp.Net != "" {
-				n, err := netip.ParsePrefix(pp.Net)
-				if err != nil {
-					a, aerr := netip.ParseAddr(pp.Net)
-					if aerr != nil {
-						continue
-					}
-					n = netip.PrefixFrom(a, a.BitLen())
-				}
-				if n.Addr().Is4() != (r.v == 4) {
-					continue
-				}
-				m = netFlag + " " + n.Masked().String() + " " + m
-			}
-			rules = append(rules, Rule{Match: m, Action: "-j ACCEPT"})
-		}
-		return rules
-	}
 	wlToHost := []Rule{}
 	if r.v == 6 {
 		// Neighbour discovery and MLD must work for a workload to use its
@@ -373,18 +494,34 @@ func (r *renderer) staticChains() []Chain {
 		{Name: ChainFilterInput, Rules: in},
 		{Name: ChainFilterOutput, Rules: out},
 		{Name: ChainWlToHost, Rules: wlToHost},
-		{Name: ChainFailsafeIn, Rules: failsafe(c.FailsafeInbound, "-s")},
-		{Name: ChainFailsafeOut, Rules: failsafe(c.FailsafeOutbound, "-d")},
+		{Name: ChainFailsafeIn, Rules: r.failsafe(c.FailsafeInbound, "-s", "--dports")},
+		{Name: ChainFailsafeOut, Rules: r.failsafe(c.FailsafeOutbound, "-d", "--dports")},
 	}
 }
 
-// endpointChain renders one direction of an endpoint; failsafe, when set,
-// is a chain of always-allowed traffic jumped to before any policy.
-func (r *renderer) endpointChain(name, failsafe string, tiers []calc.TierPolicies, profiles []string, polPrefix, profPrefix string) Chain {
+// endpointChain renders one direction of an endpoint in the variant kind
+// (Calico's): failsafe, when set, is a chain of always-allowed traffic
+// jumped to before any policy. Normal chains end in the profiles and a
+// drop; forward chains have no profiles and, without applyOnForward
+// policy, accept; preDNAT (mangle) and untracked (raw) chains never drop
+// at the end of a tier (the filter table still decides), and untracked
+// ones track no state and mark what they allow NOTRACK.
+func (r *renderer) endpointChain(name, failsafe string, kind chainKind, tiers []calc.TierPolicies, profiles []string, polPrefix, profPrefix string) Chain {
 	c := r.cfg
-	rules := []Rule{
-		{Match: "-m conntrack --ctstate RELATED,ESTABLISHED", Action: "-j ACCEPT"},
-		{Match: "-m conntrack --ctstate INVALID", Action: "-j DROP"},
+	var rules []Rule
+	switch kind {
+	case chainUntracked:
+	case chainMangleEgress:
+		// Mangle allows by returning with the accept mark (rules after
+		// felix's in mangle may still want the packet).
+		rules = append(rules,
+			Rule{Match: "-m conntrack --ctstate RELATED,ESTABLISHED", Action: r.setMark(c.MarkAccept)},
+			Rule{Match: "-m conntrack --ctstate RELATED,ESTABLISHED", Action: "-j RETURN"},
+			Rule{Match: "-m conntrack --ctstate INVALID", Action: "-j DROP"})
+	default:
+		rules = append(rules,
+			Rule{Match: "-m conntrack --ctstate RELATED,ESTABLISHED", Action: "-j ACCEPT"},
+			Rule{Match: "-m conntrack --ctstate INVALID", Action: "-j DROP"})
 	}
 	if failsafe != "" {
 		rules = append(rules, Rule{Action: "-j " + failsafe})
@@ -393,20 +530,31 @@ func (r *renderer) endpointChain(name, failsafe string, tiers []calc.TierPolicie
 	for _, t := range tiers {
 		rules = append(rules, Rule{Action: r.clearMark(c.MarkPass), Comment: "Start of tier " + t.Tier})
 		for _, id := range t.Policies {
-			rules = append(rules,
-				Rule{Match: r.markClear(c.MarkPass), Action: "-j " + r.policyChainName(polPrefix, id)},
-				Rule{Match: r.markSet(c.MarkAccept), Action: "-j RETURN", Comment: "Return if policy accepted"})
+			rules = append(rules, Rule{Match: r.markClear(c.MarkPass), Action: "-j " + r.policyChainName(polPrefix, id)})
+			if kind == chainUntracked {
+				rules = append(rules, Rule{Match: r.markSet(c.MarkAccept), Action: "-j NOTRACK"})
+			}
+			rules = append(rules, Rule{Match: r.markSet(c.MarkAccept), Action: "-j RETURN", Comment: "Return if policy accepted"})
 		}
-		if t.DefaultAction != v3.Pass {
+		if t.DefaultAction != v3.Pass && (kind == chainNormal || kind == chainForward || kind == chainMangleEgress) {
 			rules = append(rules, Rule{Match: r.markClear(c.MarkPass), Action: "-j DROP", Comment: "End of tier " + t.Tier + ". Drop if no policies passed packet"})
 		}
 	}
-	for _, p := range profiles {
-		rules = append(rules,
-			Rule{Action: "-j " + ProfileChainName(profPrefix, p)},
-			Rule{Match: r.markSet(c.MarkAccept), Action: "-j RETURN", Comment: "Return if profile accepted"})
+	switch kind {
+	case chainForward:
+		if len(tiers) == 0 {
+			rules = append(rules,
+				Rule{Action: r.setMark(c.MarkAccept), Comment: "Allow forwarded traffic by default"},
+				Rule{Action: "-j RETURN", Comment: "Return for accepted forward traffic"})
+		}
+	case chainNormal, chainMangleEgress:
+		for _, p := range profiles {
+			rules = append(rules,
+				Rule{Action: "-j " + ProfileChainName(profPrefix, p)},
+				Rule{Match: r.markSet(c.MarkAccept), Action: "-j RETURN", Comment: "Return if profile accepted"})
+		}
+		rules = append(rules, Rule{Action: "-j DROP", Comment: "Drop if no profiles matched"})
 	}
-	rules = append(rules, Rule{Action: "-j DROP", Comment: "Drop if no profiles matched"})
 	return Chain{Name: name, Rules: rules}
 }
 

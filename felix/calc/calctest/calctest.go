@@ -136,3 +136,12 @@ func HEP(name, node, iface string, labels map[string]string, ips ...string) *v3.
 		Spec:       v3.HostEndpointSpec{Node: node, InterfaceName: iface, ExpectedIPs: ips},
 	}
 }
+
+// HostPolicy sets a GlobalNetworkPolicy's host endpoint flags
+// (applyOnForward, preDNAT, doNotTrack) and returns it. preDNAT and
+// doNotTrack imply applyOnForward, as validation requires.
+func HostPolicy(p *v3.GlobalNetworkPolicy, applyOnForward, preDNAT, doNotTrack bool) *v3.GlobalNetworkPolicy {
+	p.Spec.ApplyOnForward = applyOnForward || preDNAT || doNotTrack
+	p.Spec.PreDNAT, p.Spec.DoNotTrack = preDNAT, doNotTrack
+	return p
+}

@@ -117,6 +117,26 @@ func Mutate(rng *rand.Rand, objs []any, step int) []any {
 		func() { // a network set
 			objs = append(objs, NetSet("ns1", fmt.Sprintf("set%d", step), map[string]string{"app": "a2"}, fmt.Sprintf("192.0.2.%d/32", step%250)))
 		},
+		func() { // a global policy's host endpoint flags
+			i := pick(func(o any) bool { _, ok := o.(*v3.GlobalNetworkPolicy); return ok })
+			if i < 0 {
+				return
+			}
+			p := objs[i].(*v3.GlobalNetworkPolicy).DeepCopy()
+			switch rng.IntN(4) {
+			case 0:
+				HostPolicy(p, false, false, false)
+			case 1:
+				HostPolicy(p, true, false, false)
+			case 2:
+				if len(p.Spec.Egress) == 0 && !slices.Contains(p.Spec.Types, v3.PolicyTypeEgress) {
+					HostPolicy(p, true, true, false)
+				}
+			default:
+				HostPolicy(p, true, false, true)
+			}
+			objs[i] = p
+		},
 		func() {}, // nothing changed
 	}
 	changes[rng.IntN(len(changes))]()

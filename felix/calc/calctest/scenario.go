@@ -72,6 +72,21 @@ func Scenario() []any {
 			Destination: v3.EntityRule{Ports: Ports("10250")},
 		}}, nil),
 
+		// Host endpoint policy kinds: applyOnForward (also forwarded
+		// traffic), preDNAT (mangle), doNotTrack (raw); and an
+		// all-interfaces host endpoint.
+		HostPolicy(GNP("host.forward-web", "default", Ptr(60.0), "role == 'node'", Both,
+			[]v3.Rule{{Action: v3.Allow, Protocol: Proto("TCP"), Destination: v3.EntityRule{Ports: Ports("80")}}},
+			[]v3.Rule{{Action: v3.Allow}}), true, false, false),
+		HostPolicy(GNP("host.prednat-block", "default", Ptr(70.0), "role == 'node'", Ingress,
+			[]v3.Rule{{Action: v3.Deny, Source: v3.EntityRule{Nets: []string{"198.51.100.0/24"}}}}, nil), false, true, false),
+		HostPolicy(GNP("host.untracked-dns", "default", Ptr(80.0), "has(role)", Both,
+			[]v3.Rule{{Action: v3.Allow, Protocol: Proto("UDP"), Destination: v3.EntityRule{Ports: Ports("53")}}},
+			[]v3.Rule{{Action: v3.Allow, Protocol: Proto("UDP"), Source: v3.EntityRule{Ports: Ports("53")}}}), false, false, true),
+		HEP("node1-all", Node, "*", map[string]string{"role": "all-interfaces"}),
+		GNP("host.all-ssh", "default", Ptr(90.0), "role == 'all-interfaces'", Ingress,
+			[]v3.Rule{{Action: v3.Allow, Protocol: Proto("TCP"), Destination: v3.EntityRule{Ports: Ports("2222")}}}, nil),
+
 		// Bad input.
 		NP("prod", "bad-selector", nil, "app == ", Ingress, []v3.Rule{{Action: v3.Allow}}, nil),
 		GNP("missing-tier.p", "missing-tier", nil, "all()", Ingress, []v3.Rule{{Action: v3.Deny}}, nil),

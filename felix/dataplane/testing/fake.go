@@ -19,11 +19,34 @@ import (
 // Kernel is the fake. The zero value is not usable; call NewKernel.
 type Kernel struct {
 	mu     sync.Mutex
-	tables map[string]*table // by binary family: "4" or "6"
+	tables map[string]*table // by tableKey: "4/filter", "6/raw", ...
 	sets   map[string]*set
 	fail   map[string]int // command name -> failures to inject
 	calls  []string
 	pinned map[string]bool // sets that cannot be destroyed (in use)
+	addrs  map[string][]string
+}
+
+// SetInterfaceAddrs sets the interfaces and addresses (CIDRs) that
+// `ip -o addr show` reports.
+func (k *Kernel) SetInterfaceAddrs(addrs map[string][]string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.addrs = maps.Clone(addrs)
+}
+
+func (k *Kernel) ipAddrShow() []byte {
+	var b strings.Builder
+	for i, name := range slices.Sorted(maps.Keys(k.addrs)) {
+		for _, a := range k.addrs[name] {
+			fam := "inet"
+			if strings.Contains(a, ":") {
+				fam = "inet6"
+			}
+			fmt.Fprintf(&b, "%d: %s    %s %s scope global %s\\       valid_lft forever preferred_lft forever\n", i+1, name, fam, a, name)
+		}
+	}
+	return []byte(b.String())
 }
 
 // PinSet makes destroying set name fail, as if a rule felix does not own
@@ -35,7 +58,31 @@ func (k *Kernel) PinSet(name string, pinned bool) {
 }
 
 type table struct {
+	name   string
 	chains map[string][]string
+}
+
+// baseChains are each table's kernel chains.
+var baseChains = map[string][]string{
+	"filter": {"INPUT", "FORWARD", "OUTPUT"},
+	"raw":    {"PREROUTING", "OUTPUT"},
+	"mangle": {"PREROUTING", "INPUT", "FORWARD", "OUTPUT", "POSTROUTING"},
+}
+
+func tableKey(version, name string) string { return version + "/" + name }
+
+// tableFor returns the table (created with its base chains on first use).
+func (k *Kernel) tableFor(version, name string) *table {
+	key := tableKey(version, name)
+	if t, ok := k.tables[key]; ok {
+		return t
+	}
+	t := &table{name: name, chains: map[string][]string{}}
+	for _, b := range baseChains[name] {
+		t.chains[b] = []string{}
+	}
+	k.tables[key] = t
+	return t
 }
 
 type set struct {
@@ -43,14 +90,10 @@ type set struct {
 	members     map[string]bool
 }
 
-// NewKernel returns a fake with empty filter tables (INPUT, FORWARD,
-// OUTPUT) for both IP versions.
+// NewKernel returns a fake with empty filter, raw and mangle tables (only
+// their base chains) for both IP versions.
 func NewKernel() *Kernel {
-	k := &Kernel{tables: map[string]*table{}, sets: map[string]*set{}, fail: map[string]int{}, pinned: map[string]bool{}}
-	for _, v := range []string{"4", "6"} {
-		k.tables[v] = &table{chains: map[string][]string{"INPUT": {}, "FORWARD": {}, "OUTPUT": {}}}
-	}
-	return k
+	return &Kernel{tables: map[string]*table{}, sets: map[string]*set{}, fail: map[string]int{}, pinned: map[string]bool{}}
 }
 
 // FailNext makes the next n runs of command name (e.g. "iptables-restore",
@@ -82,23 +125,39 @@ func (k *Kernel) Count(prefix string) int {
 // Rules returns the rule specs of chain in the v4 or v6 filter table, nil
 // if it does not exist.
 func (k *Kernel) Rules(version int, chain string) []string {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return slices.Clone(k.tables[strconv.Itoa(version)].chains[chain])
+	return k.TableRules(version, "filter", chain)
 }
 
-// Chains lists the chains of the table.
-func (k *Kernel) Chains(version int) []string {
+// TableRules is Rules for any table.
+func (k *Kernel) TableRules(version int, table, chain string) []string {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	return slices.Sorted(maps.Keys(k.tables[strconv.Itoa(version)].chains))
+	return slices.Clone(k.tableFor(strconv.Itoa(version), table).chains[chain])
 }
 
-// SetRules replaces a chain's rules (creating it), as someone else would.
+// Chains lists the chains of the filter table.
+func (k *Kernel) Chains(version int) []string { return k.TableChains(version, "filter") }
+
+// TableChains lists the chains of any table.
+func (k *Kernel) TableChains(version int, table string) []string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return slices.Sorted(maps.Keys(k.tableFor(strconv.Itoa(version), table).chains))
+}
+
+// SetTableRules replaces a chain's rules in any table (creating it).
+func (k *Kernel) SetTableRules(version int, table, chain string, rules []string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.tableFor(strconv.Itoa(version), table).chains[chain] = slices.Clone(rules)
+}
+
+// SetRules replaces a filter chain's rules (creating it), as someone else
+// would.
 func (k *Kernel) SetRules(version int, chain string, rules []string) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	k.tables[strconv.Itoa(version)].chains[chain] = slices.Clone(rules)
+	k.tableFor(strconv.Itoa(version), "filter").chains[chain] = slices.Clone(rules)
 }
 
 // Members returns a set's members, sorted; nil if it does not exist.
@@ -142,14 +201,24 @@ func (k *Kernel) Run(_ context.Context, name string, args []string, stdin []byte
 	}
 	switch {
 	case strings.HasSuffix(name, "tables-save"):
-		return k.save(k.tables[version]), nil
+		tname := "filter"
+		if i := slices.Index(args, "-t"); i >= 0 && i+1 < len(args) {
+			tname = args[i+1]
+		}
+		return k.save(k.tableFor(version, tname)), nil
 	case strings.HasSuffix(name, "tables-restore"):
-		t, err := restore(k.tables[version], string(stdin))
+		tname, _, _ := strings.Cut(strings.TrimPrefix(string(stdin), "*"), "\n")
+		if _, ok := baseChains[tname]; !ok || !strings.HasPrefix(string(stdin), "*") {
+			return nil, fmt.Errorf("fake iptables-restore: unsupported table line %q", tname)
+		}
+		t, err := restore(k.tableFor(version, tname), string(stdin))
 		if err != nil {
 			return nil, err
 		}
-		k.tables[version] = t
+		k.tables[tableKey(version, tname)] = t
 		return nil, nil
+	case name == "ip" && slices.Equal(args, []string{"-o", "addr", "show"}):
+		return k.ipAddrShow(), nil
 	case name == "ipset" && len(args) > 0 && args[0] == "save":
 		return k.ipsetSave(), nil
 	case name == "ipset" && slices.Contains(args, "restore"):
@@ -162,11 +231,11 @@ func (k *Kernel) Run(_ context.Context, name string, args []string, stdin []byte
 
 func (k *Kernel) save(t *table) []byte {
 	var b strings.Builder
-	b.WriteString("*filter\n")
+	fmt.Fprintf(&b, "*%s\n", t.name)
 	names := slices.Sorted(maps.Keys(t.chains))
 	for _, n := range names {
 		pol := "-"
-		if n == "INPUT" || n == "FORWARD" || n == "OUTPUT" {
+		if slices.Contains(baseChains[t.name], n) {
 			pol = "ACCEPT"
 		}
 		fmt.Fprintf(&b, ":%s %s [0:0]\n", n, pol)
@@ -191,13 +260,13 @@ func target(spec string) string {
 }
 
 func isBuiltinTarget(s string) bool {
-	return s == "" || s == "ACCEPT" || s == "DROP" || s == "RETURN" || s == "MARK" || s == "LOG" || s == "REJECT"
+	return s == "" || s == "ACCEPT" || s == "DROP" || s == "RETURN" || s == "MARK" || s == "LOG" || s == "REJECT" || s == "NOTRACK" || s == "CT"
 }
 
 // restore applies a --noflush transaction to a copy and returns it, or an
 // error if any line is invalid (the table is then unchanged).
 func restore(in *table, text string) (*table, error) {
-	t := &table{chains: map[string][]string{}}
+	t := &table{name: in.name, chains: map[string][]string{}}
 	for n, r := range in.chains {
 		t.chains[n] = slices.Clone(r)
 	}
@@ -211,7 +280,7 @@ func restore(in *table, text string) (*table, error) {
 			return fmt.Errorf("fake iptables-restore: line %d %q: %s", line, l, fmt.Sprintf(format, args...))
 		}
 		switch {
-		case l == "" || strings.HasPrefix(l, "#") || l == "*filter":
+		case l == "" || strings.HasPrefix(l, "#") || l == "*"+in.name:
 		case l == "COMMIT":
 			committed = true
 		case strings.HasPrefix(l, ":"):
