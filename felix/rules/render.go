@@ -22,12 +22,17 @@ const (
 	ChainWlToHost       = "cali-wl-to-host"
 	PrefixToWorkload    = "cali-tw-"
 	PrefixFromWorkload  = "cali-fw-"
-	ChainFromHostEp     = "cali-from-host-endpoint"
-	ChainToHostEp       = "cali-to-host-endpoint"
-	ChainFailsafeIn     = "cali-failsafe-in"
-	ChainFailsafeOut    = "cali-failsafe-out"
-	PrefixFromHostEp    = "cali-fh-"
-	PrefixToHostEp      = "cali-th-"
+	// Workloads with the same policies and profiles in a direction share
+	// one chain body (see shared.go); their cali-tw-/cali-fw- chains go
+	// to it.
+	PrefixToWorkloadShared   = "cali-tws-"
+	PrefixFromWorkloadShared = "cali-fws-"
+	ChainFromHostEp          = "cali-from-host-endpoint"
+	ChainToHostEp            = "cali-to-host-endpoint"
+	ChainFailsafeIn          = "cali-failsafe-in"
+	ChainFailsafeOut         = "cali-failsafe-out"
+	PrefixFromHostEp         = "cali-fh-"
+	PrefixToHostEp           = "cali-th-"
 	// Forwarded traffic through host endpoints (applyOnForward).
 	ChainFromHostEpFwd  = "cali-from-hep-forward"
 	ChainToHostEpFwd    = "cali-to-hep-forward"
@@ -318,6 +323,7 @@ func (r *renderer) endpoints(eps []calc.Endpoint) *endpointSection {
 	rawPolicies := map[calc.PolicyID]bool{}
 	manglePolicies := map[calc.PolicyID]bool{}
 	profiles := map[string]bool{}
+	bodies := map[string]bool{}
 	use := func(set map[calc.PolicyID]bool, lists ...[]calc.TierPolicies) {
 		for _, tiers := range lists {
 			for _, t := range tiers {
@@ -335,9 +341,15 @@ func (r *renderer) endpoints(eps []calc.Endpoint) *endpointSection {
 			fw := PrefixFromWorkload + ep.Interface
 			toDispatch = append(toDispatch, Rule{Match: "-o " + ep.Interface, Action: "-g " + tw})
 			fromDispatch = append(fromDispatch, Rule{Match: "-i " + ep.Interface, Action: "-g " + fw})
-			sec.chains = append(sec.chains,
-				r.cachedEndpointChain(tw, "", chainNormal, ep.Ingress, ep.Profiles, PrefixPolicyIn, PrefixProfileIn),
-				r.cachedEndpointChain(fw, "", chainNormal, ep.Egress, ep.Profiles, PrefixPolicyOut, PrefixProfileOut))
+			twBody := r.workloadBody(PrefixToWorkloadShared, ep.Ingress, ep.Profiles, PrefixPolicyIn, PrefixProfileIn)
+			fwBody := r.workloadBody(PrefixFromWorkloadShared, ep.Egress, ep.Profiles, PrefixPolicyOut, PrefixProfileOut)
+			sec.chains = append(sec.chains, r.gotoChain(tw, twBody.Name), r.gotoChain(fw, fwBody.Name))
+			for _, body := range []Chain{twBody, fwBody} {
+				if !bodies[body.Name] {
+					bodies[body.Name] = true
+					sec.chains = append(sec.chains, body)
+				}
+			}
 			use(policies, ep.Ingress, ep.Egress)
 		case ep.Interface != "":
 			// A host endpoint (one interface, or "*": every interface
