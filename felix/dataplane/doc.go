@@ -34,10 +34,10 @@
 //
 // Every command goes through a Runner. The real one (ExecRunner, Linux)
 // executes the iptables and ipset binaries, optionally inside a network
-// namespace through nsenter(1): tables and ipsets are per network
-// namespace, and running the child in the namespace (rather than switching
-// a Go thread with setns) avoids the goroutine/OS-thread pitfalls of
-// containernetworking's pkg/ns. The fake in dataplane/testing simulates the
+// namespace (tables and ipsets are per network namespace): the child is
+// started from a per-namespace OS thread that entered the namespace with
+// setns and is never handed back to the Go scheduler (exec_netns_linux.go),
+// which saves nsenter's extra exec (~1.5 ms) on every call. The fake in dataplane/testing simulates the
 // kernel's view well enough for unit tests and injects failures.
 //
 // HostInterfaces lists the namespace's interface addresses (`ip -o addr`)

@@ -65,7 +65,7 @@ func BenchmarkPrivilegedRestoreOneChain(b *testing.B) {
 			}
 		}
 	}
-	b.Run("nsenter-true", func(b *testing.B) {
+	b.Run("netns-true", func(b *testing.B) {
 		n := netnstest.New(b)
 		r := dataplane.ExecRunner{NetnsPath: n.Path()}
 		for b.Loop() {

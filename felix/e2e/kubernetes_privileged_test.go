@@ -50,7 +50,7 @@ import (
 //
 // The API server listens on the test's own loopback; the daemon's client
 // runs in the test process and programs the node namespace through
-// nsenter (dataplane.ExecRunner), so nothing inside a namespace needs to
+// dataplane.ExecRunner (commands started inside the namespace), so nothing inside a namespace needs to
 // reach the server.
 func TestPrivilegedKubernetesNetworkPolicy(t *testing.T) {
 	started := time.Now()

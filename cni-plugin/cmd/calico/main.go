@@ -15,6 +15,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/containernetworking/cni/pkg/skel"
@@ -25,6 +26,10 @@ import (
 )
 
 func main() {
+	// One call per process, a few MB allocated: collecting garbage only
+	// costs time. The limit keeps a runaway call bounded all the same.
+	debug.SetGCPercent(-1)
+	debug.SetMemoryLimit(256 << 20)
 	stdin, err := io.ReadAll(os.Stdin)
 	if err != nil {
 		fail(types.NewError(types.ErrIOFailure, "reading the network configuration", err.Error()))
