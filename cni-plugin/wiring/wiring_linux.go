@@ -112,10 +112,12 @@ func (pr *Prepared) Configure(addrs []net.IPNet) (err error) {
 			return err
 		}
 	}
-	if err = podNS.Do(func(ns.NetNS) error { return setupPodSide(p) }); err != nil {
-		return err
-	}
-	return p.HostNS.Do(func(ns.NetNS) error { return addHostRoutes(p) })
+	// The pod's side and the node's route are independent: do them at
+	// the same time (each Do runs on its own locked thread).
+	hostErr := make(chan error, 1)
+	go func() { hostErr <- p.HostNS.Do(func(ns.NetNS) error { return addHostRoutes(p) }) }()
+	podErr := podNS.Do(func(ns.NetNS) error { return setupPodSide(p) })
+	return errors.Join(podErr, <-hostErr)
 }
 
 // Abandon removes a prepared pair (e.g. when IPAM failed).
