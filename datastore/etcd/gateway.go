@@ -53,6 +53,11 @@ func newGateway(endpoints []string, dialTimeout time.Duration) (*gateway, error)
 		}
 		h2 := &http2.Transport{
 			AllowHTTP: true, // h2c: gRPC without TLS
+			// A connection that went silent (a partition, a dead peer)
+			// is pinged and dropped, so the next request dials again
+			// instead of waiting out its timeout on a dead socket.
+			ReadIdleTimeout: 30 * time.Second,
+			PingTimeout:     10 * time.Second,
 			DialTLSContext: func(ctx context.Context, network, addr string, _ *tls.Config) (net.Conn, error) {
 				return dialer.DialContext(ctx, network, addr)
 			},

@@ -228,25 +228,7 @@ func (p *pod) tcp(dst *pod, port int) bool {
 }
 
 // udp reports whether a datagram from p to dst's echo server comes back.
-func (p *pod) udp(dst *pod) bool {
-	ok := false
-	_ = p.netns.Do(func(ns.NetNS) error {
-		c, err := net.Dial("udp4", net.JoinHostPort(dst.ip.String(), fmt.Sprint(udpPort)))
-		if err != nil {
-			return nil
-		}
-		defer c.Close()
-		_ = c.SetDeadline(time.Now().Add(timeout))
-		if _, err := c.Write([]byte("ping")); err != nil {
-			return nil
-		}
-		buf := make([]byte, 16)
-		n, err := c.Read(buf)
-		ok = err == nil && string(buf[:n]) == "ping"
-		return nil
-	})
-	return ok
-}
+func (p *pod) udp(dst *pod) bool { return udpOK(p.netns, dst.ip.String(), udpPort) }
 
 // ping reports whether an ICMP echo request from p to dst is answered. It
 // uses a raw ICMP socket (there is no ping binary on the test hosts).
