@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/containernetworking/plugins/pkg/ns"
 
@@ -36,6 +37,16 @@ func TestPrivilegedPodLifecycle(t *testing.T) {
 	nodeAddr := serve(t, c.node, netnstest.NodeIPv4+":9000", "node")
 	if got, err := dial(a.netns, nodeAddr); err != nil || got != "node" {
 		t.Fatalf("pod -> node: %q %v", got, err)
+	}
+	// And ICMP: pod -> pod, pod -> node, node -> pod.
+	for i, ping := range []struct {
+		from ns.NetNS
+		to   string
+		what string
+	}{{a.netns, b.ip(false), "pod -> pod"}, {a.netns, netnstest.NodeIPv4, "pod -> node"}, {c.node, a.ip(false), "node -> pod"}} {
+		if err := netnstest.Ping(ping.from, ping.to, i+1, 5*time.Second); err != nil {
+			t.Fatalf("%s: %v", ping.what, err)
+		}
 	}
 
 	if err := c.check(a); err != nil {
@@ -115,6 +126,12 @@ func TestPrivilegedDualStack(t *testing.T) {
 	b6 := serve(t, b.netns, net.JoinHostPort(b.ip(true), "8086"), "b6")
 	if got, err := dial(a.netns, b6); err != nil || got != "b6" {
 		t.Fatalf("pod -> pod over IPv6: %q %v", got, err)
+	}
+	if err := netnstest.Ping(a.netns, b.ip(true), 1, 5*time.Second); err != nil {
+		t.Fatalf("ping6 pod -> pod: %v", err)
+	}
+	if err := netnstest.Ping(c.node, a.ip(true), 2, 5*time.Second); err != nil {
+		t.Fatalf("ping6 node -> pod: %v", err)
 	}
 	for _, p := range []*pod{a, b} {
 		if err := c.del(p); err != nil {

@@ -3,8 +3,6 @@
 package e2e
 
 import (
-	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -230,52 +228,7 @@ func (p *pod) tcp(dst *pod, port int) bool {
 // udp reports whether a datagram from p to dst's echo server comes back.
 func (p *pod) udp(dst *pod) bool { return udpOK(p.netns, dst.ip.String(), udpPort) }
 
-// ping reports whether an ICMP echo request from p to dst is answered. It
-// uses a raw ICMP socket (there is no ping binary on the test hosts).
+// ping reports whether an ICMP echo request from p to dst is answered.
 func (p *pod) ping(dst *pod, seq uint16) bool {
-	ok := false
-	_ = p.netns.Do(func(ns.NetNS) error {
-		c, err := net.ListenPacket("ip4:icmp", p.ip.String())
-		if err != nil {
-			return nil
-		}
-		defer c.Close()
-		msg := []byte{8, 0, 0, 0, 0x12, 0x34, byte(seq >> 8), byte(seq), 'f', 'e', 'l', 'i', 'x'}
-		binary.BigEndian.PutUint16(msg[2:], icmpChecksum(msg))
-		if _, err := c.WriteTo(msg, &net.IPAddr{IP: dst.ip}); err != nil {
-			return nil
-		}
-		_ = c.SetDeadline(time.Now().Add(timeout))
-		buf := make([]byte, 1500)
-		for {
-			n, from, err := c.ReadFrom(buf)
-			if err != nil {
-				var ne net.Error
-				if errors.As(err, &ne) && ne.Timeout() {
-					return nil
-				}
-				return nil
-			}
-			if n >= 8 && buf[0] == 0 && from.(*net.IPAddr).IP.Equal(dst.ip) &&
-				binary.BigEndian.Uint16(buf[6:]) == seq {
-				ok = true
-				return nil
-			}
-		}
-	})
-	return ok
-}
-
-func icmpChecksum(b []byte) uint16 {
-	var sum uint32
-	for i := 0; i+1 < len(b); i += 2 {
-		sum += uint32(b[i])<<8 | uint32(b[i+1])
-	}
-	if len(b)%2 == 1 {
-		sum += uint32(b[len(b)-1]) << 8
-	}
-	for sum>>16 != 0 {
-		sum = sum&0xffff + sum>>16
-	}
-	return ^uint16(sum)
+	return netnstest.Ping(p.netns, dst.ip.String(), int(seq), timeout) == nil
 }

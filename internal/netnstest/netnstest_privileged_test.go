@@ -98,3 +98,38 @@ func TestPrivilegedVethTraffic(t *testing.T) {
 		t.Fatalf("got %q over the veth, want %q", got, "tabby")
 	}
 }
+
+// TestPrivilegedPing: Ping gets an answer across a veth pair and reports
+// an address nobody answers for.
+func TestPrivilegedPing(t *testing.T) {
+	a, b := New(t), New(t)
+	err := a.Do(func(ns.NetNS) error {
+		veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "tping-a"}, PeerName: "tping-b", PeerNamespace: netlink.NsFd(int(b.Fd()))}
+		return netlink.LinkAdd(veth)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n, link := range map[ns.NetNS]string{a: "tping-a", b: "tping-b"} {
+		cidr := map[string]string{"tping-a": "192.0.2.1/24", "tping-b": "192.0.2.2/24"}[link]
+		if err := n.Do(func(ns.NetNS) error {
+			l, err := netlink.LinkByName(link)
+			if err != nil {
+				return err
+			}
+			addr, _ := netlink.ParseAddr(cidr)
+			if err := netlink.AddrAdd(l, addr); err != nil {
+				return err
+			}
+			return netlink.LinkSetUp(l)
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := Ping(b, "192.0.2.1", 1, 5*time.Second); err != nil {
+		t.Errorf("ping across the veth: %v", err)
+	}
+	if err := Ping(b, "192.0.2.99", 2, 500*time.Millisecond); err == nil {
+		t.Error("a ping to an address nobody has was answered")
+	}
+}
