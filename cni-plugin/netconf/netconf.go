@@ -161,9 +161,12 @@ func (c *NetConf) defaultAndValidate() error {
 }
 
 // Endpoints splits etcd_endpoints.
-func (c *NetConf) Endpoints() []string {
+func (c *NetConf) Endpoints() []string { return SplitEndpoints(c.EtcdEndpoints) }
+
+// SplitEndpoints splits a comma-separated endpoint list, dropping blanks.
+func SplitEndpoints(list string) []string {
 	var out []string
-	for _, e := range strings.Split(c.EtcdEndpoints, ",") {
+	for _, e := range strings.Split(list, ",") {
 		if e = strings.TrimSpace(e); e != "" {
 			out = append(out, e)
 		}

@@ -20,8 +20,16 @@ type phaseTimer struct {
 
 func newPhaseTimer(op string) *phaseTimer {
 	now := time.Now()
-	return &phaseTimer{on: os.Getenv("TABBY_CNI_TIMING") == "1", op: op, start: now, last: now}
+	t := &phaseTimer{on: os.Getenv("TABBY_CNI_TIMING") == "1", op: op, start: now, last: now}
+	if !Started.IsZero() {
+		t.note("since-main", now.Sub(Started))
+	}
+	return t
 }
+
+// Started is when the binary's main began (set by main), for the timing
+// log: what parsing the call cost before the first phase.
+var Started time.Time
 
 func (t *phaseTimer) mark(phase string) {
 	if !t.on {

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -38,15 +39,42 @@ type gatewayEndpoint struct {
 	h2       *http.Client
 }
 
-// newGateway accepts http://host:port, host:port and
-// unix://path (or unix:path) endpoints.
+// endpointAddr parses an endpoint: http://host:port, host:port or
+// unix://path (or unix:path). It returns the URL prefix of the API and
+// where to connect.
+func endpointAddr(ep string) (base, network, addr string, err error) {
+	switch {
+	case strings.HasPrefix(ep, "unix://"), strings.HasPrefix(ep, "unix:"):
+		path := strings.TrimPrefix(strings.TrimPrefix(ep, "unix:"), "//")
+		if path == "" {
+			return "", "", "", fmt.Errorf("etcd endpoint %q: no socket path", ep)
+		}
+		return "http://etcd", "unix", path, nil
+	case strings.HasPrefix(ep, "https://"):
+		return "", "", "", fmt.Errorf("etcd endpoint %q: TLS to etcd is not supported yet", ep)
+	case strings.HasPrefix(ep, "http://"):
+		base = strings.TrimSuffix(ep, "/")
+	case !strings.Contains(ep, "://") && ep != "":
+		base = "http://" + strings.TrimSuffix(ep, "/") // host:port, as etcdctl takes it
+	default:
+		return "", "", "", fmt.Errorf("etcd endpoint %q: want http://host:port, host:port or unix://path", ep)
+	}
+	return base, "tcp", strings.TrimPrefix(base, "http://"), nil
+}
+
+// newGateway connects lazily to endpoints (see endpointAddr).
 func newGateway(endpoints []string, dialTimeout time.Duration) (*gateway, error) {
 	g := &gateway{}
 	for _, ep := range endpoints {
 		ep = strings.TrimSpace(ep)
+		base, network, addr, err := endpointAddr(ep)
+		if err != nil {
+			return nil, err
+		}
 		dialer := &net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}
+		dial := func(ctx context.Context) (net.Conn, error) { return dialer.DialContext(ctx, network, addr) }
 		tr := &http.Transport{
-			DialContext:         dialer.DialContext,
+			DialContext:         func(ctx context.Context, _, _ string) (net.Conn, error) { return dial(ctx) },
 			MaxIdleConnsPerHost: 16,
 			IdleConnTimeout:     90 * time.Second,
 			DisableCompression:  true,
@@ -58,37 +86,63 @@ func newGateway(endpoints []string, dialTimeout time.Duration) (*gateway, error)
 			// instead of waiting out its timeout on a dead socket.
 			ReadIdleTimeout: 30 * time.Second,
 			PingTimeout:     10 * time.Second,
-			DialTLSContext: func(ctx context.Context, network, addr string, _ *tls.Config) (net.Conn, error) {
-				return dialer.DialContext(ctx, network, addr)
+			DialTLSContext: func(ctx context.Context, _, _ string, _ *tls.Config) (net.Conn, error) {
+				if c := takePredialed(ctx, network, addr); c != nil {
+					return c, nil
+				}
+				return dial(ctx)
 			},
 		}
-		e := gatewayEndpoint{name: ep, client: &http.Client{Transport: tr}, h2: &http.Client{Transport: h2}}
-		switch {
-		case strings.HasPrefix(ep, "unix://"), strings.HasPrefix(ep, "unix:"):
-			path := strings.TrimPrefix(strings.TrimPrefix(ep, "unix:"), "//")
-			if path == "" {
-				return nil, fmt.Errorf("etcd endpoint %q: no socket path", ep)
-			}
-			tr.DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) {
-				return dialer.DialContext(ctx, "unix", path)
-			}
-			h2.DialTLSContext = func(ctx context.Context, _, _ string, _ *tls.Config) (net.Conn, error) {
-				return dialer.DialContext(ctx, "unix", path)
-			}
-			e.base = "http://etcd"
-		case strings.HasPrefix(ep, "https://"):
-			return nil, fmt.Errorf("etcd endpoint %q: TLS to etcd is not supported yet", ep)
-		case strings.HasPrefix(ep, "http://"):
-			e.base = strings.TrimSuffix(ep, "/")
-		case !strings.Contains(ep, "://") && ep != "":
-			e.base = "http://" + strings.TrimSuffix(ep, "/") // host:port, as etcdctl takes it
-		default:
-			return nil, fmt.Errorf("etcd endpoint %q: want http://host:port, https://host:port or unix://path", ep)
-		}
-		e.grpcBase = e.base
-		g.endpoints = append(g.endpoints, e)
+		g.endpoints = append(g.endpoints, gatewayEndpoint{
+			name: ep, base: base, grpcBase: base,
+			client: &http.Client{Transport: tr}, h2: &http.Client{Transport: h2},
+		})
 	}
 	return g, nil
+}
+
+// Predial starts connecting to the first of endpoints in the background;
+// the first gRPC request of a Client made later in this process takes the
+// connection. For one-call processes (the CNI plugin) whose first request
+// is on the critical path: the connection is made while the call is
+// parsed. A failed or unused predial changes nothing.
+func Predial(endpoints []string) {
+	if len(endpoints) == 0 {
+		return
+	}
+	_, network, addr, err := endpointAddr(strings.TrimSpace(endpoints[0]))
+	if err != nil {
+		return
+	}
+	ch := make(chan net.Conn, 1)
+	if _, loaded := predialed.LoadOrStore(network+"|"+addr, ch); loaded {
+		return
+	}
+	go func() {
+		c, err := net.DialTimeout(network, addr, 5*time.Second)
+		if err != nil {
+			close(ch)
+			return
+		}
+		ch <- c
+	}()
+}
+
+var predialed sync.Map // network|addr -> chan net.Conn
+
+// takePredialed returns the predialed connection to addr, waiting for a
+// dial in flight, or nil.
+func takePredialed(ctx context.Context, network, addr string) net.Conn {
+	v, ok := predialed.LoadAndDelete(network + "|" + addr)
+	if !ok {
+		return nil
+	}
+	select {
+	case c := <-v.(chan net.Conn):
+		return c // nil when the dial failed
+	case <-ctx.Done():
+		return nil
+	}
 }
 
 func (g *gateway) close() {

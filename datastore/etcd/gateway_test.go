@@ -1,6 +1,8 @@
 package etcd
 
 import (
+	"context"
+	"net"
 	"strings"
 	"testing"
 
@@ -116,5 +118,44 @@ func TestGatewayEndpoints(t *testing.T) {
 		if _, err := newGateway([]string{bad}, 0); err == nil || !strings.Contains(err.Error(), bad) {
 			t.Errorf("newGateway(%q) = %v, want an error naming it", bad, err)
 		}
+	}
+}
+
+func TestPredial(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan struct{}, 2)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- struct{}{}
+			defer c.Close()
+		}
+	}()
+	addr := ln.Addr().String()
+	Predial([]string{"http://" + addr, "http://127.0.0.2:1"})
+	ctx := context.Background()
+	c := takePredialed(ctx, "tcp", addr)
+	if c == nil {
+		t.Fatal("no predialed connection")
+	}
+	c.Close()
+	<-accepted
+	if again := takePredialed(ctx, "tcp", addr); again != nil {
+		t.Error("a predialed connection was handed out twice")
+	}
+	// Nothing listens here: the predial fails and the client dials itself.
+	dead, _ := net.Listen("tcp", "127.0.0.1:0")
+	deadAddr := dead.Addr().String()
+	dead.Close()
+	Predial([]string{deadAddr})
+	if c := takePredialed(ctx, "tcp", deadAddr); c != nil {
+		t.Error("a failed predial handed out a connection")
 	}
 }

@@ -17,15 +17,19 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"syscall"
+	"time"
 
 	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/cni/pkg/types"
 	"golang.org/x/sys/unix"
 
+	"github.com/tabbynet/tabby/cni-plugin/netconf"
 	"github.com/tabbynet/tabby/cni-plugin/plugin"
+	"github.com/tabbynet/tabby/datastore/etcd"
 )
 
 func main() {
+	plugin.Started = time.Now()
 	// One call per process, a few MB allocated: collecting garbage only
 	// costs time. The limit keeps a runaway call bounded all the same.
 	debug.SetGCPercent(-1)
@@ -40,7 +44,20 @@ func main() {
 	if wantsKubernetes(stdin) {
 		execKubernetesPlugin()
 	}
+	if os.Getenv("CNI_COMMAND") != "VERSION" {
+		// Connect to etcd while the call is parsed and checked.
+		etcd.Predial(netconf.SplitEndpoints(etcdEndpoints(stdin)))
+	}
 	skel.PluginMainFuncs(plugin.New().Funcs(), plugin.SupportedVersions, plugin.About)
+}
+
+// etcdEndpoints is the config's etcd_endpoints ("" when unreadable).
+func etcdEndpoints(conf []byte) string {
+	var c struct {
+		EtcdEndpoints string `json:"etcd_endpoints"`
+	}
+	_ = json.Unmarshal(conf, &c)
+	return c.EtcdEndpoints
 }
 
 // wantsKubernetes applies the plugin's datastore choice (see
