@@ -3,6 +3,7 @@ package plugin
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/plugins/pkg/ns"
@@ -38,6 +39,8 @@ func (p *Plugin) del(a *skel.CmdArgs) error {
 	// pod reuses the name, and its WorkloadEndpoint says whose it is.
 	ctx, cancel := p.ctx()
 	defer cancel()
+	tm := newPhaseTimer("DEL")
+	defer tm.done()
 	client, err := p.NewClient(c.conf)
 	if err != nil {
 		return err
@@ -47,12 +50,21 @@ func (p *Plugin) del(a *skel.CmdArgs) error {
 	// The addresses are this container's whoever owns the pod's name now:
 	// release them while the endpoint and veth are dealt with.
 	relErr := make(chan error, 1)
-	go func() { relErr <- p.release(ctx, c, a, ipam.New(client, ipam.Config{})) }()
-	if err := p.delEndpoint(ctx, client, hostNS, c, a); err != nil {
-		<-relErr
+	var relTook time.Duration
+	go func() {
+		t0 := time.Now()
+		err := p.release(ctx, c, a, ipam.New(client, ipam.Config{}))
+		relTook = time.Since(t0)
+		relErr <- err
+	}()
+	err = p.delEndpoint(ctx, client, hostNS, c, a)
+	tm.mark("endpoint+veth")
+	rerr := <-relErr
+	tm.note("release", relTook)
+	if err != nil {
 		return err
 	}
-	return <-relErr
+	return rerr
 }
 
 // delEndpoint removes the WorkloadEndpoint record (or, in Kubernetes mode,
@@ -84,11 +96,18 @@ func (p *Plugin) delEndpoint(ctx context.Context, client datastore.Client, hostN
 		// A newer sandbox owns the name and the veth: release only our
 		// addresses.
 	case err == nil:
-		if err := wiring.Teardown(hostNS, c.id.hostIf, a.Netns, a.IfName); err != nil {
-			return err
-		}
-		_, err = client.Delete(ctx, key, datastore.DeleteOptions{ResourceVersion: cur.GetResourceVersion()})
-		if err != nil && !errors.Is(err, datastore.ErrNotFound) && !errors.Is(err, datastore.ErrConflict) {
+		// Ours: remove the record while the kernel removes the veth (a
+		// repeated DEL finds no record and removes whatever is left).
+		delErr := make(chan error, 1)
+		go func() {
+			_, err := client.Delete(ctx, key, datastore.DeleteOptions{ResourceVersion: cur.GetResourceVersion()})
+			if errors.Is(err, datastore.ErrNotFound) || errors.Is(err, datastore.ErrConflict) {
+				err = nil
+			}
+			delErr <- err
+		}()
+		tdErr := wiring.Teardown(hostNS, c.id.hostIf, a.Netns, a.IfName)
+		if err := errors.Join(tdErr, <-delErr); err != nil {
 			return err
 		}
 	case errors.Is(err, datastore.ErrNotFound):

@@ -240,6 +240,13 @@ func (c *Client) Delete(ctx context.Context, k datastore.Key, opts datastore.Del
 	}
 	ctx, cancel := c.reqCtx(ctx)
 	defer cancel()
+	if opts.UID == "" {
+		obj, err := c.deleteByRevision(ctx, info, key, opts.ResourceVersion)
+		if err != nil {
+			return fail(err)
+		}
+		return obj, nil
+	}
 	for attempt := 0; ; attempt++ {
 		cur, err := c.getRaw(ctx, info, key)
 		if err != nil {
@@ -267,6 +274,44 @@ func (c *Client) Delete(ctx context.Context, k datastore.Key, opts datastore.Del
 		}
 		// Changed between our read and delete, without preconditions:
 		// delete the newer state.
+	}
+}
+
+// deleteByRevision deletes key in one transaction, guarded by its
+// mod-revision when rv is set, and returns what it held: the deleted value
+// comes back with the delete, and the failure branch tells a missing key
+// from a changed one.
+func (c *Client) deleteByRevision(ctx context.Context, info v3.KindInfo, key, rv string) (v3.Resource, error) {
+	var guard []compare
+	if rv != "" {
+		rev, err := parseRevision(rv)
+		if err != nil {
+			return nil, datastore.ErrConflict // no stored object has it
+		}
+		guard = []compare{modRevisionIs(key, rev)}
+	}
+	resp, err := c.gw.txn(ctx, txnRequest{
+		Compare: guard,
+		Success: []requestOp{deleteReturningOp(key)},
+		Failure: []requestOp{{Range: &rangeRequest{Key: []byte(key), KeysOnly: true}}},
+	})
+	if err != nil {
+		return nil, c.storeErr(err)
+	}
+	if len(resp.Responses) != 1 {
+		return nil, fmt.Errorf("etcd: %d responses to a one-operation transaction", len(resp.Responses))
+	}
+	op := resp.Responses[0]
+	switch {
+	case resp.Succeeded && op.Delete != nil && len(op.Delete.PrevKvs) > 0:
+		prev := op.Delete.PrevKvs[0]
+		return decode(info, prev.Value, int64(prev.ModRevision))
+	case resp.Succeeded:
+		return nil, datastore.ErrNotFound
+	case op.Range != nil && len(op.Range.Kvs) > 0:
+		return nil, datastore.ErrConflict
+	default:
+		return nil, datastore.ErrNotFound
 	}
 }
 

@@ -248,7 +248,8 @@ type putRequest struct {
 }
 
 type deleteRequest struct {
-	Key []byte
+	Key    []byte
+	PrevKv bool // return the deleted key-values
 }
 
 // requestOp is one operation of a transaction: exactly one field is set.
@@ -278,9 +279,15 @@ type txnResponse struct {
 	Responses []responseOp
 }
 
-// responseOp is one operation's answer: only ranges carry data we use.
+// responseOp is one operation's answer: a range's key-values, or what a
+// delete removed (when it asked for them).
 type responseOp struct {
-	Range *rangeResponse
+	Range  *rangeResponse
+	Delete *deleteResponse
+}
+
+type deleteResponse struct {
+	PrevKvs []keyValue
 }
 
 func createRevisionIs(key string, r int64) compare {
@@ -304,6 +311,11 @@ func putOp(key string, val []byte) requestOp {
 }
 
 func deleteOp(key string) requestOp { return requestOp{Delete: &deleteRequest{Key: []byte(key)}} }
+
+// deleteReturningOp deletes key and answers with what it held.
+func deleteReturningOp(key string) requestOp {
+	return requestOp{Delete: &deleteRequest{Key: []byte(key), PrevKv: true}}
+}
 
 // prefixEnd is the range end covering every key that starts with prefix:
 // the prefix with its last byte below 0xff incremented.

@@ -32,7 +32,7 @@ func TestPrefixEnd(t *testing.T) {
 func TestTxnRequestEncoding(t *testing.T) {
 	req := txnRequest{
 		Compare: []compare{createRevisionIs("/k1", 0), modRevisionIs("/k2", 42)},
-		Success: []requestOp{putOp("/k1", []byte("v1")), deleteOp("/k2"), getOp("/k3")},
+		Success: []requestOp{putOp("/k1", []byte("v1")), deleteOp("/k2"), getOp("/k3"), deleteReturningOp("/k4")},
 		Failure: []requestOp{prefixOp("/p/"), {Range: &rangeRequest{Key: []byte("/k2"), KeysOnly: true}}},
 	}
 	var got pb.TxnRequest
@@ -48,6 +48,7 @@ func TestTxnRequestEncoding(t *testing.T) {
 			{Request: &pb.RequestOp_RequestPut{RequestPut: &pb.PutRequest{Key: []byte("/k1"), Value: []byte("v1")}}},
 			{Request: &pb.RequestOp_RequestDeleteRange{RequestDeleteRange: &pb.DeleteRangeRequest{Key: []byte("/k2")}}},
 			{Request: &pb.RequestOp_RequestRange{RequestRange: &pb.RangeRequest{Key: []byte("/k3")}}},
+			{Request: &pb.RequestOp_RequestDeleteRange{RequestDeleteRange: &pb.DeleteRangeRequest{Key: []byte("/k4"), PrevKv: true}}},
 		},
 		Failure: []*pb.RequestOp{
 			{Request: &pb.RequestOp_RequestRange{RequestRange: &pb.RangeRequest{Key: []byte("/p/"), RangeEnd: []byte("/p0")}}},
@@ -73,6 +74,10 @@ func TestTxnResponseDecoding(t *testing.T) {
 				},
 				Count: 2,
 			}}},
+			{Response: &pb.ResponseOp_ResponseDeleteRange{ResponseDeleteRange: &pb.DeleteRangeResponse{
+				Header: &pb.ResponseHeader{Revision: 77}, Deleted: 1,
+				PrevKvs: []*mvccpb.KeyValue{{Key: []byte("/c"), CreateRevision: 7, ModRevision: 9, Version: 3, Value: []byte("z")}},
+			}}},
 		},
 	}
 	b, err := proto.Marshal(in)
@@ -83,7 +88,7 @@ func TestTxnResponseDecoding(t *testing.T) {
 	if err := out.unmarshal(b); err != nil {
 		t.Fatal(err)
 	}
-	if out.Header.Revision != 77 || !out.Succeeded || len(out.Responses) != 2 || out.Responses[0].Range != nil {
+	if out.Header.Revision != 77 || !out.Succeeded || len(out.Responses) != 3 || out.Responses[0].Range != nil {
 		t.Fatalf("decoded %+v", out)
 	}
 	kvs := out.Responses[1].Range.Kvs
@@ -93,6 +98,9 @@ func TestTxnResponseDecoding(t *testing.T) {
 	}
 	if d := cmp.Diff(want, kvs); d != "" {
 		t.Errorf("kvs (-want +got):\n%s", d)
+	}
+	if del := out.Responses[2].Delete; del == nil || cmp.Diff([]keyValue{{Key: []byte("/c"), Value: []byte("z"), CreateRevision: 7, ModRevision: 9}}, del.PrevKvs) != "" {
+		t.Errorf("delete response %+v", del)
 	}
 	var failed txnResponse // false and empty fields are not on the wire
 	if err := failed.unmarshal([]byte{}); err != nil || failed.Succeeded {

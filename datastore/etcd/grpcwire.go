@@ -121,7 +121,7 @@ func (r *rangeRequest) marshal() []byte {
 }
 
 // RequestOp: request_range 1, request_put 2 (key 1, value 2),
-// request_delete_range 3 (key 1).
+// request_delete_range 3 (key 1, prev_kv 3).
 func (op *requestOp) marshal() []byte {
 	switch {
 	case op.Range != nil:
@@ -131,7 +131,11 @@ func (op *requestOp) marshal() []byte {
 		m = appendBytesField(m, 2, op.Put.Value)
 		return appendMessageField(nil, 2, m)
 	default:
-		return appendMessageField(nil, 3, appendBytesField(nil, 1, op.Delete.Key))
+		m := appendBytesField(nil, 1, op.Delete.Key)
+		if op.Delete.PrevKv {
+			m = appendVarintField(m, 3, 1)
+		}
+		return appendMessageField(nil, 3, m)
 	}
 }
 
@@ -245,7 +249,8 @@ func (r *rangeResponse) unmarshal(b []byte) error {
 }
 
 // TxnResponse: header 1, succeeded 2, responses 3 (ResponseOp:
-// response_range 1; puts and deletes carry nothing we use).
+// response_range 1, response_delete_range 3 (DeleteRangeResponse:
+// prev_kvs 3); puts carry nothing we use).
 func (t *txnResponse) unmarshal(b []byte) error {
 	return eachField(b, func(num protowire.Number, _ protowire.Type, val []byte, v uint64) error {
 		switch num {
@@ -256,9 +261,23 @@ func (t *txnResponse) unmarshal(b []byte) error {
 		case 3:
 			var op responseOp
 			err := eachField(val, func(num protowire.Number, _ protowire.Type, val []byte, _ uint64) error {
-				if num == 1 {
+				switch num {
+				case 1:
 					op.Range = &rangeResponse{}
 					return op.Range.unmarshal(val)
+				case 3:
+					op.Delete = &deleteResponse{}
+					return eachField(val, func(num protowire.Number, _ protowire.Type, val []byte, _ uint64) error {
+						if num != 3 {
+							return nil
+						}
+						var kv keyValue
+						if err := kv.unmarshal(val); err != nil {
+							return err
+						}
+						op.Delete.PrevKvs = append(op.Delete.PrevKvs, kv)
+						return nil
+					})
 				}
 				return nil
 			})
