@@ -168,13 +168,22 @@ func (d *Dataplane) Apply(ctx context.Context) (Result, error) {
 	if res.SetsWritten, err = d.sets.ApplyUpdates(ctx); err != nil {
 		return res, err
 	}
-	if res.V4, err = d.applyTables(ctx, d.v4, 4); err != nil {
-		return res, err
-	}
+	// IPv4 and IPv6 tables are independent: restore them at the same
+	// time (the kernel serialises the commits themselves, the processes
+	// and their parsing overlap).
+	v6Err := make(chan error, 1)
 	if d.v6 != nil {
-		if res.V6, err = d.applyTables(ctx, d.v6, 6); err != nil {
-			return res, err
-		}
+		go func() {
+			var err error
+			res.V6, err = d.applyTables(ctx, d.v6, 6)
+			v6Err <- err
+		}()
+	} else {
+		v6Err <- nil
+	}
+	res.V4, err = d.applyTables(ctx, d.v4, 4)
+	if err = errors.Join(err, <-v6Err); err != nil {
+		return res, err
 	}
 	if res.SetsDeleted, err = d.sets.ApplyDeletions(ctx); err != nil {
 		if !errors.Is(err, ErrStaleSetsKept) {

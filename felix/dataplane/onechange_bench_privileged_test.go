@@ -26,7 +26,8 @@ import (
 //   - policy: one policy's rules change (one chain rewritten, one
 //     iptables-restore);
 //   - membership: a remote endpoint appears or goes (ipset members only:
-//     one ipset restore, no iptables-restore).
+//     one ipset restore, no iptables-restore);
+//   - policy-dualstack: "policy" with IPv6 on as well (two tables).
 //
 // Run: go test -tags privileged -run '^$' -bench OneChange -benchtime 30x ./felix/dataplane/
 func BenchmarkPrivilegedOneChange(b *testing.B) {
@@ -34,31 +35,49 @@ func BenchmarkPrivilegedOneChange(b *testing.B) {
 	base := ct.Synthetic(1000, 500, 5000)
 	pol := slices.IndexFunc(base, func(o any) bool { p, ok := o.(*v3.NetworkPolicy); return ok && p.Name == "pol0" })
 	remote := ct.WEP("ns1", "extra", "node9", "caliextra", "10.99.0.1", map[string]string{"app": "a1"})
+	policy := func(i int) []any {
+		objs := slices.Clone(base)
+		objs[pol] = ct.SyntheticPolicy(0, i%2)
+		return objs
+	}
 	for _, tc := range []struct {
-		name   string
-		change func(i int) []any
+		name      string
+		dualStack bool
+		change    func(i int) []any
 	}{
-		{"policy", func(i int) []any {
-			objs := slices.Clone(base)
-			objs[pol] = ct.SyntheticPolicy(0, i%2)
-			return objs
-		}},
-		{"membership", func(i int) []any {
+		{"policy", false, policy},
+		{"membership", false, func(i int) []any {
 			if i%2 == 0 {
 				return base
 			}
 			return append(slices.Clone(base), remote)
 		}},
+		// As felix runs with FELIX_IPV6SUPPORT=true: both families'
+		// tables hold every endpoint and policy chain, so a policy
+		// change is two restores (run concurrently).
+		{"policy-dualstack", true, policy},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			n := netnstest.New(b)
-			dp := dataplane.New(dataplane.Config{
+			cfg := dataplane.Config{
 				Runner: dataplane.ExecRunner{NetnsPath: n.Path()}, V4: dataplane.BackendDefaultV4,
 				Logger: slog.New(slog.DiscardHandler),
-			})
+			}
+			renderers := []*rules.Renderer{rules.NewRenderer(rules.DefaultConfig(), 4)}
+			if tc.dualStack {
+				cfg.V6 = dataplane.BackendDefaultV6
+				renderers = append(renderers, rules.NewRenderer(rules.DefaultConfig(), 6))
+			}
+			dp := dataplane.New(cfg)
 			memo := calc.NewMemo()
-			r := rules.NewRenderer(rules.DefaultConfig(), 4)
-			dp.SetDesired(r.Render(calc.ComputeWith(ct.Input(ct.Node, tc.change(0)), memo)))
+			render := func(res *calc.Result) []*rules.Ruleset {
+				var out []*rules.Ruleset
+				for _, r := range renderers {
+					out = append(out, r.Render(res))
+				}
+				return out
+			}
+			dp.SetDesired(render(calc.ComputeWith(ct.Input(ct.Node, tc.change(0)), memo))...)
 			if _, err := dp.Apply(ctx); err != nil {
 				b.Fatal(err)
 			}
@@ -70,7 +89,7 @@ func BenchmarkPrivilegedOneChange(b *testing.B) {
 				t0 := time.Now()
 				res := calc.ComputeWith(ct.Input(ct.Node, objs), memo)
 				t1 := time.Now()
-				dp.SetDesired(r.Render(res))
+				dp.SetDesired(render(res)...)
 				t2 := time.Now()
 				if _, err := dp.Apply(ctx); err != nil {
 					b.Fatal(err)
