@@ -22,6 +22,18 @@ import (
 // TestSuite runs the shared datastore suite against a real etcd.
 func TestSuite(t *testing.T) {
 	server := testservers.StartEtcd(t)
+	runSuite(t, server, []string{server.Endpoint()})
+}
+
+// TestSuiteOverUnixSocketAfterDeadEndpoint runs it again with a first
+// endpoint nobody listens on, then the server's unix socket: every call
+// (unary and watch) must move on to the socket.
+func TestSuiteOverUnixSocketAfterDeadEndpoint(t *testing.T) {
+	server := testservers.StartEtcd(t)
+	runSuite(t, server, []string{"http://127.0.0.1:1", server.UnixEndpoint()})
+}
+
+func runSuite(t *testing.T, server *testservers.Etcd, endpoints []string) {
 	raw := rawClient(t, server.Endpoint())
 	dstest.Run(t, dstest.Harness{
 		New: func(t *testing.T) datastore.Client {
@@ -30,7 +42,7 @@ func TestSuite(t *testing.T) {
 			if _, err := raw.Delete(ctx, "/calico/", clientv3.WithPrefix()); err != nil {
 				t.Fatalf("emptying etcd: %v", err)
 			}
-			c, err := New(Config{Endpoints: []string{server.Endpoint()}, RequestTimeout: 5 * time.Second})
+			c, err := New(Config{Endpoints: endpoints, RequestTimeout: 5 * time.Second})
 			if err != nil {
 				t.Fatal(err)
 			}
