@@ -52,6 +52,8 @@ bench-cni: kube-binaries
 ## (root), plus the pure calc and render benchmarks
 bench-felix:
 	$(GO) test -tags privileged -run '^$$' -bench FelixSync -benchtime 3x ./felix/e2e/
+	$(GO) test -tags privileged -run '^$$' -bench DaemonPolicyChange -benchtime 20x ./felix/e2e/
+	$(GO) test -tags privileged -run '^$$' -bench PrivilegedOneChange -benchtime 30x ./felix/dataplane/
 	$(GO) test -run '^$$' -bench . -benchmem ./felix/calc/ ./felix/rules/
 
 ## demo: the end-to-end demo (root): etcd, an IPPool, a node namespace and

@@ -55,7 +55,11 @@ type Config struct {
 	// IPVersions to render (default [4]).
 	IPVersions []int
 	Dataplane  Dataplane
-	// Debounce coalesces bursts of updates (default 50ms).
+	// Debounce is how long a computation waits for updates arriving
+	// together (default 2ms). Updates arriving while one computes are
+	// coalesced into the next, and under sustained churn the next waits as
+	// long as the last one took, so computing uses at most about half a
+	// core while an isolated change is programmed at once.
 	Debounce time.Duration
 	// HostInterfaceInterval is how often, while a local host endpoint is
 	// given by expectedIPs only, the node's interface addresses are
@@ -121,7 +125,7 @@ func New(cfg Config) *Daemon {
 		cfg.IPVersions = []int{4}
 	}
 	if cfg.Debounce == 0 {
-		cfg.Debounce = 50 * time.Millisecond
+		cfg.Debounce = 2 * time.Millisecond
 	}
 	if cfg.HostInterfaceInterval == 0 {
 		cfg.HostInterfaceInterval = 10 * time.Second
@@ -300,6 +304,8 @@ func (d *Daemon) Run(ctx context.Context, syncer datastore.Syncer) error {
 	defer wg.Wait()
 	ifaceTick := time.NewTicker(d.cfg.HostInterfaceInterval)
 	defer ifaceTick.Stop()
+	var lastEnd time.Time
+	var lastTook time.Duration
 	for {
 		select {
 		case <-ctx.Done():
@@ -316,11 +322,15 @@ func (d *Daemon) Run(ctx context.Context, syncer datastore.Syncer) error {
 			}
 		}
 		// Coalesce a burst of updates into one computation.
+		wait := max(d.cfg.Debounce, time.Until(lastEnd.Add(lastTook)))
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-time.After(d.cfg.Debounce):
+		case <-time.After(wait):
 		}
+		start := time.Now()
 		d.Recompute()
+		lastEnd = time.Now()
+		lastTook = lastEnd.Sub(start)
 	}
 }
