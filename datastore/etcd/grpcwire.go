@@ -231,6 +231,16 @@ func (kv *keyValue) unmarshal(b []byte) error {
 	})
 }
 
+// appendKeyValue decodes one KeyValue message onto kvs.
+func appendKeyValue(kvs *[]keyValue, b []byte) error {
+	var kv keyValue
+	if err := kv.unmarshal(b); err != nil {
+		return err
+	}
+	*kvs = append(*kvs, kv)
+	return nil
+}
+
 // RangeResponse: header 1, kvs 2.
 func (r *rangeResponse) unmarshal(b []byte) error {
 	return eachField(b, func(num protowire.Number, _ protowire.Type, val []byte, _ uint64) error {
@@ -238,11 +248,7 @@ func (r *rangeResponse) unmarshal(b []byte) error {
 		case 1:
 			return r.Header.unmarshal(val)
 		case 2:
-			var kv keyValue
-			if err := kv.unmarshal(val); err != nil {
-				return err
-			}
-			r.Kvs = append(r.Kvs, kv)
+			return appendKeyValue(&r.Kvs, val)
 		}
 		return nil
 	})
@@ -268,14 +274,9 @@ func (t *txnResponse) unmarshal(b []byte) error {
 				case 3:
 					op.Delete = &deleteResponse{}
 					return eachField(val, func(num protowire.Number, _ protowire.Type, val []byte, _ uint64) error {
-						if num != 3 {
-							return nil
+						if num == 3 {
+							return appendKeyValue(&op.Delete.PrevKvs, val)
 						}
-						var kv keyValue
-						if err := kv.unmarshal(val); err != nil {
-							return err
-						}
-						op.Delete.PrevKvs = append(op.Delete.PrevKvs, kv)
 						return nil
 					})
 				}
