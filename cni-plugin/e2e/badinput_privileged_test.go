@@ -26,6 +26,7 @@ func (c *cluster) execPlugin(t *testing.T, command, stdin string, env map[string
 	base := map[string]string{
 		"CNI_COMMAND": command, "CNI_CONTAINERID": "cid-bad-input", "CNI_IFNAME": "eth0",
 		"CNI_PATH": cniBinDir(t), "CNI_ARGS": "K8S_POD_NAMESPACE=default;K8S_POD_NAME=bad",
+		"TABBY_CNI_HINT_DIR": os.Getenv("TABBY_CNI_HINT_DIR"),
 	}
 	for k, v := range env {
 		base[k] = v

@@ -85,6 +85,9 @@ type clusterOpts struct {
 
 func newCluster(t testing.TB, o clusterOpts) *cluster {
 	c := &cluster{t: t, node: netnstest.NewNode(t), etcd: testservers.StartEtcd(t)}
+	// The plugins (started by libcni with this process's environment)
+	// keep their IPAM block hints in the test's folder.
+	t.Setenv("TABBY_CNI_HINT_DIR", t.TempDir())
 	var err error
 	c.client, err = etcd.New(etcd.Config{Endpoints: []string{c.etcd.Endpoint()}})
 	if err != nil {

@@ -110,6 +110,7 @@ func TestPrivilegedKubernetesDatastore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Setenv("TABBY_CNI_HINT_DIR", t.TempDir())
 	c := &cluster{t: t, node: node, cni: libcni.NewCNIConfigWithCacheDir([]string{cniBinDir(t)}, t.TempDir(), nil), list: list}
 
 	web, db := c.newPod("web"), c.newPod("db")

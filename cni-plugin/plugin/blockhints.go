@@ -13,8 +13,17 @@ import (
 )
 
 // DefaultHintDir is where the plugin remembers, between its one-call
-// processes, which IPAM blocks are affine to the node.
+// processes, which IPAM blocks are affine to the node. TABBY_CNI_HINT_DIR
+// in the plugin's environment moves it (tests keep theirs in a temporary
+// folder).
 const DefaultHintDir = "/var/lib/cni/tabby"
+
+func hintDir() string {
+	if d := os.Getenv("TABBY_CNI_HINT_DIR"); d != "" {
+		return d
+	}
+	return DefaultHintDir
+}
 
 // blockHints is the node's affine blocks as the last ADD saw them. It is
 // only a guess about the datastore: IPAM reads the hinted blocks in the

@@ -64,7 +64,7 @@ func New() *Plugin {
 		NewClient: clientFor,
 		HostNS:    ns.GetCurrentNS,
 		Timeout:   30 * time.Second,
-		HintDir:   DefaultHintDir,
+		HintDir:   hintDir(),
 	}
 }
 

@@ -65,6 +65,11 @@ func run() error {
 		return err
 	}
 	cleanups = append(cleanups, func() { os.RemoveAll(dir) })
+	// The plugin's IPAM block hints (see cni-plugin/plugin/blockhints.go)
+	// stay in the demo's folder, so nothing is left after it.
+	if err := os.Setenv("TABBY_CNI_HINT_DIR", filepath.Join(dir, "hints")); err != nil {
+		return err
+	}
 
 	step("starting etcd (unix socket, reachable from every namespace)")
 	endpoint, err := startEtcd(dir)
