@@ -17,7 +17,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -29,13 +28,13 @@ import (
 	current "github.com/containernetworking/cni/pkg/types/100"
 	"github.com/containernetworking/plugins/pkg/ns"
 	"github.com/containernetworking/plugins/pkg/testutils"
-	"github.com/vishvananda/netlink"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tabbynet/tabby/api/numorstring"
 	v3 "github.com/tabbynet/tabby/api/v3"
 	"github.com/tabbynet/tabby/datastore"
 	"github.com/tabbynet/tabby/datastore/etcd"
+	"github.com/tabbynet/tabby/internal/netnstest"
 )
 
 func main() {
@@ -112,7 +111,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	if err := makeNode(node); err != nil {
+	if err := netnstest.ShapeNode(node); err != nil {
 		return err
 	}
 	step("node namespace %s (uplink 192.0.2.1/24)", node.Path())
@@ -158,14 +157,16 @@ func run() error {
 	}
 
 	addr := net.JoinHostPort(pods[1].ip, "8080")
-	if err := serve(pods[1].ns, addr, "hello from backend"); err != nil {
+	ln, err := netnstest.ListenTCP(pods[1].ns, addr, "hello from backend")
+	if err != nil {
 		return err
 	}
+	cleanups = append(cleanups, func() { ln.Close() })
 	for _, from := range []struct {
 		name string
 		n    ns.NetNS
 	}{{"frontend pod", pods[0].ns}, {"node", node}} {
-		got, err := dial(from.n, addr)
+		got, err := netnstest.DialTCP(from.n, addr)
 		if err != nil {
 			return fmt.Errorf("%s -> backend: %w", from.name, err)
 		}
@@ -241,7 +242,7 @@ func policyDemo(ctx context.Context, client datastore.Client, endpoint, bin stri
 		return err
 	}
 	start := time.Now()
-	if err := waitFor(func() bool { _, err := dialShort(frontend, addr); return err != nil }); err != nil {
+	if err := waitFor(func() bool { _, err := netnstest.DialTCPWithin(frontend, addr, time.Second); return err != nil }); err != nil {
 		return fmt.Errorf("the deny-all ingress policy never took effect")
 	}
 	step("GlobalNetworkPolicy backend-ingress (selector app == 'backend', no rules = deny): frontend -> backend now refused (%.0f ms)", float64(time.Since(start).Milliseconds()))
@@ -252,10 +253,13 @@ func policyDemo(ctx context.Context, client datastore.Client, endpoint, bin stri
 		return err
 	}
 	start = time.Now()
-	if err := waitFor(func() bool { got, err := dialShort(frontend, addr); return err == nil && got != "" }); err != nil {
+	if err := waitFor(func() bool {
+		got, err := netnstest.DialTCPWithin(frontend, addr, time.Second)
+		return err == nil && got != ""
+	}); err != nil {
 		return fmt.Errorf("the allow rule never took effect")
 	}
-	got, _ := dialShort(frontend, addr)
+	got, _ := netnstest.DialTCPWithin(frontend, addr, time.Second)
 	step("policy now allows TCP 8080: frontend -> backend %q again (%.0f ms)", got, float64(time.Since(start).Milliseconds()))
 	if _, err := client.Delete(ctx, datastore.KeyOf(allow), datastore.DeleteOptions{}); err != nil {
 		return err
@@ -275,21 +279,6 @@ func waitFor(cond func() bool) error {
 		}
 	}
 	return fmt.Errorf("timed out")
-}
-
-func dialShort(n ns.NetNS, addr string) (string, error) {
-	var got []byte
-	err := n.Do(func(ns.NetNS) error {
-		c, err := net.DialTimeout("tcp", addr, 300*time.Millisecond)
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		c.SetDeadline(time.Now().Add(time.Second))
-		got, err = io.ReadAll(c)
-		return err
-	})
-	return string(got), err
 }
 
 func startEtcd(dir string) (string, error) {
@@ -325,65 +314,4 @@ func newNS() (ns.NetNS, error) {
 	}
 	cleanups = append(cleanups, func() { n.Close(); testutils.UnmountNS(n) })
 	return n, nil
-}
-
-func makeNode(n ns.NetNS) error {
-	return n.Do(func(ns.NetNS) error {
-		if err := netlink.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "uplink"}, PeerName: "uplink-peer"}); err != nil {
-			return err
-		}
-		for _, name := range []string{"lo", "uplink", "uplink-peer"} {
-			l, err := netlink.LinkByName(name)
-			if err != nil {
-				return err
-			}
-			if err := netlink.LinkSetUp(l); err != nil {
-				return err
-			}
-		}
-		up, _ := netlink.LinkByName("uplink")
-		addr, _ := netlink.ParseAddr("192.0.2.1/24")
-		if err := netlink.AddrAdd(up, addr); err != nil {
-			return err
-		}
-		return netlink.RouteAdd(&netlink.Route{LinkIndex: up.Attrs().Index, Gw: net.ParseIP("192.0.2.254"), Flags: int(netlink.FLAG_ONLINK)})
-	})
-}
-
-func serve(n ns.NetNS, addr, reply string) error {
-	var ln net.Listener
-	err := n.Do(func(ns.NetNS) error {
-		var err error
-		ln, err = net.Listen("tcp", addr)
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	cleanups = append(cleanups, func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Write([]byte(reply))
-			c.Close()
-		}
-	}()
-	return nil
-}
-
-func dial(n ns.NetNS, addr string) (string, error) {
-	var got []byte
-	err := n.Do(func(ns.NetNS) error {
-		c, err := net.DialTimeout("tcp", addr, 3*time.Second)
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		got, err = io.ReadAll(c)
-		return err
-	})
-	return string(got), err
 }

@@ -23,7 +23,16 @@ const (
 func NewNode(t testing.TB) ns.NetNS {
 	t.Helper()
 	n := New(t)
-	err := n.Do(func(ns.NetNS) error {
+	if err := ShapeNode(n); err != nil {
+		t.Fatalf("making a node namespace: %v", err)
+	}
+	return n
+}
+
+// ShapeNode gives an existing namespace NewNode's shape (for programs
+// that are not tests, such as the demo).
+func ShapeNode(n ns.NetNS) error {
+	return n.Do(func(ns.NetNS) error {
 		if err := netlink.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "uplink"}, PeerName: "uplink-peer"}); err != nil {
 			return err
 		}
@@ -49,8 +58,4 @@ func NewNode(t testing.TB) ns.NetNS {
 		}
 		return netlink.RouteAdd(&netlink.Route{LinkIndex: up.Attrs().Index, Gw: net.ParseIP("192.0.2.254"), Flags: int(netlink.FLAG_ONLINK)})
 	})
-	if err != nil {
-		t.Fatalf("making a node namespace: %v", err)
-	}
-	return n
 }
