@@ -1,7 +1,9 @@
 package datastore
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"strings"
 	"sync"
 
@@ -76,8 +78,15 @@ type ListOptions struct {
 
 // List is the result of a list.
 type List struct {
-	Items    []v3.Resource
-	Revision string // watch from here to see every later change
+	Items    []v3.Resource // in Sort's order
+	Revision string        // watch from here to see every later change
+}
+
+// Sort puts items in the order every List has: by namespace, then name.
+func Sort(items []v3.Resource) {
+	slices.SortFunc(items, func(a, b v3.Resource) int {
+		return cmp.Or(cmp.Compare(a.GetNamespace(), b.GetNamespace()), cmp.Compare(a.GetName(), b.GetName()))
+	})
 }
 
 // WatchOptions position and restrict a watch.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"sort"
 	"strconv"
 	"time"
 
@@ -384,13 +383,7 @@ func decodeList(info v3.KindInfo, kvs []keyValue, rev int64, keep func(v3.Resour
 			out.Items = append(out.Items, obj)
 		}
 	}
-	sort.Slice(out.Items, func(i, j int) bool {
-		a, b := out.Items[i], out.Items[j]
-		if a.GetNamespace() != b.GetNamespace() {
-			return a.GetNamespace() < b.GetNamespace()
-		}
-		return a.GetName() < b.GetName()
-	})
+	datastore.Sort(out.Items)
 	return out, nil
 }
 

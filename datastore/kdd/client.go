@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"reflect"
-	"sort"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -362,13 +361,7 @@ func (c *Client) List(ctx context.Context, kind string, opts datastore.ListOptio
 		}
 	}
 	out.Revision = joinRevision(revs)
-	sort.Slice(out.Items, func(i, j int) bool {
-		a, b := out.Items[i], out.Items[j]
-		if a.GetNamespace() != b.GetNamespace() {
-			return a.GetNamespace() < b.GetNamespace()
-		}
-		return a.GetName() < b.GetName()
-	})
+	datastore.Sort(out.Items)
 	return out, nil
 }
 

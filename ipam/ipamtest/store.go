@@ -6,7 +6,6 @@ package ipamtest
 import (
 	"context"
 	"errors"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -198,13 +197,7 @@ func (s *Store) listLocked(kind, namespace string, sel *selector.Selector) *data
 		}
 		out.Items = append(out.Items, copyOf(r))
 	}
-	sort.Slice(out.Items, func(i, j int) bool {
-		a, b := out.Items[i], out.Items[j]
-		if a.GetNamespace() != b.GetNamespace() {
-			return a.GetNamespace() < b.GetNamespace()
-		}
-		return a.GetName() < b.GetName()
-	})
+	datastore.Sort(out.Items)
 	return out
 }
 
