@@ -36,7 +36,7 @@ func (p *Plugin) add(a *skel.CmdArgs) (res *current.Result, err error) {
 	}
 	if c.conf.IPAM.Type == CalicoIPAM {
 		// Read the ipam section once, and before any I/O.
-		if c.ipam, err = parseIPAMRequest(a.StdinData); err != nil {
+		if c.ipam, err = parseIPAMConf(a.StdinData); err != nil {
 			return nil, err
 		}
 	}
@@ -83,7 +83,7 @@ func (p *Plugin) add(a *skel.CmdArgs) (res *current.Result, err error) {
 	var prepTook time.Duration
 	go func() {
 		t0 := time.Now()
-		prep, err := wiring.Prepare(pod, c.ipam.num6 > 0) // Configure fixes up a wrong guess
+		prep, err := wiring.Prepare(pod, c.ipam.V6()) // Configure fixes up a wrong guess
 		prepTook = time.Since(t0)
 		prepCh <- prepared{prep, err}
 	}()

@@ -2,7 +2,6 @@ package plugin
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -22,6 +21,7 @@ import (
 	"github.com/tabbynet/tabby/datastore"
 	"github.com/tabbynet/tabby/datastore/dsconfig"
 	"github.com/tabbynet/tabby/ipam"
+	"github.com/tabbynet/tabby/ipam/cniipam"
 )
 
 // CalicoIPAM is the IPAM type served in-process.
@@ -88,7 +88,7 @@ func (p *Plugin) Funcs() skel.CNIFuncs {
 
 // call is one invocation's parsed input.
 type call struct {
-	ipam ipamRequest // calico-ipam's request (ADD only)
+	ipam cniipam.Conf // calico-ipam's section (ADD only)
 	conf *netconf.NetConf
 	args *netconf.Args
 	node string
@@ -164,36 +164,14 @@ func (p *Plugin) ctx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), p.Timeout)
 }
 
-// ipamRequest is the part of the ipam section calico-ipam reads, with the
-// address counts it implies.
-type ipamRequest struct {
-	num4, num6 int
-
-	AssignIPv4 *string  `json:"assign_ipv4,omitempty"`
-	AssignIPv6 *string  `json:"assign_ipv6,omitempty"`
-	IPv4Pools  []string `json:"ipv4_pools,omitempty"`
-	IPv6Pools  []string `json:"ipv6_pools,omitempty"`
-}
-
-func parseIPAMRequest(stdin []byte) (ipamRequest, error) {
-	var wrap struct {
-		IPAM ipamRequest `json:"ipam"`
+// parseIPAMConf reads the ipam section as calico-ipam does, and refuses
+// one that asks for no address at all.
+func parseIPAMConf(stdin []byte) (cniipam.Conf, error) {
+	conf, err := cniipam.ParseConf(stdin)
+	if err == nil && !conf.V4() && !conf.V6() {
+		err = &netconf.Error{Code: types.ErrInvalidNetworkConfig, Field: "ipam.assign_ipv4", Msg: "both assign_ipv4 and assign_ipv6 are off: the pod would get no address"}
 	}
-	if err := json.Unmarshal(stdin, &wrap); err != nil {
-		return ipamRequest{}, &netconf.Error{Code: types.ErrDecodingFailure, Field: "ipam", Msg: err.Error()}
-	}
-	req := wrap.IPAM
-	req.num4, req.num6 = 1, 0
-	if req.AssignIPv4 != nil && *req.AssignIPv4 == "false" {
-		req.num4 = 0
-	}
-	if req.AssignIPv6 != nil && *req.AssignIPv6 == "true" {
-		req.num6 = 1
-	}
-	if req.num4+req.num6 == 0 {
-		return req, &netconf.Error{Code: types.ErrInvalidNetworkConfig, Field: "ipam.assign_ipv4", Msg: "both assign_ipv4 and assign_ipv6 are off: the pod would get no address"}
-	}
-	return req, nil
+	return conf, err
 }
 
 // assign gets the pod's addresses: in-process for calico-ipam, through the
@@ -217,37 +195,11 @@ func (p *Plugin) assign(ctx context.Context, c *call, a *skel.CmdArgs, alloc *ip
 		}
 		return out, nil
 	}
-	req := c.ipam
-	attrs := map[string]string{ipam.AttrNode: c.node}
+	req := cniipam.Request{Network: c.conf.Name, ContainerID: a.ContainerID, Node: c.node, Conf: c.ipam}
 	if c.id.orchestrator == "k8s" {
-		attrs[ipam.AttrNamespace] = c.id.namespace
-		attrs[ipam.AttrPod] = c.id.pod
+		req.Namespace, req.Pod = c.id.namespace, c.id.pod
 	}
-	if len(pod.IPAddrs) > 0 {
-		// cni.projectcalico.org/ipAddrs: exactly these addresses.
-		var out []net.IPNet
-		for _, ip := range pod.IPAddrs {
-			err := alloc.AssignIP(ctx, ipam.AssignIPArgs{IP: ip, HandleID: c.id.handle, Attrs: attrs, Hostname: c.node})
-			if err != nil {
-				if len(out) > 0 {
-					_, _ = alloc.ReleaseByHandle(ctx, c.id.handle)
-				}
-				return nil, fmt.Errorf("assigning %s from the pod's ipAddrs annotation: %w", ip, err)
-			}
-			out = append(out, hostPrefix(ip.AsSlice()))
-		}
-		return out, nil
-	}
-	if len(pod.IPv4Pools) > 0 {
-		req.IPv4Pools = pod.IPv4Pools
-	}
-	if len(pod.IPv6Pools) > 0 {
-		req.IPv6Pools = pod.IPv6Pools
-	}
-	ips, err := alloc.AutoAssign(ctx, ipam.AutoAssignArgs{
-		Num4: req.num4, Num6: req.num6, HandleID: c.id.handle, Attrs: attrs, Hostname: c.node,
-		IPv4Pools: req.IPv4Pools, IPv6Pools: req.IPv6Pools,
-	})
+	ips, err := cniipam.Assign(ctx, alloc, req, pod)
 	if err != nil {
 		return nil, err
 	}

@@ -49,8 +49,10 @@ func ParseConf(netconf []byte) (Conf, error) {
 	return n.IPAM, nil
 }
 
-func (c Conf) v4() bool { return c.AssignIPv4 == nil || *c.AssignIPv4 == "true" }
-func (c Conf) v6() bool { return c.AssignIPv6 != nil && *c.AssignIPv6 == "true" }
+// V4 and V6 say whether the conf asks for an address of the family
+// (pool annotations may ask for one too).
+func (c Conf) V4() bool { return c.AssignIPv4 == nil || *c.AssignIPv4 == "true" }
+func (c Conf) V6() bool { return c.AssignIPv6 != nil && *c.AssignIPv6 == "true" }
 
 // Request is one CNI invocation's IPAM inputs.
 type Request struct {
@@ -126,28 +128,42 @@ func (p *Plugin) Add(ctx context.Context, req Request) (*current.Result, error) 
 	if werr != nil {
 		return nil, ToCNIError(werr)
 	}
-	var ips []netip.Addr
+	ips, err := Assign(ctx, p.Alloc, req, ann)
+	if err != nil {
+		return nil, ToCNIError(err)
+	}
+	return result(ips), nil
+}
+
+// Assign allocates req's addresses once the allocator is warm: exactly
+// the specific addresses ann asks for (all or none), else one address per
+// family the conf or ann's pool annotations ask for. It is the allocation
+// both calico-ipam and the calico plugin (in-process) make; the callers
+// turn errors into CNI errors.
+func Assign(ctx context.Context, alloc *ipam.Allocator, req Request, ann ipam.PodRequest) ([]netip.Addr, error) {
+	h := req.handle()
 	if len(ann.IPAddrs) > 0 {
+		var ips []netip.Addr
 		for _, ip := range ann.IPAddrs {
-			if err := p.Alloc.AssignIP(ctx, ipam.AssignIPArgs{IP: ip, HandleID: h, Attrs: req.attrs(), Hostname: req.Node}); err != nil {
+			if err := alloc.AssignIP(ctx, ipam.AssignIPArgs{IP: ip, HandleID: h, Attrs: req.attrs(), Hostname: req.Node}); err != nil {
 				if len(ips) > 0 {
-					_, _ = p.Alloc.ReleaseByHandle(context.WithoutCancel(ctx), h)
+					_, _ = alloc.ReleaseByHandle(context.WithoutCancel(ctx), h)
 				}
-				return nil, ToCNIError(fmt.Errorf("annotation %s: %w", ipam.AnnotationIPAddrs, err))
+				return nil, fmt.Errorf("annotation %s: %w", ipam.AnnotationIPAddrs, err)
 			}
 			ips = append(ips, ip)
 		}
-		return result(ips), nil
+		return ips, nil
 	}
 	args := ipam.AutoAssignArgs{
 		HandleID: h, Attrs: req.attrs(), Hostname: req.Node,
 		IPv4Pools: req.Conf.IPv4Pools, IPv6Pools: req.Conf.IPv6Pools,
 		NamespaceLabels: req.NamespaceLabels,
 	}
-	if req.Conf.v4() {
+	if req.Conf.V4() {
 		args.Num4 = 1
 	}
-	if req.Conf.v6() {
+	if req.Conf.V6() {
 		args.Num6 = 1
 	}
 	if len(ann.IPv4Pools) > 0 {
@@ -156,11 +172,7 @@ func (p *Plugin) Add(ctx context.Context, req Request) (*current.Result, error) 
 	if len(ann.IPv6Pools) > 0 {
 		args.IPv6Pools, args.Num6 = ann.IPv6Pools, 1
 	}
-	ips, err = p.Alloc.AutoAssign(ctx, args)
-	if err != nil {
-		return nil, ToCNIError(err)
-	}
-	return result(ips), nil
+	return alloc.AutoAssign(ctx, args)
 }
 
 func result(ips []netip.Addr) *current.Result {
