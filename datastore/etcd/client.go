@@ -77,7 +77,7 @@ func (c *Client) storeErr(err error) error {
 	if errors.Is(err, errCompacted) {
 		return datastore.ErrRevisionGone
 	}
-	var ge *gatewayError
+	var ge *serverError
 	if errors.As(err, &ge) {
 		switch ge.Code {
 		case codeUnavailable, codeDeadlineExceeded:

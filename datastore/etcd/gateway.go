@@ -152,14 +152,14 @@ func (g *gateway) close() {
 	}
 }
 
-// gatewayError is an error status the server answered with: a gRPC code
-// and its message.
-type gatewayError struct {
+// serverError is an error status etcd answered with (over gRPC or the
+// gateway): a gRPC code and its message.
+type serverError struct {
 	Code    int    `json:"code"`
 	Message string `json:"message"`
 }
 
-func (e *gatewayError) Error() string {
+func (e *serverError) Error() string {
 	return "etcdserver: " + strings.TrimPrefix(e.Message, "etcdserver: ")
 }
 
@@ -172,6 +172,27 @@ const (
 
 // errUnreachable marks a request that could not reach any endpoint.
 var errUnreachable = errors.New("no etcd endpoint reachable")
+
+// onEndpoints runs call on the endpoints, from the one that answered
+// last, moving on only when connecting failed: a request that may have
+// been applied is never sent twice.
+func (g *gateway) onEndpoints(ctx context.Context, call func(idx int) error) error {
+	start := int(g.current.Load())
+	var errs []error
+	for i := range g.endpoints {
+		idx := (start + i) % len(g.endpoints)
+		err := call(idx)
+		if err != nil && isDialError(err) && ctx.Err() == nil {
+			errs = append(errs, err)
+			continue
+		}
+		if err == nil {
+			g.current.Store(int32(idx))
+		}
+		return err
+	}
+	return fmt.Errorf("%w: %w", errUnreachable, errors.Join(errs...))
+}
 
 func (g *gateway) send(ctx context.Context, idx int, path string, body []byte) (*http.Response, error) {
 	e := g.endpoints[idx]
@@ -190,7 +211,7 @@ func decodeResponse(resp *http.Response, out any) error {
 		return err
 	}
 	if resp.StatusCode != http.StatusOK {
-		ge := &gatewayError{}
+		ge := &serverError{}
 		if json.Unmarshal(data, ge) != nil || ge.Message == "" {
 			return fmt.Errorf("etcd gateway: HTTP %s: %.200s", resp.Status, data)
 		}

@@ -62,22 +62,12 @@ func (g *gateway) watchPrefix(ctx context.Context, prefix string, fromRev int64,
 	if err != nil {
 		return err
 	}
-	start := int(g.current.Load())
 	var resp *http.Response
-	var errs []error
-	for i := range g.endpoints {
-		idx := (start + i) % len(g.endpoints)
+	if err := g.onEndpoints(ctx, func(idx int) (err error) {
 		resp, err = g.send(ctx, idx, "/v3/watch", body)
-		if err == nil {
-			break
-		}
-		if !isDialError(err) || ctx.Err() != nil {
-			return err
-		}
-		errs = append(errs, err)
-	}
-	if resp == nil {
-		return fmt.Errorf("%w: %w", errUnreachable, errors.Join(errs...))
+		return err
+	}); err != nil {
+		return err
 	}
 	if resp.StatusCode != http.StatusOK {
 		return decodeResponse(resp, nil)

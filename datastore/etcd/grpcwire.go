@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -28,21 +27,12 @@ func (g *gateway) unary(ctx context.Context, method string, req []byte) ([]byte,
 	frame := make([]byte, 5, 5+len(req))
 	binary.BigEndian.PutUint32(frame[1:], uint32(len(req)))
 	frame = append(frame, req...)
-	start := int(g.current.Load())
-	var errs []error
-	for i := range g.endpoints {
-		idx := (start + i) % len(g.endpoints)
-		out, err := g.unaryOn(ctx, idx, method, frame)
-		if err != nil && isDialError(err) && ctx.Err() == nil {
-			errs = append(errs, err)
-			continue
-		}
-		if err == nil {
-			g.current.Store(int32(idx))
-		}
-		return out, err
-	}
-	return nil, fmt.Errorf("%w: %w", errUnreachable, errors.Join(errs...))
+	var out []byte
+	err := g.onEndpoints(ctx, func(idx int) (err error) {
+		out, err = g.unaryOn(ctx, idx, method, frame)
+		return err
+	})
+	return out, err
 }
 
 func (g *gateway) unaryOn(ctx context.Context, idx int, method string, frame []byte) ([]byte, error) {
@@ -78,7 +68,7 @@ func (g *gateway) unaryOn(ctx context.Context, idx int, method string, frame []b
 		if m, err := url.PathUnescape(msg); err == nil {
 			msg = m
 		}
-		return nil, &gatewayError{Code: code, Message: msg}
+		return nil, &serverError{Code: code, Message: msg}
 	}
 	if len(body) < 5 || body[0] != 0 || int(binary.BigEndian.Uint32(body[1:5])) != len(body)-5 {
 		return nil, fmt.Errorf("etcd gRPC: malformed %s response (%d bytes)", method, len(body))
