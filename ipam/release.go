@@ -98,21 +98,12 @@ func (a *Allocator) ReleaseByHandle(ctx context.Context, handle string) ([]netip
 			if err != nil {
 				continue
 			}
-			var freed []Allocated
-			_, err = a.updateBlock(ctx, cidr, func(b *v3.IPAMBlock) error {
-				freed = ReleaseHandle(b, handle)
-				if len(freed) == 0 {
-					return errNoChange
-				}
-				return nil
-			})
-			if err != nil && !errors.Is(err, datastore.ErrNotFound) {
-				return released, fmt.Errorf("releasing handle %s: %w", handle, err)
+			ips, err := a.releaseHandleInBlock(ctx, cidr, handle)
+			if err != nil {
+				return released, err
 			}
-			found += len(freed)
-			for _, f := range freed {
-				released = append(released, f.IP)
-			}
+			found += len(ips)
+			released = append(released, ips...)
 		}
 		if found < counted {
 			// The record disagrees with the blocks (an ADD that failed
@@ -156,22 +147,34 @@ func (a *Allocator) releaseHandleByScan(ctx context.Context, handle string) ([]n
 		if err != nil {
 			continue
 		}
-		var freed []Allocated
-		_, err = a.updateBlock(ctx, cidr, func(b *v3.IPAMBlock) error {
-			freed = ReleaseHandle(b, handle)
-			if len(freed) == 0 {
-				return errNoChange
-			}
-			return nil
-		})
-		if err != nil && !errors.Is(err, datastore.ErrNotFound) {
-			return released, fmt.Errorf("releasing handle %s: %w", handle, err)
+		ips, err := a.releaseHandleInBlock(ctx, cidr, handle)
+		if err != nil {
+			return released, err
 		}
-		for _, f := range freed {
-			released = append(released, f.IP)
-		}
+		released = append(released, ips...)
 	}
 	return released, nil
+}
+
+// releaseHandleInBlock frees the handle's addresses in one block (none, and
+// no write, when it holds none there; a missing block holds none).
+func (a *Allocator) releaseHandleInBlock(ctx context.Context, cidr netip.Prefix, handle string) ([]netip.Addr, error) {
+	var freed []Allocated
+	_, err := a.updateBlock(ctx, cidr, func(b *v3.IPAMBlock) error {
+		freed = ReleaseHandle(b, handle)
+		if len(freed) == 0 {
+			return errNoChange
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, datastore.ErrNotFound) {
+		return nil, fmt.Errorf("releasing handle %s: %w", handle, err)
+	}
+	ips := make([]netip.Addr, len(freed))
+	for i, f := range freed {
+		ips[i] = f.IP
+	}
+	return ips, nil
 }
 
 // ReleaseIPs frees addresses whoever holds them and updates their handles.
