@@ -156,13 +156,7 @@ func (c *Client) Create(ctx context.Context, r v3.Resource) (v3.Resource, error)
 	defer cancel()
 	ri := c.crd(kb, loc.ns)
 	got, err := ri.Create(ctx, u, metav1.CreateOptions{FieldValidation: "Strict"})
-	if err != nil {
-		return fail(c.storeErr(err))
-	}
-	if got, err = c.writeStatus(ctx, ri, u, got); err != nil {
-		return fail(err)
-	}
-	out, err := fromCR(kb.info, got)
+	out, err := c.written(ctx, kb, ri, u, got, err)
 	if err != nil {
 		return fail(err)
 	}
@@ -203,17 +197,23 @@ func (c *Client) Update(ctx context.Context, r v3.Resource) (v3.Resource, error)
 	}
 	ri := c.crd(kb, loc.ns)
 	got, err := ri.Update(ctx, u, metav1.UpdateOptions{FieldValidation: "Strict"})
-	if err != nil {
-		return fail(c.storeErr(err))
-	}
-	if got, err = c.writeStatus(ctx, ri, u, got); err != nil {
-		return fail(err)
-	}
-	out, err := fromCR(kb.info, got)
+	out, err := c.written(ctx, kb, ri, u, got, err)
 	if err != nil {
 		return fail(err)
 	}
 	return out, nil
+}
+
+// written finishes a create or update the API server answered: the status
+// (writeStatus), then the object as stored.
+func (c *Client) written(ctx context.Context, kb *kindBackend, ri dynamic.ResourceInterface, sent, got *unstructured.Unstructured, err error) (v3.Resource, error) {
+	if err != nil {
+		return nil, c.storeErr(err)
+	}
+	if got, err = c.writeStatus(ctx, ri, sent, got); err != nil {
+		return nil, err
+	}
+	return fromCR(kb.info, got)
 }
 
 // writeStatus stores the status the caller asked for when the kind has a
