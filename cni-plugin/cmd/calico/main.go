@@ -41,29 +41,28 @@ func main() {
 	if err := replaceStdin(stdin); err != nil {
 		fail(types.NewError(types.ErrIOFailure, "passing the network configuration on", err.Error()))
 	}
-	if wantsKubernetes(stdin) {
+	kubernetes, endpoints := datastoreOf(stdin)
+	if kubernetes {
 		execKubernetesPlugin()
 	}
 	if os.Getenv("CNI_COMMAND") != "VERSION" {
 		// Connect to etcd while the call is parsed and checked.
-		etcd.Predial(netconf.SplitEndpoints(etcdEndpoints(stdin)))
+		etcd.Predial(netconf.SplitEndpoints(endpoints))
 	}
 	skel.PluginMainFuncs(plugin.New().Funcs(), plugin.SupportedVersions, plugin.About)
-}
-
-// etcdEndpoints is the config's etcd_endpoints ("" when unreadable).
-func etcdEndpoints(conf []byte) string {
-	var c struct {
-		EtcdEndpoints string `json:"etcd_endpoints"`
-	}
-	_ = json.Unmarshal(conf, &c)
-	return c.EtcdEndpoints
 }
 
 // wantsKubernetes applies the plugin's datastore choice (see
 // cni-plugin/netconf) to a config that may still be invalid: anything it
 // cannot read stays here, where the full parser reports it.
 func wantsKubernetes(conf []byte) bool {
+	k, _ := datastoreOf(conf)
+	return k
+}
+
+// datastoreOf reads, in one pass, whether the config is for the Kubernetes
+// datastore and its etcd_endpoints ("" when unreadable).
+func datastoreOf(conf []byte) (kubernetes bool, etcdEndpoints string) {
 	var c struct {
 		DatastoreType string `json:"datastore_type"`
 		EtcdEndpoints string `json:"etcd_endpoints"`
@@ -73,12 +72,12 @@ func wantsKubernetes(conf []byte) bool {
 		} `json:"kubernetes"`
 	}
 	if json.Unmarshal(conf, &c) != nil {
-		return false
+		return false, ""
 	}
 	if c.DatastoreType != "" {
-		return c.DatastoreType == "kubernetes"
+		return c.DatastoreType == "kubernetes", c.EtcdEndpoints
 	}
-	return c.EtcdEndpoints == "" && (c.Kubernetes.Kubeconfig != "" || c.Kubernetes.K8sAPIRoot != "")
+	return c.EtcdEndpoints == "" && (c.Kubernetes.Kubeconfig != "" || c.Kubernetes.K8sAPIRoot != ""), c.EtcdEndpoints
 }
 
 // replaceStdin puts the bytes already read back on fd 0 (in a memfd), so
