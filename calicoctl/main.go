@@ -8,10 +8,12 @@ import (
 
 	"github.com/tabbynet/tabby/calicoctl/commands"
 	"github.com/tabbynet/tabby/datastore/dsconfig"
+	"github.com/tabbynet/tabby/datastore/etcd/etcdlib"
 	"github.com/tabbynet/tabby/datastore/kdd"
 )
 
 func main() {
 	dsconfig.NewKubernetesClient = kdd.FromSpec
+	dsconfig.NewEtcdTransport = etcdlib.New // long-running: etcd's client library
 	os.Exit(commands.Execute(os.Args[1:], os.Stdout, os.Stderr))
 }

@@ -61,3 +61,25 @@ func (e *UnavailableError) Error() string {
 func (e *UnavailableError) Is(target error) bool { return target == ErrUnavailable }
 
 func (e *UnavailableError) Unwrap() error { return e.Err }
+
+// ErrAccessDenied means the store refused this client, or this client
+// refused the store: wrong credentials, an untrusted, expired or
+// mismatched certificate, or no permission on the keys. Retrying does not
+// help: the configuration must change.
+var ErrAccessDenied = errors.New("datastore access denied")
+
+// AccessError says which endpoints refused access, why in words an
+// operator can act on, and the underlying error.
+type AccessError struct {
+	Endpoints []string
+	Reason    string
+	Err       error
+}
+
+func (e *AccessError) Error() string {
+	return fmt.Sprintf("datastore at %v: %s: %v", e.Endpoints, e.Reason, e.Err)
+}
+
+func (e *AccessError) Is(target error) bool { return target == ErrAccessDenied }
+
+func (e *AccessError) Unwrap() error { return e.Err }

@@ -25,6 +25,9 @@ const (
 	// ErrCodeCheckFailed: CHECK found the pod's network differs from its
 	// ADD result.
 	ErrCodeCheckFailed uint = 104
+	// ErrCodeDatastoreAccess: the datastore refused access (credentials,
+	// certificates, permissions); the message names the cause.
+	ErrCodeDatastoreAccess uint = 105
 )
 
 // toCNI maps an error onto a CNI error with the right code.
@@ -42,6 +45,8 @@ func toCNI(err error, msg string) *types.Error {
 	}
 	code := uint(types.ErrInternal)
 	switch {
+	case errors.Is(err, datastore.ErrAccessDenied):
+		code = ErrCodeDatastoreAccess
 	case errors.Is(err, datastore.ErrUnavailable):
 		code = types.ErrTryAgainLater
 	case errors.Is(err, ipam.ErrPoolExhausted):

@@ -70,15 +70,15 @@ func New() *Plugin {
 
 // clientFor builds the datastore client the network config names.
 func clientFor(c *netconf.NetConf) (datastore.Client, error) {
-	spec := dsconfig.Spec{
-		DatastoreType: c.DatastoreType, EtcdEndpoints: c.EtcdEndpoints,
-		EtcdKeyFile: c.EtcdKeyFile, EtcdCertFile: c.EtcdCertFile, EtcdCACertFile: c.EtcdCaCertFile,
-		Kubeconfig: c.Kubernetes.Kubeconfig, K8sAPIEndpoint: c.Kubernetes.K8sAPIRoot,
-		// A pod ADD should fail fast when the datastore is down: the
-		// runtime retries, and a healthy datastore answers in milliseconds.
-		RequestTimeout: 3 * time.Second,
+	spec := c.DatastoreSpec(os.Getenv)
+	// A pod ADD should fail fast when the datastore is down: the
+	// runtime retries, and a healthy datastore answers in milliseconds.
+	spec.RequestTimeout = 3 * time.Second
+	client, err := dsconfig.New(spec)
+	if err != nil {
+		return nil, netconf.DatastoreConfigError(err)
 	}
-	return dsconfig.New(spec)
+	return client, nil
 }
 
 // Funcs returns skel's callbacks.

@@ -28,12 +28,18 @@ var ErrNotConfigured = errors.New("no datastore configured")
 type Spec struct {
 	DatastoreType string `json:"datastoreType,omitempty"`
 
-	EtcdEndpoints  string `json:"etcdEndpoints,omitempty"`
-	EtcdUsername   string `json:"etcdUsername,omitempty"`
-	EtcdPassword   string `json:"etcdPassword,omitempty"`
-	EtcdKeyFile    string `json:"etcdKeyFile,omitempty"`
-	EtcdCertFile   string `json:"etcdCertFile,omitempty"`
-	EtcdCACertFile string `json:"etcdCACertFile,omitempty"`
+	EtcdEndpoints    string `json:"etcdEndpoints,omitempty"`
+	EtcdDiscoverySrv string `json:"etcdDiscoverySrv,omitempty"`
+	EtcdUsername     string `json:"etcdUsername,omitempty"`
+	EtcdPassword     string `json:"etcdPassword,omitempty"`
+	EtcdKeyFile      string `json:"etcdKeyFile,omitempty"`
+	EtcdCertFile     string `json:"etcdCertFile,omitempty"`
+	EtcdCACertFile   string `json:"etcdCACertFile,omitempty"`
+	// The same PEM inline; as in Calico, no environment variables set
+	// these (a key in the environment leaks too easily).
+	EtcdKey    string `json:"etcdKey,omitempty"`
+	EtcdCert   string `json:"etcdCert,omitempty"`
+	EtcdCACert string `json:"etcdCACert,omitempty"`
 
 	Kubeconfig               string `json:"kubeconfig,omitempty"`
 	K8sAPIEndpoint           string `json:"k8sAPIEndpoint,omitempty"`
@@ -65,6 +71,7 @@ var envVars = []struct {
 }{
 	{"DATASTORE_TYPE", func(s *Spec, v string) { s.DatastoreType = v }},
 	{"ETCD_ENDPOINTS", func(s *Spec, v string) { s.EtcdEndpoints = v }},
+	{"ETCD_DISCOVERY_SRV", func(s *Spec, v string) { s.EtcdDiscoverySrv = v }},
 	{"ETCD_USERNAME", func(s *Spec, v string) { s.EtcdUsername = v }},
 	{"ETCD_PASSWORD", func(s *Spec, v string) { s.EtcdPassword = v }},
 	{"ETCD_KEY_FILE", func(s *Spec, v string) { s.EtcdKeyFile = v }},
@@ -102,7 +109,7 @@ func Load(path string, explicit bool, getenv func(string) string) (Spec, error) 
 	}
 	if spec.DatastoreType == "" {
 		switch {
-		case spec.EtcdEndpoints != "":
+		case spec.EtcdEndpoints != "" || spec.EtcdDiscoverySrv != "":
 			spec.DatastoreType = TypeEtcdV3
 		case spec.Kubeconfig != "" || spec.K8sAPIEndpoint != "":
 			spec.DatastoreType = TypeKubernetes
@@ -140,8 +147,8 @@ func Parse(data []byte) (APIConfig, error) {
 func (s Spec) Validate() error {
 	switch s.DatastoreType {
 	case TypeEtcdV3:
-		if len(s.Endpoints()) == 0 {
-			return fmt.Errorf("%w: datastoreType etcdv3 needs etcdEndpoints (ETCD_ENDPOINTS), e.g. http://127.0.0.1:2379", ErrNotConfigured)
+		if len(s.Endpoints()) == 0 && s.EtcdDiscoverySrv == "" {
+			return fmt.Errorf("%w: datastoreType etcdv3 needs etcdEndpoints (ETCD_ENDPOINTS), e.g. http://127.0.0.1:2379, or etcdDiscoverySrv (ETCD_DISCOVERY_SRV)", ErrNotConfigured)
 		}
 	case TypeKubernetes:
 		if s.Kubeconfig == "" && s.K8sAPIEndpoint == "" && os.Getenv("KUBERNETES_SERVICE_HOST") == "" {

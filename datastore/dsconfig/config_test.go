@@ -65,3 +65,46 @@ spec:
 		t.Fatalf("not ErrNotConfigured: %v", err)
 	}
 }
+
+// TestEtcdSecuritySettings: every etcd security setting of Calico's
+// CalicoAPIConfig (file) and environment reaches the etcd client
+// configuration.
+func TestEtcdSecuritySettings(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "calicoctl.cfg")
+	doc := `apiVersion: projectcalico.org/v3
+kind: CalicoAPIConfig
+metadata: {}
+spec:
+  datastoreType: etcdv3
+  etcdDiscoverySrv: example.com
+  etcdUsername: calico
+  etcdPassword: pw
+  etcdCACert: CA-PEM
+  etcdCert: CERT-PEM
+  etcdKey: KEY-PEM
+`
+	if err := os.WriteFile(file, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	spec, err := Load(file, true, envFrom(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := spec.EtcdConfig()
+	if cfg.DiscoverySrv != "example.com" || cfg.Username != "calico" || cfg.Password != "pw" ||
+		cfg.TLS.CA != "CA-PEM" || cfg.TLS.Cert != "CERT-PEM" || cfg.TLS.Key != "KEY-PEM" {
+		t.Errorf("file settings not carried: %+v", cfg)
+	}
+	spec, err = Load(filepath.Join(t.TempDir(), "none"), false, envFrom(map[string]string{
+		"ETCD_DISCOVERY_SRV": "srv.example", "ETCD_USERNAME": "u", "ETCD_PASSWORD": "p",
+		"ETCD_CA_CERT_FILE": "/ca", "ETCD_CERT_FILE": "/c", "ETCD_KEY_FILE": "/k",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg = spec.EtcdConfig()
+	if spec.DatastoreType != TypeEtcdV3 || cfg.DiscoverySrv != "srv.example" || cfg.Username != "u" || cfg.Password != "p" ||
+		cfg.TLS.CAFile != "/ca" || cfg.TLS.CertFile != "/c" || cfg.TLS.KeyFile != "/k" {
+		t.Errorf("environment not carried: %s %+v", spec.DatastoreType, cfg)
+	}
+}

@@ -12,6 +12,25 @@ import (
 // without this package importing client-go.
 var NewKubernetesClient func(Spec) (datastore.Client, error)
 
+// NewEtcdTransport is the etcd connection of the binaries that set it:
+// long-running components set etcdlib.New (etcd's client library); left
+// nil, the hand-written transport is used (the CNI plugin, whose
+// once-per-pod start must not pay for grpc-go's initialisation).
+var NewEtcdTransport etcd.NewTransportFunc
+
+// EtcdConfig is the etcd client configuration the spec describes.
+func (s Spec) EtcdConfig() etcd.Config {
+	return etcd.Config{
+		Endpoints: s.Endpoints(), DiscoverySrv: s.EtcdDiscoverySrv,
+		TLS: etcd.TLSFiles{
+			CAFile: s.EtcdCACertFile, CertFile: s.EtcdCertFile, KeyFile: s.EtcdKeyFile,
+			CA: s.EtcdCACert, Cert: s.EtcdCert, Key: s.EtcdKey,
+		},
+		Username: s.EtcdUsername, Password: s.EtcdPassword,
+		RequestTimeout: s.RequestTimeout, NewTransport: NewEtcdTransport,
+	}
+}
+
 // New builds the client the spec describes.
 func New(s Spec) (datastore.Client, error) {
 	if err := s.Validate(); err != nil {
@@ -19,10 +38,7 @@ func New(s Spec) (datastore.Client, error) {
 	}
 	switch s.DatastoreType {
 	case TypeEtcdV3:
-		if s.EtcdKeyFile != "" || s.EtcdCertFile != "" || s.EtcdCACertFile != "" || s.EtcdUsername != "" {
-			return nil, fmt.Errorf("etcd TLS and authentication are not supported yet: use a plain http endpoint")
-		}
-		return etcd.New(etcd.Config{Endpoints: s.Endpoints(), RequestTimeout: s.RequestTimeout})
+		return etcd.New(s.EtcdConfig())
 	case TypeKubernetes:
 		if NewKubernetesClient == nil {
 			return nil, fmt.Errorf("the kubernetes datastore is not built into this binary")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"strconv"
 	"time"
@@ -15,22 +16,37 @@ import (
 	"github.com/tabbynet/tabby/api/selector"
 	v3 "github.com/tabbynet/tabby/api/v3"
 	"github.com/tabbynet/tabby/datastore"
+	"github.com/tabbynet/tabby/datastore/etcd/kvpb"
 )
 
-// Config says how to reach etcd.
+// Config says how to reach etcd, with Calico's settings.
 type Config struct {
-	Endpoints []string
+	// Endpoints (etcdEndpoints) or DiscoverySrv (etcdDiscoverySrv, a
+	// domain whose _etcd-client-ssl._tcp / _etcd-client._tcp SRV records
+	// list them): exactly one.
+	Endpoints    []string
+	DiscoverySrv string
+	TLS          TLSFiles
+	// Username and Password (etcdUsername, etcdPassword) for etcd's
+	// authentication.
+	Username, Password string
 	// DialTimeout bounds connecting (default 5s).
 	DialTimeout time.Duration
 	// RequestTimeout bounds each request whose context has no deadline
 	// (default 10s), so a store that is down yields an error, not a hang.
 	RequestTimeout time.Duration
+	// NewTransport builds the connection. nil: the hand-written
+	// transport of this package (for the once-per-pod CNI plugin);
+	// long-running components pass etcdlib.New (etcd's client library).
+	NewTransport NewTransportFunc
+	// LookupSRV resolves DiscoverySrv (nil: net.LookupSRV).
+	LookupSRV func(service, proto, name string) (string, []*net.SRV, error)
 }
 
 // Client implements datastore.Client over etcd v3. It is safe for
 // concurrent use; all state lives in etcd.
 type Client struct {
-	gw        *gateway
+	gw        Transport
 	endpoints []string
 	timeout   time.Duration
 }
@@ -38,27 +54,43 @@ type Client struct {
 var _ datastore.Client = (*Client)(nil)
 
 // New connects to etcd. Connecting is lazy: an unreachable store shows up
-// as an UnavailableError on the first request.
+// as an UnavailableError on the first request. Configuration mistakes
+// (both or neither of endpoints and SRV domain, unreadable certificates,
+// a certificate without its key) fail here.
 func New(cfg Config) (*Client, error) {
-	if len(cfg.Endpoints) == 0 {
-		return nil, fmt.Errorf("etcd datastore: no endpoints configured (set etcd_endpoints / ETCD_ENDPOINTS)")
-	}
 	if cfg.DialTimeout == 0 {
 		cfg.DialTimeout = 5 * time.Second
 	}
 	if cfg.RequestTimeout == 0 {
 		cfg.RequestTimeout = 10 * time.Second
 	}
-	gw, err := newGateway(cfg.Endpoints, cfg.DialTimeout)
+	endpoints, err := resolveEndpoints(cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &Client{gw: gw, endpoints: cfg.Endpoints, timeout: cfg.RequestTimeout}, nil
+	tlsCfg, err := NewTLSConfig(cfg.TLS)
+	if err != nil {
+		return nil, fmt.Errorf("etcd datastore: %w", err)
+	}
+	if cfg.Password != "" && cfg.Username == "" {
+		return nil, fmt.Errorf("etcd datastore: etcdPassword is set without etcdUsername")
+	}
+	newTransport := cfg.NewTransport
+	if newTransport == nil {
+		newTransport = newGateway
+	}
+	gw, err := newTransport(TransportConfig{
+		Endpoints: endpoints, TLS: tlsCfg, TLSFiles: cfg.TLS, Username: cfg.Username, Password: cfg.Password, DialTimeout: cfg.DialTimeout,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Client{gw: gw, endpoints: endpoints, timeout: cfg.RequestTimeout}, nil
 }
 
 // Close closes idle connections.
 func (c *Client) Close() error {
-	c.gw.close()
+	c.gw.Close()
 	return nil
 }
 
@@ -74,15 +106,18 @@ func (c *Client) storeErr(err error) error {
 	if err == nil {
 		return nil
 	}
-	if errors.Is(err, errCompacted) {
+	if reason, ok := accessProblem(err); ok {
+		return &datastore.AccessError{Endpoints: c.endpoints, Reason: reason, Err: err}
+	}
+	if errors.Is(err, kvpb.ErrCompacted) {
 		return datastore.ErrRevisionGone
 	}
-	var ge *serverError
+	var ge *kvpb.ServerError
 	if errors.As(err, &ge) {
 		switch ge.Code {
-		case codeUnavailable, codeDeadlineExceeded:
+		case kvpb.CodeUnavailable, kvpb.CodeDeadlineExceeded:
 			return &datastore.UnavailableError{Endpoints: c.endpoints, Err: err}
-		case codeOutOfRange:
+		case kvpb.CodeOutOfRange:
 			return datastore.ErrRevisionGone
 		}
 		return err
@@ -164,9 +199,9 @@ func (c *Client) Create(ctx context.Context, r v3.Resource) (v3.Resource, error)
 	}
 	ctx, cancel := c.reqCtx(ctx)
 	defer cancel()
-	resp, err := c.gw.txn(ctx, txnRequest{
-		Compare: []compare{createRevisionIs(key, 0)},
-		Success: []requestOp{putOp(key, val)},
+	resp, err := c.gw.Txn(ctx, kvpb.TxnRequest{
+		Compare: []kvpb.Compare{kvpb.CreateRevisionIs(key, 0)},
+		Success: []kvpb.RequestOp{kvpb.PutOp(key, val)},
 	})
 	if err != nil {
 		return fail(c.storeErr(err))
@@ -208,10 +243,10 @@ func (c *Client) Update(ctx context.Context, r v3.Resource) (v3.Resource, error)
 	if err != nil {
 		return fail(err)
 	}
-	resp, err := c.gw.txn(ctx, txnRequest{
-		Compare: []compare{modRevisionIs(key, rev)},
-		Success: []requestOp{putOp(key, val)},
-		Failure: []requestOp{{Range: &rangeRequest{Key: []byte(key), KeysOnly: true}}},
+	resp, err := c.gw.Txn(ctx, kvpb.TxnRequest{
+		Compare: []kvpb.Compare{kvpb.ModRevisionIs(key, rev)},
+		Success: []kvpb.RequestOp{kvpb.PutOp(key, val)},
+		Failure: []kvpb.RequestOp{{Range: &kvpb.RangeRequest{Key: []byte(key), KeysOnly: true}}},
 	})
 	if err != nil {
 		return fail(c.storeErr(err))
@@ -258,9 +293,9 @@ func (c *Client) Delete(ctx context.Context, k datastore.Key, opts datastore.Del
 			return fail(datastore.ErrConflict)
 		}
 		rev, _ := parseRevision(cur.GetResourceVersion())
-		resp, err := c.gw.txn(ctx, txnRequest{
-			Compare: []compare{modRevisionIs(key, rev)},
-			Success: []requestOp{deleteOp(key)},
+		resp, err := c.gw.Txn(ctx, kvpb.TxnRequest{
+			Compare: []kvpb.Compare{kvpb.ModRevisionIs(key, rev)},
+			Success: []kvpb.RequestOp{kvpb.DeleteOp(key)},
 		})
 		if err != nil {
 			return fail(c.storeErr(err))
@@ -281,18 +316,18 @@ func (c *Client) Delete(ctx context.Context, k datastore.Key, opts datastore.Del
 // comes back with the delete, and the failure branch tells a missing key
 // from a changed one.
 func (c *Client) deleteByRevision(ctx context.Context, info v3.KindInfo, key, rv string) (v3.Resource, error) {
-	var guard []compare
+	var guard []kvpb.Compare
 	if rv != "" {
 		rev, err := parseRevision(rv)
 		if err != nil {
 			return nil, datastore.ErrConflict // no stored object has it
 		}
-		guard = []compare{modRevisionIs(key, rev)}
+		guard = []kvpb.Compare{kvpb.ModRevisionIs(key, rev)}
 	}
-	resp, err := c.gw.txn(ctx, txnRequest{
+	resp, err := c.gw.Txn(ctx, kvpb.TxnRequest{
 		Compare: guard,
-		Success: []requestOp{deleteReturningOp(key)},
-		Failure: []requestOp{{Range: &rangeRequest{Key: []byte(key), KeysOnly: true}}},
+		Success: []kvpb.RequestOp{kvpb.DeleteReturningOp(key)},
+		Failure: []kvpb.RequestOp{{Range: &kvpb.RangeRequest{Key: []byte(key), KeysOnly: true}}},
 	})
 	if err != nil {
 		return nil, c.storeErr(err)
@@ -334,7 +369,7 @@ func (c *Client) Get(ctx context.Context, k datastore.Key) (v3.Resource, error) 
 }
 
 func (c *Client) getRaw(ctx context.Context, info v3.KindInfo, key string) (v3.Resource, error) {
-	resp, err := c.gw.rangeKeys(ctx, rangeRequest{Key: []byte(key)})
+	resp, err := c.gw.Range(ctx, kvpb.RangeRequest{Key: []byte(key)})
 	if err != nil {
 		return nil, c.storeErr(err)
 	}
@@ -359,7 +394,7 @@ func (c *Client) List(ctx context.Context, kind string, opts datastore.ListOptio
 	ctx, cancel := c.reqCtx(ctx)
 	defer cancel()
 	prefix := listPrefix(info, opts.Namespace)
-	resp, err := c.gw.rangeKeys(ctx, rangeRequest{Key: []byte(prefix), RangeEnd: prefixEnd(prefix)})
+	resp, err := c.gw.Range(ctx, kvpb.RangeRequest{Key: []byte(prefix), RangeEnd: kvpb.PrefixEnd(prefix)})
 	if err != nil {
 		return fail(c.storeErr(err))
 	}
@@ -372,7 +407,7 @@ func (c *Client) List(ctx context.Context, kind string, opts datastore.ListOptio
 
 // decodeList decodes listed key-values into a List sorted by namespace then
 // name, keeping the objects keep accepts.
-func decodeList(info v3.KindInfo, kvs []keyValue, rev int64, keep func(v3.Resource) bool) (*datastore.List, error) {
+func decodeList(info v3.KindInfo, kvs []kvpb.KeyValue, rev int64, keep func(v3.Resource) bool) (*datastore.List, error) {
 	out := &datastore.List{Revision: strconv.FormatInt(rev, 10)}
 	for _, kv := range kvs {
 		obj, err := decode(info, kv.Value, int64(kv.ModRevision))
@@ -428,7 +463,7 @@ func (w *watcher) run(ctx context.Context, info v3.KindInfo, prefix string, from
 		}
 	}
 	var failed bool
-	err := c.gw.watchPrefix(ctx, prefix, from, func(resp *watchResponse) bool {
+	err := c.gw.Watch(ctx, prefix, from, func(resp *kvpb.WatchResponse) bool {
 		for _, ev := range resp.Events {
 			out, ok, err := decodeEvent(info, ev)
 			if err != nil {
@@ -453,7 +488,7 @@ func (w *watcher) run(ctx context.Context, info v3.KindInfo, prefix string, from
 
 // decodeEvent turns one etcd change into a datastore event; ok is false
 // for a deletion whose previous value history no longer holds.
-func decodeEvent(info v3.KindInfo, ev watchEvent) (out datastore.Event, ok bool, err error) {
+func decodeEvent(info v3.KindInfo, ev kvpb.WatchEvent) (out datastore.Event, ok bool, err error) {
 	out.Revision = strconv.FormatInt(int64(ev.Kv.ModRevision), 10)
 	switch {
 	case ev.Type == "DELETE":

@@ -8,9 +8,20 @@
 // The resource version is etcd's mod-revision of the key, so every
 // compare-and-swap is an etcd transaction guarded on that mod-revision.
 //
-// The client speaks etcd's API itself (gateway.go, grpcwire.go,
-// gateway_watch.go): unary calls as gRPC over HTTP/2 with the handful of
-// etcdserverpb messages encoded by hand, watches through etcd's JSON
-// gateway. etcd's own client (grpc-go + protobuf) would cost the CNI
-// plugin, started once per pod, ~4 ms of initialisation per call.
+// How the client reaches etcd is a Transport (transport.go), in the few
+// etcdserverpb messages of package kvpb; keys, encoding, CAS, errors and
+// watch decoding above it are shared. Two transports:
+//   - etcdlib (etcd's client library): every long-running component
+//     (felix, confd, calicoctl) sets it through dsconfig.NewEtcdTransport.
+//   - the hand-written one here (gateway.go, grpcwire.go, auth.go): unary
+//     calls as gRPC over HTTP/2 with hand-encoded messages, watches through
+//     etcd's JSON gateway. The calico CNI plugin, started once per pod,
+//     uses it to keep grpc-go's start-up cost out of every ADD.
+//
+// Both speak TLS (tls.go: CA, client certificate and key from files or
+// inline, the certificate re-read when its files change) and etcd's
+// username/password authentication; the endpoints may come from SRV
+// records (srv.go). Refusals (wrong CA, rejected or expired certificate,
+// wrong password, no permission) are datastore.AccessError naming the
+// cause (access.go), never mistaken for the store being down.
 package etcd

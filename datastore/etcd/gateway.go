@@ -10,12 +10,12 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/tabbynet/tabby/datastore/etcd/kvpb"
 	"golang.org/x/net/http2"
 )
 
@@ -29,68 +29,100 @@ import (
 type gateway struct {
 	endpoints []gatewayEndpoint
 	current   atomic.Int32 // index of the endpoint that answered last
+	auth      *tokenAuth   // nil without a username
 }
+
+var _ Transport = (*gateway)(nil)
 
 type gatewayEndpoint struct {
 	name     string // as configured, for errors
 	base     string // URL prefix of the JSON gateway
-	grpcBase string // URL prefix of the gRPC service (h2c)
+	grpcBase string // URL prefix of the gRPC service
 	client   *http.Client
 	h2       *http.Client
 }
 
-// endpointAddr parses an endpoint: http://host:port, host:port or
-// unix://path (or unix:path). It returns the URL prefix of the API and
-// where to connect.
-func endpointAddr(ep string) (base, network, addr string, err error) {
+// endpointAddr parses an endpoint: http://host:port, https://host:port,
+// host:port or unix://path (or unix:path). It returns the URL prefix of
+// the API, where to connect, and whether to speak TLS.
+func endpointAddr(ep string) (base, network, addr string, secure bool, err error) {
 	switch {
 	case strings.HasPrefix(ep, "unix://"), strings.HasPrefix(ep, "unix:"):
 		path := strings.TrimPrefix(strings.TrimPrefix(ep, "unix:"), "//")
 		if path == "" {
-			return "", "", "", fmt.Errorf("etcd endpoint %q: no socket path", ep)
+			return "", "", "", false, fmt.Errorf("etcd endpoint %q: no socket path", ep)
 		}
-		return "http://etcd", "unix", path, nil
+		return "http://etcd", "unix", path, false, nil
 	case strings.HasPrefix(ep, "https://"):
-		return "", "", "", fmt.Errorf("etcd endpoint %q: TLS to etcd is not supported yet", ep)
+		base = strings.TrimSuffix(ep, "/")
+		return base, "tcp", strings.TrimPrefix(base, "https://"), true, nil
 	case strings.HasPrefix(ep, "http://"):
 		base = strings.TrimSuffix(ep, "/")
 	case !strings.Contains(ep, "://") && ep != "":
 		base = "http://" + strings.TrimSuffix(ep, "/") // host:port, as etcdctl takes it
 	default:
-		return "", "", "", fmt.Errorf("etcd endpoint %q: want http://host:port, host:port or unix://path", ep)
+		return "", "", "", false, fmt.Errorf("etcd endpoint %q: want http://host:port, https://host:port, host:port or unix://path", ep)
 	}
-	return base, "tcp", strings.TrimPrefix(base, "http://"), nil
+	return base, "tcp", strings.TrimPrefix(base, "http://"), false, nil
 }
 
-// newGateway connects lazily to endpoints (see endpointAddr).
-func newGateway(endpoints []string, dialTimeout time.Duration) (*gateway, error) {
+// newGateway connects lazily to the endpoints (see endpointAddr).
+func newGateway(tc TransportConfig) (Transport, error) {
 	g := &gateway{}
-	for _, ep := range endpoints {
+	if tc.Username != "" {
+		g.auth = &tokenAuth{user: tc.Username, password: tc.Password}
+	}
+	for _, ep := range tc.Endpoints {
 		ep = strings.TrimSpace(ep)
-		base, network, addr, err := endpointAddr(ep)
+		base, network, addr, secure, err := endpointAddr(ep)
 		if err != nil {
 			return nil, err
 		}
-		dialer := &net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}
+		var tlsCfg *tls.Config
+		if secure {
+			tlsCfg = tc.TLS.Clone()
+			if tlsCfg == nil {
+				tlsCfg = &tls.Config{MinVersion: tls.VersionTLS12}
+			}
+			if host, _, err := net.SplitHostPort(addr); err == nil && tlsCfg.ServerName == "" {
+				tlsCfg.ServerName = host
+			}
+		}
+		dialer := &net.Dialer{Timeout: tc.DialTimeout, KeepAlive: 30 * time.Second}
 		dial := func(ctx context.Context) (net.Conn, error) { return dialer.DialContext(ctx, network, addr) }
 		tr := &http.Transport{
 			DialContext:         func(ctx context.Context, _, _ string) (net.Conn, error) { return dial(ctx) },
+			TLSClientConfig:     tlsCfg,
 			MaxIdleConnsPerHost: 16,
 			IdleConnTimeout:     90 * time.Second,
 			DisableCompression:  true,
 		}
 		h2 := &http2.Transport{
-			AllowHTTP: true, // h2c: gRPC without TLS
+			AllowHTTP: !secure, // h2c: gRPC without TLS
 			// A connection that went silent (a partition, a dead peer)
 			// is pinged and dropped, so the next request dials again
 			// instead of waiting out its timeout on a dead socket.
 			ReadIdleTimeout: 30 * time.Second,
 			PingTimeout:     10 * time.Second,
 			DialTLSContext: func(ctx context.Context, _, _ string, _ *tls.Config) (net.Conn, error) {
-				if c := takePredialed(ctx, network, addr); c != nil {
+				c := takePredialed(ctx, network, addr)
+				if c == nil {
+					var err error
+					if c, err = dial(ctx); err != nil {
+						return nil, err
+					}
+				}
+				if tlsCfg == nil {
 					return c, nil
 				}
-				return dial(ctx)
+				cfg := tlsCfg.Clone()
+				cfg.NextProtos = []string{"h2"}
+				tc := tls.Client(c, cfg)
+				if err := tc.HandshakeContext(ctx); err != nil {
+					c.Close()
+					return nil, &tlsError{endpoint: ep, err: err}
+				}
+				return tc, nil
 			},
 		}
 		g.endpoints = append(g.endpoints, gatewayEndpoint{
@@ -110,7 +142,7 @@ func Predial(endpoints []string) {
 	if len(endpoints) == 0 {
 		return
 	}
-	_, network, addr, err := endpointAddr(strings.TrimSpace(endpoints[0]))
+	_, network, addr, _, err := endpointAddr(strings.TrimSpace(endpoints[0]))
 	if err != nil {
 		return
 	}
@@ -145,30 +177,12 @@ func takePredialed(ctx context.Context, network, addr string) net.Conn {
 	}
 }
 
-func (g *gateway) close() {
+func (g *gateway) Close() {
 	for _, e := range g.endpoints {
 		e.client.CloseIdleConnections()
 		e.h2.CloseIdleConnections()
 	}
 }
-
-// serverError is an error status etcd answered with (over gRPC or the
-// gateway): a gRPC code and its message.
-type serverError struct {
-	Code    int    `json:"code"`
-	Message string `json:"message"`
-}
-
-func (e *serverError) Error() string {
-	return "etcdserver: " + strings.TrimPrefix(e.Message, "etcdserver: ")
-}
-
-// gRPC status codes the gateway reports.
-const (
-	codeDeadlineExceeded = 4
-	codeOutOfRange       = 11 // a compacted revision
-	codeUnavailable      = 14
-)
 
 // errUnreachable marks a request that could not reach any endpoint.
 var errUnreachable = errors.New("no etcd endpoint reachable")
@@ -194,13 +208,16 @@ func (g *gateway) onEndpoints(ctx context.Context, call func(idx int) error) err
 	return fmt.Errorf("%w: %w", errUnreachable, errors.Join(errs...))
 }
 
-func (g *gateway) send(ctx context.Context, idx int, path string, body []byte) (*http.Response, error) {
+func (g *gateway) send(ctx context.Context, idx int, path string, body []byte, token string) (*http.Response, error) {
 	e := g.endpoints[idx]
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.base+path, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", token) // the gateway passes it on as etcd's token
+	}
 	return e.client.Do(req)
 }
 
@@ -211,7 +228,7 @@ func decodeResponse(resp *http.Response, out any) error {
 		return err
 	}
 	if resp.StatusCode != http.StatusOK {
-		ge := &serverError{}
+		ge := &kvpb.ServerError{}
 		if json.Unmarshal(data, ge) != nil || ge.Message == "" {
 			return fmt.Errorf("etcd gateway: HTTP %s: %.200s", resp.Status, data)
 		}
@@ -225,146 +242,20 @@ func isDialError(err error) bool {
 	return errors.As(err, &op) && op.Op == "dial"
 }
 
-// --- etcdserverpb messages: header and keyValue are also the watch
-// stream's JSON; the rest are encoded by grpcwire.go ---
-
-// rev is an int64 the gateway writes as a JSON string.
-type rev int64
-
-func (r rev) MarshalJSON() ([]byte, error) {
-	return []byte(`"` + strconv.FormatInt(int64(r), 10) + `"`), nil
-}
-
-func (r *rev) UnmarshalJSON(b []byte) error {
-	n, err := strconv.ParseInt(strings.Trim(string(b), `"`), 10, 64)
-	*r = rev(n)
-	return err
-}
-
-type header struct {
-	Revision rev `json:"revision"`
-}
-
-type keyValue struct {
-	Key            []byte `json:"key"`
-	Value          []byte `json:"value"`
-	CreateRevision rev    `json:"create_revision"`
-	ModRevision    rev    `json:"mod_revision"`
-}
-
-type rangeRequest struct {
-	Key      []byte
-	RangeEnd []byte
-	KeysOnly bool
-}
-
-type rangeResponse struct {
-	Header header
-	Kvs    []keyValue
-}
-
-type putRequest struct {
-	Key   []byte
-	Value []byte
-}
-
-type deleteRequest struct {
-	Key    []byte
-	PrevKv bool // return the deleted key-values
-}
-
-// requestOp is one operation of a transaction: exactly one field is set.
-type requestOp struct {
-	Range  *rangeRequest
-	Put    *putRequest
-	Delete *deleteRequest
-}
-
-// compare guards a transaction on a key's create or mod revision being
-// equal to a value. Exactly one of the revisions is set (a oneof).
-type compare struct {
-	Key            []byte
-	CreateRevision *rev
-	ModRevision    *rev
-}
-
-type txnRequest struct {
-	Compare []compare
-	Success []requestOp
-	Failure []requestOp
-}
-
-type txnResponse struct {
-	Header    header
-	Succeeded bool
-	Responses []responseOp
-}
-
-// responseOp is one operation's answer: a range's key-values, or what a
-// delete removed (when it asked for them).
-type responseOp struct {
-	Range  *rangeResponse
-	Delete *deleteResponse
-}
-
-type deleteResponse struct {
-	PrevKvs []keyValue
-}
-
-func createRevisionIs(key string, r int64) compare {
-	v := rev(r)
-	return compare{Key: []byte(key), CreateRevision: &v}
-}
-
-func modRevisionIs(key string, r int64) compare {
-	v := rev(r)
-	return compare{Key: []byte(key), ModRevision: &v}
-}
-
-func getOp(key string) requestOp { return requestOp{Range: &rangeRequest{Key: []byte(key)}} }
-
-func prefixOp(prefix string) requestOp {
-	return requestOp{Range: &rangeRequest{Key: []byte(prefix), RangeEnd: prefixEnd(prefix)}}
-}
-
-func putOp(key string, val []byte) requestOp {
-	return requestOp{Put: &putRequest{Key: []byte(key), Value: val}}
-}
-
-func deleteOp(key string) requestOp { return requestOp{Delete: &deleteRequest{Key: []byte(key)}} }
-
-// deleteReturningOp deletes key and answers with what it held.
-func deleteReturningOp(key string) requestOp {
-	return requestOp{Delete: &deleteRequest{Key: []byte(key), PrevKv: true}}
-}
-
-// prefixEnd is the range end covering every key that starts with prefix:
-// the prefix with its last byte below 0xff incremented.
-func prefixEnd(prefix string) []byte {
-	end := []byte(prefix)
-	for i := len(end) - 1; i >= 0; i-- {
-		if end[i] < 0xff {
-			end[i]++
-			return end[:i+1]
-		}
-	}
-	return []byte{0} // every key
-}
-
-func (g *gateway) rangeKeys(ctx context.Context, req rangeRequest) (*rangeResponse, error) {
-	b, err := g.unary(ctx, "Range", req.marshal())
+func (g *gateway) Range(ctx context.Context, req kvpb.RangeRequest) (*kvpb.RangeResponse, error) {
+	b, err := g.unary(ctx, "/etcdserverpb.KV/Range", req.Marshal())
 	if err != nil {
 		return nil, err
 	}
-	out := &rangeResponse{}
-	return out, out.unmarshal(b)
+	out := &kvpb.RangeResponse{}
+	return out, out.Unmarshal(b)
 }
 
-func (g *gateway) txn(ctx context.Context, req txnRequest) (*txnResponse, error) {
-	b, err := g.unary(ctx, "Txn", req.marshal())
+func (g *gateway) Txn(ctx context.Context, req kvpb.TxnRequest) (*kvpb.TxnResponse, error) {
+	b, err := g.unary(ctx, "/etcdserverpb.KV/Txn", req.Marshal())
 	if err != nil {
 		return nil, err
 	}
-	out := &txnResponse{}
-	return out, out.unmarshal(b)
+	out := &kvpb.TxnResponse{}
+	return out, out.Unmarshal(b)
 }

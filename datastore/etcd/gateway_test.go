@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/testing/protocmp"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/tabbynet/tabby/datastore/etcd/kvpb"
 )
 
 func TestPrefixEnd(t *testing.T) {
@@ -21,8 +22,8 @@ func TestPrefixEnd(t *testing.T) {
 		{"a\xff", "b"},
 		{"\xff\xff", "\x00"},
 	} {
-		if got := string(prefixEnd(c.in)); got != c.want {
-			t.Errorf("prefixEnd(%q) = %q, want %q", c.in, got, c.want)
+		if got := string(kvpb.PrefixEnd(c.in)); got != c.want {
+			t.Errorf("kvpb.PrefixEnd(%q) = %q, want %q", c.in, got, c.want)
 		}
 	}
 }
@@ -30,13 +31,13 @@ func TestPrefixEnd(t *testing.T) {
 // TestTxnRequestEncoding checks the hand encoding against etcd's own
 // generated messages: what it writes, etcd's code reads as meant.
 func TestTxnRequestEncoding(t *testing.T) {
-	req := txnRequest{
-		Compare: []compare{createRevisionIs("/k1", 0), modRevisionIs("/k2", 42)},
-		Success: []requestOp{putOp("/k1", []byte("v1")), deleteOp("/k2"), getOp("/k3"), deleteReturningOp("/k4")},
-		Failure: []requestOp{prefixOp("/p/"), {Range: &rangeRequest{Key: []byte("/k2"), KeysOnly: true}}},
+	req := kvpb.TxnRequest{
+		Compare: []kvpb.Compare{kvpb.CreateRevisionIs("/k1", 0), kvpb.ModRevisionIs("/k2", 42)},
+		Success: []kvpb.RequestOp{kvpb.PutOp("/k1", []byte("v1")), kvpb.DeleteOp("/k2"), kvpb.GetOp("/k3"), kvpb.DeleteReturningOp("/k4")},
+		Failure: []kvpb.RequestOp{kvpb.PrefixOp("/p/"), {Range: &kvpb.RangeRequest{Key: []byte("/k2"), KeysOnly: true}}},
 	}
 	var got pb.TxnRequest
-	if err := proto.Unmarshal(req.marshal(), &got); err != nil {
+	if err := proto.Unmarshal(req.Marshal(), &got); err != nil {
 		t.Fatal(err)
 	}
 	want := &pb.TxnRequest{
@@ -84,46 +85,46 @@ func TestTxnResponseDecoding(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out txnResponse
-	if err := out.unmarshal(b); err != nil {
+	var out kvpb.TxnResponse
+	if err := out.Unmarshal(b); err != nil {
 		t.Fatal(err)
 	}
 	if out.Header.Revision != 77 || !out.Succeeded || len(out.Responses) != 3 || out.Responses[0].Range != nil {
 		t.Fatalf("decoded %+v", out)
 	}
 	kvs := out.Responses[1].Range.Kvs
-	want := []keyValue{
+	want := []kvpb.KeyValue{
 		{Key: []byte("/a"), Value: []byte("x"), CreateRevision: 3, ModRevision: 5},
 		{Key: []byte("/b"), Value: []byte("y"), CreateRevision: 6, ModRevision: 6},
 	}
 	if d := cmp.Diff(want, kvs); d != "" {
 		t.Errorf("kvs (-want +got):\n%s", d)
 	}
-	if del := out.Responses[2].Delete; del == nil || cmp.Diff([]keyValue{{Key: []byte("/c"), Value: []byte("z"), CreateRevision: 7, ModRevision: 9}}, del.PrevKvs) != "" {
+	if del := out.Responses[2].Delete; del == nil || cmp.Diff([]kvpb.KeyValue{{Key: []byte("/c"), Value: []byte("z"), CreateRevision: 7, ModRevision: 9}}, del.PrevKvs) != "" {
 		t.Errorf("delete response %+v", del)
 	}
-	var failed txnResponse // false and empty fields are not on the wire
-	if err := failed.unmarshal([]byte{}); err != nil || failed.Succeeded {
+	var failed kvpb.TxnResponse // false and empty fields are not on the wire
+	if err := failed.Unmarshal([]byte{}); err != nil || failed.Succeeded {
 		t.Errorf("decoded %+v, %v", failed, err)
 	}
-	if err := out.unmarshal([]byte{0x0a, 0x05, 0x01}); err == nil {
+	if err := out.Unmarshal([]byte{0x0a, 0x05, 0x01}); err == nil {
 		t.Error("a truncated message decoded without error")
 	}
 }
 
 func TestGatewayEndpoints(t *testing.T) {
-	g, err := newGateway([]string{"http://127.0.0.1:2379/", "unix:///run/etcd.sock", "unix:rel.sock", "10.0.0.1:2379"}, 0)
+	tr, err := newGateway(TransportConfig{Endpoints: []string{"http://127.0.0.1:2379/", "unix:///run/etcd.sock", "unix:rel.sock", "10.0.0.1:2379", "https://etcd.example:2379"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := g.endpoints[0].base; got != "http://127.0.0.1:2379" {
-		t.Errorf("base = %q", got)
+	g := tr.(*gateway)
+	for i, want := range map[int]string{0: "http://127.0.0.1:2379", 3: "http://10.0.0.1:2379", 4: "https://etcd.example:2379"} {
+		if got := g.endpoints[i].base; got != want {
+			t.Errorf("endpoint %d: base = %q, want %q", i, got, want)
+		}
 	}
-	if got := g.endpoints[3].base; got != "http://10.0.0.1:2379" {
-		t.Errorf("base = %q", got)
-	}
-	for _, bad := range []string{"", "unix://", "ftp://x", "https://10.0.0.1:2379"} {
-		if _, err := newGateway([]string{bad}, 0); err == nil || !strings.Contains(err.Error(), bad) {
+	for _, bad := range []string{"", "unix://", "ftp://x"} {
+		if _, err := newGateway(TransportConfig{Endpoints: []string{bad}}); err == nil || !strings.Contains(err.Error(), bad) {
 			t.Errorf("newGateway(%q) = %v, want an error naming it", bad, err)
 		}
 	}

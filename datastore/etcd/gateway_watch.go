@@ -6,28 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+
+	"github.com/tabbynet/tabby/datastore/etcd/kvpb"
 )
-
-// watchEvent is one change of a watched key. Type is "" for a put.
-type watchEvent struct {
-	Type   string    `json:"type"` // "" (PUT) or "DELETE"
-	Kv     keyValue  `json:"kv"`
-	PrevKv *keyValue `json:"prev_kv"`
-}
-
-type watchResponse struct {
-	Header          header       `json:"header"`
-	Created         bool         `json:"created"`
-	Canceled        bool         `json:"canceled"`
-	CompactRevision rev          `json:"compact_revision"`
-	CancelReason    string       `json:"cancel_reason"`
-	Events          []watchEvent `json:"events"`
-}
 
 // watchMessage is one line of the gateway's watch stream: a response, or
 // the error that ended the stream.
 type watchMessage struct {
-	Result *watchResponse `json:"result"`
+	Result *kvpb.WatchResponse `json:"result"`
 	Error  *struct {
 		Message string `json:"message"`
 	} `json:"error"`
@@ -35,10 +21,10 @@ type watchMessage struct {
 
 type watchCreate struct {
 	Create struct {
-		Key           []byte `json:"key"`
-		RangeEnd      []byte `json:"range_end"`
-		StartRevision rev    `json:"start_revision,omitempty"`
-		PrevKv        bool   `json:"prev_kv"`
+		Key           []byte   `json:"key"`
+		RangeEnd      []byte   `json:"range_end"`
+		StartRevision kvpb.Rev `json:"start_revision,omitempty"`
+		PrevKv        bool     `json:"prev_kv"`
 	} `json:"create_request"`
 }
 
@@ -46,25 +32,26 @@ type watchCreate struct {
 // connection broke or the server went away.
 var errStreamBroken = errors.New("etcd watch stream broken")
 
-// errCompacted is a watch that asked for history etcd no longer has.
-var errCompacted = errors.New("etcd: required revision has been compacted")
-
-// watchPrefix streams the changes under prefix after fromRev (0: from
+// Watch streams the changes under prefix after fromRev (0: from
 // now) to handle, until ctx ends, handle returns false or the stream
 // fails. It returns nil only when ctx ended or handle stopped it.
-func (g *gateway) watchPrefix(ctx context.Context, prefix string, fromRev int64, handle func(*watchResponse) bool) error {
+func (g *gateway) Watch(ctx context.Context, prefix string, fromRev int64, handle func(*kvpb.WatchResponse) bool) error {
 	req := watchCreate{}
 	req.Create.Key = []byte(prefix)
-	req.Create.RangeEnd = prefixEnd(prefix)
-	req.Create.StartRevision = rev(fromRev)
+	req.Create.RangeEnd = kvpb.PrefixEnd(prefix)
+	req.Create.StartRevision = kvpb.Rev(fromRev)
 	req.Create.PrevKv = true
 	body, err := json.Marshal(req)
 	if err != nil {
 		return err
 	}
+	token, err := g.token(ctx)
+	if err != nil {
+		return err
+	}
 	var resp *http.Response
 	if err := g.onEndpoints(ctx, func(idx int) (err error) {
-		resp, err = g.send(ctx, idx, "/v3/watch", body)
+		resp, err = g.send(ctx, idx, "/v3/watch", body, token)
 		return err
 	}); err != nil {
 		return err
@@ -88,7 +75,7 @@ func (g *gateway) watchPrefix(ctx context.Context, prefix string, fromRev int64,
 		case msg.Result == nil:
 			continue
 		case msg.Result.CompactRevision != 0:
-			return errCompacted
+			return kvpb.ErrCompacted
 		case msg.Result.Canceled:
 			return fmt.Errorf("etcd watch canceled: %s", msg.Result.CancelReason)
 		}

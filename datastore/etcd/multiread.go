@@ -7,6 +7,7 @@ import (
 
 	v3 "github.com/tabbynet/tabby/api/v3"
 	"github.com/tabbynet/tabby/datastore"
+	"github.com/tabbynet/tabby/datastore/etcd/kvpb"
 )
 
 // maxTxnOps is etcd's default --max-txn-ops: a ReadMany with more requests
@@ -24,7 +25,7 @@ func (c *Client) ReadMany(ctx context.Context, reqs []datastore.ReadRequest) ([]
 		return nil, fmt.Errorf("reading %d objects at once: at most %d per transaction", len(reqs), maxTxnOps)
 	}
 	infos := make([]v3.KindInfo, len(reqs))
-	var ops []requestOp
+	var ops []kvpb.RequestOp
 	var opOf []int // request index of each op
 	for i, r := range reqs {
 		op := "get"
@@ -44,7 +45,7 @@ func (c *Client) ReadMany(ctx context.Context, reqs []datastore.ReadRequest) ([]
 				fail(err)
 				continue
 			}
-			ops = append(ops, getOp(key))
+			ops = append(ops, kvpb.GetOp(key))
 		} else {
 			if strings.Contains(r.NamePrefix, "/") {
 				fail(fmt.Errorf("%w: a name prefix may not contain '/'", datastore.ErrInvalid))
@@ -55,7 +56,7 @@ func (c *Client) ReadMany(ctx context.Context, reqs []datastore.ReadRequest) ([]
 				// Names are the last key segment: narrow the range.
 				prefix += r.NamePrefix
 			}
-			ops = append(ops, prefixOp(prefix))
+			ops = append(ops, kvpb.PrefixOp(prefix))
 		}
 		opOf = append(opOf, i)
 	}
@@ -64,7 +65,7 @@ func (c *Client) ReadMany(ctx context.Context, reqs []datastore.ReadRequest) ([]
 	}
 	ctx, cancel := c.reqCtx(ctx)
 	defer cancel()
-	resp, err := c.gw.txn(ctx, txnRequest{Success: ops})
+	resp, err := c.gw.Txn(ctx, kvpb.TxnRequest{Success: ops})
 	if err != nil {
 		return nil, c.storeErr(err)
 	}
@@ -73,7 +74,7 @@ func (c *Client) ReadMany(ctx context.Context, reqs []datastore.ReadRequest) ([]
 		r, info := reqs[i], infos[i]
 		rr := tr.Range
 		if rr == nil {
-			rr = &rangeResponse{}
+			rr = &kvpb.RangeResponse{}
 		}
 		if !r.List {
 			if len(rr.Kvs) == 0 {

@@ -13,6 +13,7 @@ type Etcd struct {
 	proc     *process
 	endpoint string
 	unix     string
+	health   *http.Client // nil: plain http
 }
 
 // StartEtcd starts a fresh single-member etcd and stops it at cleanup.
@@ -57,7 +58,7 @@ func (e *Etcd) Stop() { e.proc.stop() }
 func (e *Etcd) Start() {
 	e.proc.t.Helper()
 	e.proc.start()
-	waitHealthy(e.proc, e.endpoint+"/health", nil, 30*time.Second)
+	waitHealthy(e.proc, e.endpoint+"/health", e.health, 30*time.Second)
 }
 
 // waitHealthy polls url until it answers 200 or the process dies.

@@ -269,6 +269,9 @@ const (
 	ErrCodePoolExhausted = 100 // no free address in the pools for this node
 	ErrCodeBadPool       = 101 // unknown, disabled or no usable pool
 	ErrCodeBadAddress    = 102 // requested address outside the pools, reserved or in use
+	// ErrCodeDatastoreAccess: the datastore refused access (credentials,
+	// certificates, permissions). 103 and 104 are the calico plugin's.
+	ErrCodeDatastoreAccess = 105
 )
 
 // ToCNIError maps an IPAM error to a CNI error: datastore unreachable ->
@@ -281,6 +284,8 @@ func ToCNIError(err error) *types.Error {
 	}
 	code := uint(types.ErrInternal)
 	switch {
+	case errors.Is(err, datastore.ErrAccessDenied):
+		code = ErrCodeDatastoreAccess
 	case errors.Is(err, datastore.ErrUnavailable), errors.Is(err, ipam.ErrTooManyRetries),
 		errors.Is(err, context.DeadlineExceeded):
 		code = types.ErrTryAgainLater

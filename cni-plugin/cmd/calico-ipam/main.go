@@ -20,7 +20,7 @@ import (
 
 	"github.com/tabbynet/tabby/cni-plugin/netconf"
 	"github.com/tabbynet/tabby/datastore"
-	"github.com/tabbynet/tabby/datastore/etcd"
+	"github.com/tabbynet/tabby/datastore/dsconfig"
 	"github.com/tabbynet/tabby/datastore/kdd"
 	"github.com/tabbynet/tabby/ipam"
 	"github.com/tabbynet/tabby/ipam/cniipam"
@@ -79,10 +79,11 @@ func load(args *skel.CmdArgs) (*env, error) {
 	case netconf.DatastoreKubernetes:
 		c, err = kdd.New(kdd.Config{Kubeconfig: conf.Kubernetes.Kubeconfig})
 	default:
-		c, err = etcd.New(etcd.Config{Endpoints: conf.Endpoints()})
+		c, err = dsconfig.New(conf.DatastoreSpec(os.Getenv))
 	}
 	if err != nil {
-		return nil, types.NewError(types.ErrTryAgainLater, "connecting to the datastore: "+err.Error(), "")
+		// Connecting is lazy: what fails here is configuration.
+		return nil, netconf.DatastoreConfigError(err).CNI()
 	}
 	var lock struct {
 		Path *string `json:"ipam_lock_file"`

@@ -24,6 +24,7 @@ import (
 	"github.com/tabbynet/tabby/confd/bird"
 	"github.com/tabbynet/tabby/datastore"
 	"github.com/tabbynet/tabby/datastore/dsconfig"
+	"github.com/tabbynet/tabby/datastore/etcd/etcdlib"
 	"github.com/tabbynet/tabby/datastore/kdd"
 )
 
@@ -97,6 +98,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}
 
 	dsconfig.NewKubernetesClient = kdd.FromSpec
+
+	dsconfig.NewEtcdTransport = etcdlib.New // long-running: etcd's client library
 	cfgFile, explicit := o.configFile, o.configFile != ""
 	if !explicit {
 		cfgFile = dsconfig.DefaultConfigFile

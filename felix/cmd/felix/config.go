@@ -52,14 +52,39 @@ func parseFailsafe(v string) ([]rules.ProtoPort, error) {
 	return out, nil
 }
 
+// felixEtcdNames are Calico felix's own names for the etcd settings
+// (FELIX_ETCDCAFILE, ...) where they differ from FELIX_ + the common
+// variable without underscores.
+var felixEtcdNames = map[string]string{
+	"ETCD_CA_CERT_FILE": "FELIX_ETCDCAFILE",
+	"ETCD_CERT_FILE":    "FELIX_ETCDCERTFILE",
+	"ETCD_KEY_FILE":     "FELIX_ETCDKEYFILE",
+}
+
 // datastoreEnv lets the datastore settings come as FELIX_DATASTORETYPE,
-// FELIX_ETCDENDPOINTS, ... as well as DATASTORE_TYPE, ETCD_ENDPOINTS.
+// FELIX_ETCDENDPOINTS, FELIX_ETCDCAFILE, ... as well as DATASTORE_TYPE,
+// ETCD_ENDPOINTS, ETCD_CA_CERT_FILE. Felix's older FELIX_ETCDSCHEME +
+// FELIX_ETCDADDR give the endpoint when no endpoint list is set.
 func datastoreEnv(getenv func(string) string) func(string) string {
 	return func(k string) string {
-		if v := getenv("FELIX_" + strings.ReplaceAll(k, "_", "")); v != "" {
+		name := felixEtcdNames[k]
+		if name == "" {
+			name = "FELIX_" + strings.ReplaceAll(k, "_", "")
+		}
+		if v := getenv(name); v != "" {
 			return v
 		}
-		return getenv(k)
+		if v := getenv(k); v != "" || k != "ETCD_ENDPOINTS" {
+			return v
+		}
+		if addr := getenv("FELIX_ETCDADDR"); addr != "" {
+			scheme := getenv("FELIX_ETCDSCHEME")
+			if scheme == "" {
+				scheme = "http"
+			}
+			return scheme + "://" + addr
+		}
+		return ""
 	}
 }
 

@@ -58,6 +58,18 @@ func TestDatastoreEnv(t *testing.T) {
 	if g("DATASTORE_TYPE") != "etcdv3" || g("ETCD_ENDPOINTS") != "http://x:2379" {
 		t.Error("FELIX_ variants or plain variables not read")
 	}
+	g = datastoreEnv(env(map[string]string{
+		"FELIX_ETCDCAFILE": "/ca.pem", "FELIX_ETCDCERTFILE": "/c.pem", "FELIX_ETCDKEYFILE": "/k.pem",
+		"FELIX_ETCDADDR": "etcd:2379", "FELIX_ETCDSCHEME": "https", "ETCD_USERNAME": "u",
+	}))
+	for k, want := range map[string]string{
+		"ETCD_CA_CERT_FILE": "/ca.pem", "ETCD_CERT_FILE": "/c.pem", "ETCD_KEY_FILE": "/k.pem",
+		"ETCD_ENDPOINTS": "https://etcd:2379", "ETCD_USERNAME": "u",
+	} {
+		if got := g(k); got != want {
+			t.Errorf("%s = %q, want %q (Calico felix's variable names)", k, got, want)
+		}
+	}
 }
 
 func TestRulesConfigPrecedence(t *testing.T) {

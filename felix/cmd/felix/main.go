@@ -27,6 +27,7 @@ import (
 
 	v3 "github.com/tabbynet/tabby/api/v3"
 	"github.com/tabbynet/tabby/datastore/dsconfig"
+	"github.com/tabbynet/tabby/datastore/etcd/etcdlib"
 	"github.com/tabbynet/tabby/datastore/kdd"
 	"github.com/tabbynet/tabby/felix/daemon"
 	"github.com/tabbynet/tabby/felix/dataplane"
@@ -50,6 +51,7 @@ func run() error {
 	// client-go (the Kubernetes datastore's informers) logs through klog.
 	klog.SetSlogLogger(log)
 	dsconfig.NewKubernetesClient = kdd.FromSpec
+	dsconfig.NewEtcdTransport = etcdlib.New // long-running: etcd's client library
 	spec, err := dsconfig.Load("/etc/calico/calicoctl.cfg", false, datastoreEnv(os.Getenv))
 	if err != nil {
 		return err
