@@ -3,6 +3,8 @@ package datastore
 import (
 	"cmp"
 	"context"
+	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -53,11 +55,15 @@ type Client interface {
 	// List returns the resources of a kind, optionally restricted to a
 	// namespace and to labels matching a Calico selector, sorted by
 	// namespace then name, with the revision the list is consistent at.
+	// Stored records that cannot be decoded are not among the items: they
+	// are in List.Bad (whatever the selector), and never fail the list.
 	List(ctx context.Context, kind string, opts ListOptions) (*List, error)
 
 	// Watch streams changes to a kind after opts.Revision (from now when
 	// empty). A revision too old to replay yields ErrRevisionGone, either
-	// from Watch itself or as an EventError on the channel.
+	// from Watch itself or as an EventError on the channel. A record
+	// written in a form that cannot be decoded comes as an
+	// EventUndecodable, and the watch goes on.
 	Watch(ctx context.Context, kind string, opts WatchOptions) (Watcher, error)
 
 	// Close releases connections.
@@ -80,6 +86,24 @@ type ListOptions struct {
 type List struct {
 	Items    []v3.Resource // in Sort's order
 	Revision string        // watch from here to see every later change
+	// Bad are the stored records of the kind (and namespace) that cannot
+	// be decoded, in storage order; they are not in Items. A caller that
+	// must see every record (to free what no record uses, say) treats a
+	// non-empty Bad as an error: see Complete.
+	Bad []BadRecord
+}
+
+// Complete returns an error naming the undecodable records of l, if any:
+// for callers that must not act on a partial list.
+func (l *List) Complete() error {
+	if len(l.Bad) == 0 {
+		return nil
+	}
+	errs := make([]error, len(l.Bad))
+	for i, b := range l.Bad {
+		errs[i] = b
+	}
+	return fmt.Errorf("%d stored record(s) cannot be decoded (fix or delete them): %w", len(l.Bad), errors.Join(errs...))
 }
 
 // Sort puts items in the order every List has: by namespace, then name.
@@ -104,6 +128,10 @@ const (
 	EventDeleted  EventType = "Deleted"
 	// EventError carries Err; the watch is over after it.
 	EventError EventType = "Error"
+	// EventUndecodable: a record was written that cannot be decoded.
+	// Bad says which; Object is nil. The watch goes on. A consumer that
+	// held the record's earlier state should drop it (see WatchSyncer).
+	EventUndecodable EventType = "Undecodable"
 )
 
 // Event is one change seen by a watch.
@@ -113,6 +141,7 @@ type Event struct {
 	Previous v3.Resource // the state before a Modified (nil if unknown)
 	Revision string      // the store revision of this change
 	Err      error       // for EventError
+	Bad      *BadRecord  // for EventUndecodable
 }
 
 // Watcher is a running watch. The channel closes after Stop, after the
@@ -191,6 +220,13 @@ func ReadEach(ctx context.Context, c Client, reqs []ReadRequest) []ReadResult {
 					}
 				}
 				l.Items = kept
+				bad := l.Bad[:0]
+				for _, b := range l.Bad {
+					if strings.HasPrefix(b.Key.Name, r.NamePrefix) {
+						bad = append(bad, b)
+					}
+				}
+				l.Bad = bad
 			}
 			out[i].List = l
 		}()

@@ -3,6 +3,7 @@ package datastore
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -75,12 +76,23 @@ var DefaultBackoff = Backoff{Initial: 100 * time.Millisecond, Max: 5 * time.Seco
 // compacted, store down) it relists with backoff and again delivers only
 // the difference, so consumers never see a spurious delete/re-add.
 //
+// A stored record that cannot be decoded (List.Bad, EventUndecodable) is
+// skipped: the rest of its kind keeps flowing. It is logged and counted
+// once per key and revision (BadRecordReporter). A record that turns bad
+// after it was delivered is delivered as Deleted, as Calico's
+// watchersyncer does on a parse failure: consumers see only what the
+// store holds in a form they can use, and what they computed from the
+// record's old content would otherwise be enforced indefinitely for a
+// record that no longer says it. When the record is fixed it is delivered
+// as Added again.
+//
 // One goroutine runs per kind; the callbacks are serialised by a mutex.
 type WatchSyncer struct {
 	client  Client
 	kinds   []string
 	cb      SyncerCallbacks
 	backoff Backoff
+	bad     BadRecordReporter
 
 	mu       sync.Mutex // serialises callbacks and guards below
 	synced   map[string]bool
@@ -142,18 +154,21 @@ func (s *WatchSyncer) markSynced(kind string) {
 // runKind owns the cache for one kind: what has been delivered, by key.
 func (s *WatchSyncer) runKind(ctx context.Context, kind string) {
 	cache := map[Key]v3.Resource{}
+	bad := map[Key]bool{} // keys whose last state seen is undecodable
 	var delay time.Duration
 	for ctx.Err() == nil {
 		list, err := s.client.List(ctx, kind, ListOptions{})
 		if err != nil {
+			slog.Warn("syncer cannot list; retrying", "kind", kind, "err", err)
 			delay = s.backoff.next(delay)
 			sleep(ctx, jittered(delay))
 			continue
 		}
 		s.emit(diffSnapshot(cache, list.Items))
+		s.listedBad(bad, list.Bad)
 		s.markSynced(kind)
 
-		err = s.watch(ctx, kind, list.Revision, cache)
+		err = s.watch(ctx, kind, list.Revision, cache, bad)
 		if ctx.Err() != nil {
 			return
 		}
@@ -161,6 +176,7 @@ func (s *WatchSyncer) runKind(ctx context.Context, kind string) {
 			delay = 0 // relist at once: the store is up
 			continue
 		}
+		slog.Warn("syncer watch ended; relisting", "kind", kind, "err", err)
 		delay = s.backoff.next(delay)
 		sleep(ctx, jittered(delay))
 	}
@@ -168,7 +184,7 @@ func (s *WatchSyncer) runKind(ctx context.Context, kind string) {
 
 // watch follows changes after rev until the watch fails, keeping cache
 // current. It returns the error that ended the watch.
-func (s *WatchSyncer) watch(ctx context.Context, kind, rev string, cache map[Key]v3.Resource) error {
+func (s *WatchSyncer) watch(ctx context.Context, kind, rev string, cache map[Key]v3.Resource, bad map[Key]bool) error {
 	w, err := s.client.Watch(ctx, kind, WatchOptions{Revision: rev})
 	if err != nil {
 		return err
@@ -188,7 +204,27 @@ func (s *WatchSyncer) watch(ctx context.Context, kind, rev string, cache map[Key
 		if ev.Type == EventError {
 			return ev.Err
 		}
+		if ev.Type == EventUndecodable {
+			if ev.Bad == nil {
+				continue
+			}
+			s.seenBad(bad, *ev.Bad)
+			k := ev.Bad.Key
+			if old, ok := cache[k]; ok {
+				// It was good: consumers drop it (see WatchSyncer).
+				delete(cache, k)
+				s.emit([]Update{{Type: EventDeleted, Key: k, Object: old}})
+			}
+			continue
+		}
+		if ev.Object == nil {
+			continue
+		}
 		k := KeyOf(ev.Object)
+		if bad[k] {
+			delete(bad, k)
+			s.bad.Gone(k.String())
+		}
 		switch ev.Type {
 		case EventDeleted:
 			if _, ok := cache[k]; !ok {
@@ -205,6 +241,27 @@ func (s *WatchSyncer) watch(ctx context.Context, kind, rev string, cache map[Key
 		}
 		s.emit([]Update{{Type: ev.Type, Key: k, Object: ev.Object}})
 	}
+}
+
+// listedBad reports the undecodable records of a list and forgets those
+// no longer bad (fixed, or deleted).
+func (s *WatchSyncer) listedBad(bad map[Key]bool, listed []BadRecord) {
+	now := make(map[Key]bool, len(listed))
+	for _, b := range listed {
+		now[b.Key] = true
+		s.seenBad(bad, b)
+	}
+	for k := range bad {
+		if !now[k] {
+			delete(bad, k)
+			s.bad.Gone(k.String())
+		}
+	}
+}
+
+func (s *WatchSyncer) seenBad(bad map[Key]bool, b BadRecord) {
+	bad[b.Key] = true
+	s.bad.Seen(b.Key.String(), b)
 }
 
 // diffSnapshot updates cache to items and returns the updates that take a

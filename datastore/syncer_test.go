@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v3 "github.com/tabbynet/tabby/api/v3"
@@ -23,10 +24,11 @@ type fakeStore struct {
 	lists    int
 	watches  chan chan Event
 	revision int
+	bad      map[string]BadRecord
 }
 
 func newFakeStore() *fakeStore {
-	return &fakeStore{items: map[string]v3.Resource{}, watches: make(chan chan Event, 10)}
+	return &fakeStore{items: map[string]v3.Resource{}, watches: make(chan chan Event, 10), bad: map[string]BadRecord{}}
 }
 
 func (f *fakeStore) put(name string) v3.Resource {
@@ -35,6 +37,7 @@ func (f *fakeStore) put(name string) v3.Resource {
 	f.revision++
 	p := &v3.IPPool{TypeMeta: metav1.TypeMeta{Kind: v3.KindIPPool}, ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: fmt.Sprint(f.revision)}}
 	f.items[name] = p
+	delete(f.bad, name)
 	return p
 }
 
@@ -42,6 +45,18 @@ func (f *fakeStore) remove(name string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	delete(f.items, name)
+	delete(f.bad, name)
+}
+
+// putBad stores an undecodable record under name.
+func (f *fakeStore) putBad(name string) BadRecord {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.revision++
+	delete(f.items, name)
+	b := BadRecord{Key: Key{Kind: v3.KindIPPool, Name: name}, StorageKey: "/pools/" + name, Revision: fmt.Sprint(f.revision), Err: errors.New("unexpected end of JSON input")}
+	f.bad[name] = b
+	return b
 }
 
 func (f *fakeStore) List(ctx context.Context, kind string, _ ListOptions) (*List, error) {
@@ -54,6 +69,10 @@ func (f *fakeStore) List(ctx context.Context, kind string, _ ListOptions) (*List
 	l := &List{Revision: fmt.Sprint(f.revision)}
 	for _, it := range f.items {
 		l.Items = append(l.Items, it)
+	}
+	Sort(l.Items)
+	for _, b := range f.bad {
+		l.Bad = append(l.Bad, b)
 	}
 	return l, nil
 }
@@ -195,6 +214,56 @@ func TestWatchSyncerRetriesWhileStoreDown(t *testing.T) {
 	nextWatch(t, f)
 	if got := cb.waitLen(t, 3); got != "WaitForDatastore; Added a; InSync" {
 		t.Fatalf("after recovery: %s", got)
+	}
+	cancel()
+	<-done
+}
+
+// TestWatchSyncerSkipsUndecodableRecords: an undecodable record neither
+// stops the kind's watch nor fails its relist; it is counted once per
+// revision; a good record turning bad is delivered as Deleted, and one
+// fixed later as Added.
+func TestWatchSyncerSkipsUndecodableRecords(t *testing.T) {
+	f := newFakeStore()
+	f.put("a")
+	f.putBad("b")
+	f.put("c")
+	counter := UndecodableRecordsCounter(v3.KindIPPool)
+	before := testutil.ToFloat64(counter)
+	cb := &logCallbacks{}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s := NewWatchSyncer(f, []string{v3.KindIPPool}, cb, Backoff{Initial: time.Millisecond, Max: 5 * time.Millisecond})
+	done := make(chan struct{})
+	go func() { s.Run(ctx); close(done) }()
+
+	w1 := nextWatch(t, f)
+	if got := cb.waitLen(t, 4); got != "WaitForDatastore; Added a; Added c; InSync" {
+		t.Fatalf("snapshot: %s", got)
+	}
+	// A new bad record, then the good a turns bad: a is deleted; the
+	// watch goes on (d arrives).
+	bd := f.putBad("d")
+	w1 <- Event{Type: EventUndecodable, Bad: &bd}
+	ba := f.putBad("a")
+	w1 <- Event{Type: EventUndecodable, Bad: &ba}
+	w1 <- Event{Type: EventAdded, Object: f.put("e")}
+	if got := cb.waitLen(t, 6); got != "WaitForDatastore; Added a; Added c; InSync; Deleted a; Added e" {
+		t.Fatalf("after bad records: %s", got)
+	}
+	// A relist meets the same bad records: nothing new is counted. b is
+	// fixed meanwhile and appears.
+	f.put("b")
+	w1 <- Event{Type: EventError, Err: ErrRevisionGone}
+	nextWatch(t, f)
+	if got := cb.waitLen(t, 7); got != "WaitForDatastore; Added a; Added c; InSync; Deleted a; Added e; Added b" {
+		t.Fatalf("after relist: %s", got)
+	}
+	if got := testutil.ToFloat64(counter) - before; got != 3 {
+		t.Errorf("counted %v undecodable records, want 3 (b, d, a: each once)", got)
+	}
+	if n := s.bad.Bad(); n != 2 {
+		t.Errorf("%d records known bad, want 2 (a, d)", n)
 	}
 	cancel()
 	<-done

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net/netip"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -67,7 +68,10 @@ type emptySeen struct {
 
 // env is the cluster-wide state an allocation depends on.
 type env struct {
-	pools        []Pool
+	pools []Pool
+	// badPools are IPPool records that cannot be decoded: skipped, and
+	// named when no usable pool is left.
+	badPools     []datastore.BadRecord
 	strict       bool
 	autoAllocate bool
 	maxBlocks    int
@@ -241,4 +245,17 @@ func (a *Allocator) Warm(ctx context.Context, node string, hints ...netip.Prefix
 		return err
 	}
 	return a.prefetchBlocks(ctx, st.affinities, st.env.reserved)
+}
+
+// explain adds the undecodable pools to an error about choosing pools: the
+// pool the caller wanted may be one of them.
+func (e *env) explain(err error) error {
+	if err == nil || len(e.badPools) == 0 {
+		return err
+	}
+	var keys []string
+	for _, b := range e.badPools {
+		keys = append(keys, fmt.Sprintf("%s (%v)", b.StorageKey, b.Err))
+	}
+	return fmt.Errorf("%w; skipped %d IPPool record(s) that cannot be decoded (fix or delete them): %s", err, len(keys), strings.Join(keys, "; "))
 }

@@ -65,7 +65,7 @@ func (a *Allocator) AutoAssign(ctx context.Context, args AutoAssignArgs) ([]neti
 		}
 		pools, err := SelectPools(e.pools, PoolRequest{Version: v.version, Requested: v.requested, NodeLabels: labels, NamespaceLabels: args.NamespaceLabels, Use: args.Use})
 		if err != nil {
-			return nil, fmt.Errorf("choosing IPv%d pools for node %s: %w", v.version, args.Hostname, err)
+			return nil, fmt.Errorf("choosing IPv%d pools for node %s: %w", v.version, args.Hostname, e.explain(err))
 		}
 		want[i].pools = pools
 		affine, _, err := a.affineBlocks(ctx, args.Hostname, pools, false)

@@ -78,11 +78,21 @@ func (a *Allocator) claimNewBlock(ctx context.Context, node string, pools []Pool
 			taken[c] = true
 		}
 	}
+	// A block stored in a form that cannot be decoded exists all the
+	// same: never claimed again (its addresses may be in use).
+	badBlocks := map[string]bool{}
+	for _, b := range l.Bad {
+		badBlocks[b.Key.Name] = true
+	}
 	for _, p := range pools {
 		for range a.cfg.MaxRetries {
 			cidr, ok := NextBlock(p.CIDR, p.BlockBits(), node, taken)
 			if !ok {
 				break
+			}
+			if badBlocks[BlockName(cidr)] {
+				taken[cidr] = true
+				continue
 			}
 			err := a.claim(ctx, node, cidr)
 			if errors.Is(err, errBlockTaken) {
@@ -112,7 +122,13 @@ func (a *Allocator) claim(ctx context.Context, node string, cidr netip.Prefix) e
 	created, err := a.c.Create(ctx, aff)
 	switch {
 	case errors.Is(err, datastore.ErrAlreadyExists):
-		// Ours from an earlier, interrupted claim: carry on with it.
+		// Ours from an earlier, interrupted claim: carry on with it,
+		// unless the record cannot be decoded (then it cannot be
+		// confirmed either: leave the block alone).
+		if _, gerr := a.c.Get(ctx, affinityKey(node, cidr)); errors.Is(gerr, datastore.ErrUndecodable) {
+			a.log.Warn("not claiming a block whose affinity record cannot be decoded", "block", cidr, "node", node, "err", gerr)
+			return errBlockTaken
+		}
 	case err != nil:
 		return fmt.Errorf("claiming block %s for node %s: %w", cidr, node, err)
 	}

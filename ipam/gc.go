@@ -73,7 +73,13 @@ func (a *Allocator) CheckLeaks(ctx context.Context, grace time.Duration) (*GCRep
 		}
 	}
 	inUse := map[string]bool{}
+	// An address is judged leaked from the nodes and endpoints that do
+	// not hold it: one that cannot be read could be the holder, so the
+	// check refuses to judge rather than report a live address.
 	nl, err := a.c.List(ctx, v3.KindNode, datastore.ListOptions{})
+	if err == nil {
+		err = nl.Complete()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("listing nodes: %w", err)
 	}
@@ -82,6 +88,9 @@ func (a *Allocator) CheckLeaks(ctx context.Context, grace time.Duration) (*GCRep
 		nodes[r.GetName()] = true
 	}
 	wl, err := a.c.List(ctx, v3.KindWorkloadEndpoint, datastore.ListOptions{})
+	if err == nil {
+		err = wl.Complete()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("listing workload endpoints: %w", err)
 	}
@@ -290,6 +299,9 @@ func (a *Allocator) stillLeaked(ctx context.Context, l Leak, grace time.Duration
 	pods := map[podKey][]netip.Addr{}
 	if l.Namespace != "" && l.Pod != "" {
 		wl, err := a.c.List(ctx, v3.KindWorkloadEndpoint, datastore.ListOptions{Namespace: l.Namespace})
+		if err == nil {
+			err = wl.Complete()
+		}
 		if err != nil {
 			return false, fmt.Errorf("re-checking %s: %w", l.IP, err)
 		}

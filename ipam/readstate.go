@@ -88,6 +88,11 @@ func (a *Allocator) readState(ctx context.Context, node string, want stateWant) 
 		if r := res[iAff]; r.Err != nil {
 			return st, fmt.Errorf("listing block affinities of node %s: %w", node, r.Err)
 		}
+		for _, b := range res[iAff].List.Bad {
+			// Its block is not used by this node (nor claimed again, see
+			// claim) until the record is fixed or deleted.
+			a.log.Warn("skipping a block affinity that cannot be decoded", "node", node, "storageKey", b.StorageKey, "err", b.Err)
+		}
 		if st.affinities, err = a.parseAffinities(ctx, node, res[iAff].List.Items); err != nil {
 			return st, err
 		}
@@ -121,7 +126,9 @@ func parseEnv(pl, rl, cfg datastore.ReadResult) (*env, error) {
 	for _, r := range pl.List.Items {
 		pools = append(pools, *r.(*v3.IPPool))
 	}
-	e := &env{pools: ParsePools(pools), autoAllocate: true}
+	// An undecodable pool is skipped (the others still serve) and named
+	// if no pool is left to use.
+	e := &env{pools: ParsePools(pools), autoAllocate: true, badPools: pl.List.Bad}
 	switch {
 	case cfg.Err == nil:
 		s := cfg.Object.(*v3.IPAMConfiguration).Spec
@@ -135,6 +142,11 @@ func parseEnv(pl, rl, cfg datastore.ReadResult) (*env, error) {
 	}
 	if rl.Err != nil {
 		return nil, fmt.Errorf("listing IP reservations: %w", rl.Err)
+	}
+	if err := rl.List.Complete(); err != nil {
+		// What an unreadable reservation reserves cannot be known: handing
+		// out addresses could give away a reserved one.
+		return nil, fmt.Errorf("listing IP reservations: %w", err)
 	}
 	var rs []v3.IPReservation
 	for _, r := range rl.List.Items {

@@ -325,5 +325,5 @@ func (a *Allocator) Usable(ctx context.Context) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("no enabled IP pool for workloads: %w", ErrNoPool)
+	return e.explain(fmt.Errorf("no enabled IP pool for workloads: %w", ErrNoPool))
 }

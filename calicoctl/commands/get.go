@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -12,6 +14,18 @@ import (
 )
 
 func isNotFound(err error) bool { return errors.Is(err, datastore.ErrNotFound) }
+
+// warnUndecodable names, one line each, the stored records a list left
+// out because they cannot be decoded, and how to be rid of them.
+func warnUndecodable(w io.Writer, bad []datastore.BadRecord) {
+	for _, b := range bad {
+		del := "calicoctl delete " + strings.ToLower(b.Key.Kind) + " " + b.Key.Name
+		if b.Key.Namespace != "" {
+			del += " -n " + b.Key.Namespace
+		}
+		fmt.Fprintf(w, "Warning: %s %q not listed: %v (fix it, or remove it with %s)\n", b.Key.Kind, b.Key.Name, b, del)
+	}
+}
 
 func newGetCmd(a *app) *cobra.Command {
 	var (
@@ -89,6 +103,10 @@ files. Output: a table (default), wide (more columns), yaml, json or name.`,
 					return friendly(err)
 				}
 				items = l.Items
+				// Calico lists the records it can read and leaves out
+				// the rest; the output is the same here, and each left
+				// out is named on stderr.
+				warnUndecodable(a.stderr, l.Bad)
 			} else {
 				for _, k := range targets {
 					r, err := c.Get(ctx, k)

@@ -72,6 +72,8 @@ func friendly(err error) error {
 		return fmt.Errorf("%w (someone else changed it: get it again and retry)", err)
 	case errors.Is(err, datastore.ErrUnavailable):
 		return fmt.Errorf("%w (check the datastore is running and the endpoints in your configuration)", err)
+	case errors.Is(err, datastore.ErrUndecodable):
+		return fmt.Errorf("%w (the stored record is damaged: fix it in the datastore, or remove it with calicoctl delete)", err)
 	}
 	return err
 }

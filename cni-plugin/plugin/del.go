@@ -91,6 +91,7 @@ func (p *Plugin) delEndpoint(ctx context.Context, client datastore.Client, hostN
 
 	key := datastore.Key{Kind: v3.KindWorkloadEndpoint, Namespace: c.id.namespace, Name: c.id.wepName}
 	cur, err := client.Get(ctx, key)
+	var bad datastore.BadRecord
 	switch {
 	case err == nil && cur.(*v3.WorkloadEndpoint).Spec.ContainerID != a.ContainerID:
 		// A newer sandbox owns the name and the veth: release only our
@@ -112,6 +113,17 @@ func (p *Plugin) delEndpoint(ctx context.Context, client datastore.Client, hostN
 		}
 	case errors.Is(err, datastore.ErrNotFound):
 		if err := wiring.Teardown(hostNS, c.id.hostIf, a.Netns, a.IfName); err != nil {
+			return err
+		}
+	case errors.As(err, &bad):
+		// The record cannot say whose it is, and nothing can use it:
+		// delete it (exactly that revision) and tear down as for a
+		// missing record; the addresses go by this container's handle.
+		_, derr := client.Delete(ctx, key, datastore.DeleteOptions{ResourceVersion: bad.Revision})
+		if errors.Is(derr, datastore.ErrNotFound) || errors.Is(derr, datastore.ErrConflict) {
+			derr = nil
+		}
+		if err := errors.Join(wiring.Teardown(hostNS, c.id.hostIf, a.Netns, a.IfName), derr); err != nil {
 			return err
 		}
 	default:

@@ -18,6 +18,10 @@ type Harness struct {
 	// with its data.
 	StopServer  func(t *testing.T)
 	StartServer func(t *testing.T)
+	// PutUndecodable stores at k, behind the client's back (creating or
+	// replacing), a record the client cannot decode: what an operator's
+	// etcdctl or kubectl can write.
+	PutUndecodable func(t *testing.T, k datastore.Key)
 }
 
 // Run runs the whole suite.
@@ -33,6 +37,9 @@ func Run(t *testing.T, h Harness) {
 	t.Run("WatchRevisionGone", func(t *testing.T) { testWatchGone(t, h) })
 	t.Run("SyncerSnapshotInSyncUpdates", func(t *testing.T) { testSyncer(t, h.New(t)) })
 	t.Run("SyncerAcrossCompaction", func(t *testing.T) { testSyncerRelist(t, h) })
+	t.Run("UndecodableListGetDelete", func(t *testing.T) { testUndecodableCRUD(t, h) })
+	t.Run("UndecodableWatchGoesOn", func(t *testing.T) { testUndecodableWatch(t, h) })
+	t.Run("UndecodableSyncerSkips", func(t *testing.T) { testUndecodableSyncer(t, h) })
 	// Last: it stops and restarts the server.
 	t.Run("ServerDownThenBack", func(t *testing.T) { testServerDown(t, h) })
 }

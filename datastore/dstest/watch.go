@@ -29,6 +29,12 @@ func describe(ev datastore.Event) string {
 	if ev.Type == datastore.EventError {
 		return fmt.Sprintf("Error(%v)", ev.Err)
 	}
+	if ev.Type == datastore.EventUndecodable {
+		if ev.Bad == nil {
+			return "Undecodable(nil)"
+		}
+		return fmt.Sprintf("Undecodable %s", ev.Bad.Key.Name)
+	}
 	return fmt.Sprintf("%s %s", ev.Type, ev.Object.GetName())
 }
 

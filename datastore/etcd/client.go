@@ -147,13 +147,35 @@ func encode(r v3.Resource) ([]byte, error) {
 	return v3.EncodeJSON(c)
 }
 
-func decode(info v3.KindInfo, val []byte, modRev int64) (v3.Resource, error) {
+// decode reads the object stored in kv; a value that cannot be decoded
+// yields a datastore.BadRecord.
+func decode(info v3.KindInfo, kv kvpb.KeyValue) (v3.Resource, error) {
 	obj := info.New()
-	if err := kjson.UnmarshalCaseSensitivePreserveInts(val, obj); err != nil {
-		return nil, fmt.Errorf("decoding stored %s: %w", info.Kind, err)
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(kv.Value, obj); err != nil {
+		return nil, badRecord(info, kv, fmt.Errorf("decoding stored %s: %w", info.Kind, err))
 	}
-	obj.SetResourceVersion(strconv.FormatInt(modRev, 10))
+	obj.SetResourceVersion(strconv.FormatInt(int64(kv.ModRevision), 10))
 	return obj, nil
+}
+
+func badRecord(info v3.KindInfo, kv kvpb.KeyValue, err error) datastore.BadRecord {
+	return datastore.BadRecord{
+		Key:        keyFromStorage(info, string(kv.Key)),
+		StorageKey: string(kv.Key),
+		Revision:   strconv.FormatInt(int64(kv.ModRevision), 10),
+		Err:        err,
+	}
+}
+
+// stub is what is known of an object whose stored value cannot be
+// decoded: its kind, name, namespace and revision.
+func stub(info v3.KindInfo, kv kvpb.KeyValue) v3.Resource {
+	obj := info.New()
+	k := keyFromStorage(info, string(kv.Key))
+	obj.SetName(k.Name)
+	obj.SetNamespace(k.Namespace)
+	obj.SetResourceVersion(strconv.FormatInt(int64(kv.ModRevision), 10))
+	return obj
 }
 
 func parseRevision(rv string) (int64, error) {
@@ -339,7 +361,13 @@ func (c *Client) deleteByRevision(ctx context.Context, info v3.KindInfo, key, rv
 	switch {
 	case resp.Succeeded && op.Delete != nil && len(op.Delete.PrevKvs) > 0:
 		prev := op.Delete.PrevKvs[0]
-		return decode(info, prev.Value, int64(prev.ModRevision))
+		obj, err := decode(info, prev)
+		if err != nil {
+			// Deleted all the same (the way to be rid of a bad record):
+			// what it held cannot be told, only where it was.
+			return stub(info, prev), nil
+		}
+		return obj, nil
 	case resp.Succeeded:
 		return nil, datastore.ErrNotFound
 	case op.Range != nil && len(op.Range.Kvs) > 0:
@@ -376,7 +404,7 @@ func (c *Client) getRaw(ctx context.Context, info v3.KindInfo, key string) (v3.R
 	if len(resp.Kvs) == 0 {
 		return nil, datastore.ErrNotFound
 	}
-	return decode(info, resp.Kvs[0].Value, int64(resp.Kvs[0].ModRevision))
+	return decode(info, resp.Kvs[0])
 }
 
 // List implements datastore.Client.
@@ -398,28 +426,27 @@ func (c *Client) List(ctx context.Context, kind string, opts datastore.ListOptio
 	if err != nil {
 		return fail(c.storeErr(err))
 	}
-	out, err := decodeList(info, resp.Kvs, int64(resp.Header.Revision), func(obj v3.Resource) bool { return sel.Evaluate(obj.GetLabels()) })
-	if err != nil {
-		return fail(err)
-	}
-	return out, nil
+	return decodeList(info, resp.Kvs, int64(resp.Header.Revision), func(obj v3.Resource) bool { return sel.Evaluate(obj.GetLabels()) }), nil
 }
 
-// decodeList decodes listed key-values into a List sorted by namespace then
-// name, keeping the objects keep accepts.
-func decodeList(info v3.KindInfo, kvs []kvpb.KeyValue, rev int64, keep func(v3.Resource) bool) (*datastore.List, error) {
+// decodeList decodes listed key-values into a List sorted by namespace
+// then name, keeping the objects keep accepts. Values that cannot be
+// decoded go to the list's Bad, whatever keep says.
+func decodeList(info v3.KindInfo, kvs []kvpb.KeyValue, rev int64, keep func(v3.Resource) bool) *datastore.List {
 	out := &datastore.List{Revision: strconv.FormatInt(rev, 10)}
 	for _, kv := range kvs {
-		obj, err := decode(info, kv.Value, int64(kv.ModRevision))
-		if err != nil {
-			return nil, err
+		obj, err := decode(info, kv)
+		var bad datastore.BadRecord
+		if errors.As(err, &bad) {
+			out.Bad = append(out.Bad, bad)
+			continue
 		}
 		if keep(obj) {
 			out.Items = append(out.Items, obj)
 		}
 	}
 	datastore.Sort(out.Items)
-	return out, nil
+	return out
 }
 
 // Watch implements datastore.Client.
@@ -462,23 +489,16 @@ func (w *watcher) run(ctx context.Context, info v3.KindInfo, prefix string, from
 			return false
 		}
 	}
-	var failed bool
 	err := c.gw.Watch(ctx, prefix, from, func(resp *kvpb.WatchResponse) bool {
 		for _, ev := range resp.Events {
-			out, ok, err := decodeEvent(info, ev)
-			if err != nil {
-				failed = true
-				send(datastore.Event{Type: datastore.EventError, Err: err})
-				return false
-			}
-			if ok && !send(out) {
+			if out, ok := decodeEvent(info, ev); ok && !send(out) {
 				return false
 			}
 		}
 		return true
 	})
 	switch {
-	case failed || ctx.Err() != nil:
+	case ctx.Err() != nil:
 	case err != nil:
 		send(datastore.Event{Type: datastore.EventError, Err: c.storeErr(err)})
 	default:
@@ -487,25 +507,35 @@ func (w *watcher) run(ctx context.Context, info v3.KindInfo, prefix string, from
 }
 
 // decodeEvent turns one etcd change into a datastore event; ok is false
-// for a deletion whose previous value history no longer holds.
-func decodeEvent(info v3.KindInfo, ev kvpb.WatchEvent) (out datastore.Event, ok bool, err error) {
+// for a deletion whose previous value history no longer holds. A value
+// that cannot be decoded yields an EventUndecodable; a deletion whose
+// previous value cannot be decoded carries what is known of it (stub).
+func decodeEvent(info v3.KindInfo, ev kvpb.WatchEvent) (out datastore.Event, ok bool) {
 	out.Revision = strconv.FormatInt(int64(ev.Kv.ModRevision), 10)
-	switch {
-	case ev.Type == "DELETE":
+	if ev.Type == "DELETE" {
 		out.Type = datastore.EventDeleted
 		if ev.PrevKv == nil {
-			return out, false, nil
+			return out, false
 		}
-		out.Object, err = decode(info, ev.PrevKv.Value, int64(ev.PrevKv.ModRevision))
-	case ev.Kv.CreateRevision == ev.Kv.ModRevision:
-		out.Type = datastore.EventAdded
-		out.Object, err = decode(info, ev.Kv.Value, int64(ev.Kv.ModRevision))
-	default:
+		var err error
+		if out.Object, err = decode(info, *ev.PrevKv); err != nil {
+			out.Object = stub(info, *ev.PrevKv)
+			out.Object.SetResourceVersion(out.Revision)
+		}
+		return out, true
+	}
+	obj, err := decode(info, ev.Kv)
+	var bad datastore.BadRecord
+	if errors.As(err, &bad) {
+		return datastore.Event{Type: datastore.EventUndecodable, Revision: out.Revision, Bad: &bad}, true
+	}
+	out.Object = obj
+	out.Type = datastore.EventAdded
+	if ev.Kv.CreateRevision != ev.Kv.ModRevision {
 		out.Type = datastore.EventModified
-		out.Object, err = decode(info, ev.Kv.Value, int64(ev.Kv.ModRevision))
-		if err == nil && ev.PrevKv != nil {
-			out.Previous, err = decode(info, ev.PrevKv.Value, int64(ev.PrevKv.ModRevision))
+		if ev.PrevKv != nil {
+			out.Previous, _ = decode(info, *ev.PrevKv) // nil when it was bad
 		}
 	}
-	return out, true, err
+	return out, true
 }

@@ -62,7 +62,29 @@ func runSuite(t *testing.T, server *testservers.Etcd, endpoints []string) {
 		},
 		StopServer:  func(*testing.T) { server.Stop() },
 		StartServer: func(*testing.T) { server.Start() },
+		PutUndecodable: func(t *testing.T, k datastore.Key) {
+			// Truncated JSON, as a torn etcdctl put leaves it.
+			putRaw(t, raw, k, `{"kind":"`+k.Kind+`","apiVersion":"projectcalico.org/v3","metadata":{"name":"`+k.Name+`"},"spec":{"cid`)
+		},
 	})
+}
+
+// putRaw stores val at the etcd key of k, behind the client's back.
+func putRaw(t *testing.T, raw *clientv3.Client, k datastore.Key, val string) {
+	t.Helper()
+	info, ok := v3.LookupKind(k.Kind)
+	if !ok {
+		t.Fatalf("unknown kind %s", k.Kind)
+	}
+	key, err := keyFor(info, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := raw.Put(ctx, key, val); err != nil {
+		t.Fatalf("writing %s: %v", key, err)
+	}
 }
 
 func rawClient(t testing.TB, endpoint string) *clientv3.Client {

@@ -57,3 +57,16 @@ func keyFor(info v3.KindInfo, k datastore.Key) (string, error) {
 	}
 	return kindPrefix(info) + k.Name, nil
 }
+
+// keyFromStorage returns the key of the object stored at etcd key ekey
+// under info's folder, as far as the etcd key tells.
+func keyFromStorage(info v3.KindInfo, ekey string) datastore.Key {
+	rest := strings.TrimPrefix(ekey, kindPrefix(info))
+	k := datastore.Key{Kind: info.Kind, Name: rest}
+	if info.Namespaced {
+		if ns, name, ok := strings.Cut(rest, "/"); ok {
+			k.Namespace, k.Name = ns, name
+		}
+	}
+	return k
+}

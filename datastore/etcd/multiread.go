@@ -81,18 +81,23 @@ func (c *Client) ReadMany(ctx context.Context, reqs []datastore.ReadRequest) ([]
 				out[i].Err = &datastore.OpError{Op: "get", Key: r.Key, Err: datastore.ErrNotFound}
 				continue
 			}
-			out[i].Object, err = decode(info, rr.Kvs[0].Value, int64(rr.Kvs[0].ModRevision))
+			out[i].Object, err = decode(info, rr.Kvs[0])
 			if err != nil {
 				out[i].Err = &datastore.OpError{Op: "get", Key: r.Key, Err: err}
 			}
 			continue
 		}
-		out[i].List, err = decodeList(info, rr.Kvs, int64(resp.Header.Revision), func(obj v3.Resource) bool {
+		l := decodeList(info, rr.Kvs, int64(resp.Header.Revision), func(obj v3.Resource) bool {
 			return strings.HasPrefix(obj.GetName(), r.NamePrefix)
 		})
-		if err != nil {
-			out[i].Err = &datastore.OpError{Op: "list", Key: r.Key, Err: err}
+		bad := l.Bad[:0]
+		for _, b := range l.Bad {
+			if strings.HasPrefix(b.Key.Name, r.NamePrefix) {
+				bad = append(bad, b)
+			}
 		}
+		l.Bad = bad
+		out[i].List = l
 	}
 	return out, nil
 }

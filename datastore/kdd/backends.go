@@ -27,6 +27,7 @@ import (
 // its informers from it.
 type source struct {
 	name       string // the resource, e.g. "pods" or "ippools.crd.projectcalico.org"
+	kind       string // the v3 kind it yields
 	gvr        schema.GroupVersionResource
 	namespaced bool
 	native     bool // a typed core resource (else a CRD, read as unstructured)
@@ -92,6 +93,7 @@ func (c *Client) crdSource(info v3.KindInfo) *source {
 	ri := func(ns string) dynamic.ResourceInterface { return c.dyn.Resource(gvr).Namespace(ns) }
 	return &source{
 		name:       gvr.Resource + "." + gvr.Group,
+		kind:       info.Kind,
 		gvr:        gvr,
 		namespaced: info.Namespaced,
 		convert: func(o runtime.Object) (v3.Resource, bool, error) {
@@ -118,7 +120,7 @@ func (c *Client) crdSource(info v3.KindInfo) *source {
 // WorkloadEndpoint per networked pod and stores none of its own.
 func (c *Client) workloadEndpoints(kb *kindBackend) {
 	pods := &source{
-		name: "pods", gvr: corev1.SchemeGroupVersion.WithResource("pods"), namespaced: true, native: true, hides: true,
+		name: "pods", kind: v3.KindWorkloadEndpoint, gvr: corev1.SchemeGroupVersion.WithResource("pods"), namespaced: true, native: true, hides: true,
 		convert: func(o runtime.Object) (v3.Resource, bool, error) {
 			pod, ok := o.(*corev1.Pod)
 			if !ok {
@@ -160,7 +162,7 @@ func (c *Client) profiles(kb *kindBackend) {
 		return name == defaultAllowProfileName || strings.HasPrefix(name, namespaceProfilePrefix) || strings.HasPrefix(name, serviceAccountProfilePrefix)
 	})
 	namespaces := &source{
-		name: "namespaces", gvr: corev1.SchemeGroupVersion.WithResource("namespaces"), native: true,
+		name: "namespaces", kind: v3.KindProfile, gvr: corev1.SchemeGroupVersion.WithResource("namespaces"), native: true,
 		convert: func(o runtime.Object) (v3.Resource, bool, error) {
 			ns, ok := o.(*corev1.Namespace)
 			if !ok {
@@ -180,7 +182,7 @@ func (c *Client) profiles(kb *kindBackend) {
 		},
 	}
 	serviceAccounts := &source{
-		name: "serviceaccounts", gvr: corev1.SchemeGroupVersion.WithResource("serviceaccounts"), namespaced: true, native: true,
+		name: "serviceaccounts", kind: v3.KindProfile, gvr: corev1.SchemeGroupVersion.WithResource("serviceaccounts"), namespaced: true, native: true,
 		convert: func(o runtime.Object) (v3.Resource, bool, error) {
 			sa, ok := o.(*corev1.ServiceAccount)
 			if !ok {
@@ -225,7 +227,7 @@ func (c *Client) profiles(kb *kindBackend) {
 func (c *Client) networkPolicies(kb *kindBackend) {
 	crd := hideNames(kb.sources[0], func(name string) bool { return strings.HasPrefix(name, k8sNetworkPolicyNamePrefix) })
 	knp := &source{
-		name: "networkpolicies.networking.k8s.io", gvr: networkingv1.SchemeGroupVersion.WithResource("networkpolicies"), namespaced: true, native: true,
+		name: "networkpolicies.networking.k8s.io", kind: v3.KindNetworkPolicy, gvr: networkingv1.SchemeGroupVersion.WithResource("networkpolicies"), namespaced: true, native: true,
 		convert: func(o runtime.Object) (v3.Resource, bool, error) {
 			np, ok := o.(*networkingv1.NetworkPolicy)
 			if !ok {
@@ -266,7 +268,7 @@ func (c *Client) networkPolicies(kb *kindBackend) {
 // Update writes the annotations back, Create and Delete are refused.
 func (c *Client) nodes(kb *kindBackend) {
 	nodes := &source{
-		name: "nodes", gvr: corev1.SchemeGroupVersion.WithResource("nodes"), native: true,
+		name: "nodes", kind: v3.KindNode, gvr: corev1.SchemeGroupVersion.WithResource("nodes"), native: true,
 		convert: func(o runtime.Object) (v3.Resource, bool, error) {
 			kn, ok := o.(*corev1.Node)
 			if !ok {
@@ -331,8 +333,9 @@ func hideNames(src *source, reserved func(string) bool) *source {
 }
 
 // listSource lists one source in a namespace ("" all), paginated, and
-// returns its visible objects and the list's resource version.
-func (c *Client) listSource(ctx context.Context, src *source, ns string) ([]v3.Resource, string, error) {
+// returns its visible objects, the objects that cannot be converted, and
+// the list's resource version.
+func (c *Client) listSource(ctx context.Context, src *source, ns string) ([]v3.Resource, []datastore.BadRecord, string, error) {
 	if !src.namespaced {
 		ns = ""
 	}
@@ -341,19 +344,20 @@ func (c *Client) listSource(ctx context.Context, src *source, ns string) ([]v3.R
 	}))
 	list, _, err := p.List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return nil, "", c.storeErr(err)
+		return nil, nil, "", c.storeErr(err)
 	}
 	acc, err := meta.ListAccessor(list)
 	if err != nil {
-		return nil, "", err
+		return nil, nil, "", err
 	}
 	var out []v3.Resource
+	var bad []datastore.BadRecord
 	err = meta.EachListItem(list, func(o runtime.Object) error {
 		obj, visible, err := src.convert(o)
 		if err != nil {
-			// One bad object must not hide all others (Calico logs and
-			// skips too).
-			slog.Warn("skipping object that cannot be converted", "resource", src.name, "err", err)
+			// One bad object must not hide all others (Calico skips
+			// too); the caller reports it.
+			bad = append(bad, src.badRecord(o, err))
 			return nil
 		}
 		if visible && (ns == "" || obj.GetNamespace() == ns) {
@@ -361,7 +365,37 @@ func (c *Client) listSource(ctx context.Context, src *source, ns string) ([]v3.R
 		}
 		return nil
 	})
-	return out, acc.GetResourceVersion(), err
+	return out, bad, acc.GetResourceVersion(), err
+}
+
+// badRecord describes an object of the source that cannot be converted.
+// Its key is exact for custom resources; for a native object it names the
+// object itself (its namespace and name).
+func (src *source) badRecord(o runtime.Object, err error) datastore.BadRecord {
+	b := datastore.BadRecord{Key: datastore.Key{Kind: src.kind}, StorageKey: src.name, Err: err}
+	acc, aerr := meta.Accessor(o)
+	if aerr != nil {
+		return b
+	}
+	if src.namespaced {
+		b.Key.Namespace = acc.GetNamespace()
+	}
+	b.Key.Name = acc.GetName()
+	if !src.native {
+		b.Key.Name = clientName(src.kind, acc.GetName())
+	}
+	b.StorageKey = src.name + "/" + objectPath(acc.GetNamespace(), acc.GetName())
+	b.Revision = acc.GetResourceVersion()
+	return b
+}
+
+// objectPath is a Kubernetes object's namespace/name, or name when it is
+// cluster-scoped.
+func objectPath(ns, name string) string {
+	if ns == "" {
+		return name
+	}
+	return ns + "/" + name
 }
 
 // currentRevision is the resource version of a source right now: where a

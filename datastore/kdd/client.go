@@ -256,7 +256,14 @@ func (c *Client) Delete(ctx context.Context, k datastore.Key, opts datastore.Del
 		}
 		obj, err := fromCR(kb.info, cur)
 		if err != nil {
-			return fail(err)
+			// An undecodable record can be deleted (that is how to be
+			// rid of it) but not checked against preconditions beyond
+			// its resource version.
+			bad := kb.sources[0].badRecord(cur, err)
+			if opts.UID != "" {
+				return fail(bad)
+			}
+			obj = stubOf(kb.info, k, cur.GetResourceVersion())
 		}
 		if obj.GetName() != k.Name {
 			return fail(datastore.ErrNotFound)
@@ -313,7 +320,7 @@ func (c *Client) Get(ctx context.Context, k datastore.Key) (v3.Resource, error) 
 	}
 	obj, visible, err := loc.src.convert(raw)
 	if err != nil {
-		return fail(err)
+		return fail(loc.src.badRecord(raw, err))
 	}
 	if !visible || obj.GetName() != k.Name || obj.GetNamespace() != k.Namespace {
 		return fail(datastore.ErrNotFound)
@@ -344,11 +351,12 @@ func (c *Client) List(ctx context.Context, kind string, opts datastore.ListOptio
 	out := &datastore.List{}
 	revs := make([]string, len(kb.sources))
 	for i, src := range kb.sources {
-		items, rev, err := c.listSource(ctx, src, ns)
+		items, bad, rev, err := c.listSource(ctx, src, ns)
 		if err != nil {
 			return fail(err)
 		}
 		revs[i] = rev
+		out.Bad = append(out.Bad, bad...)
 		for _, it := range items {
 			if sel.Evaluate(it.GetLabels()) {
 				out.Items = append(out.Items, it)
@@ -368,4 +376,14 @@ func (c *Client) List(ctx context.Context, kind string, opts datastore.ListOptio
 // crd returns the dynamic client of a kind's CRD, in a namespace.
 func (c *Client) crd(kb *kindBackend, ns string) dynamic.ResourceInterface {
 	return c.dyn.Resource(crdGVR(kb.info)).Namespace(ns)
+}
+
+// stubOf is what is known of an object whose stored form cannot be
+// decoded: its kind, key and revision.
+func stubOf(info v3.KindInfo, k datastore.Key, rv string) v3.Resource {
+	obj := info.New()
+	obj.SetName(k.Name)
+	obj.SetNamespace(k.Namespace)
+	obj.SetResourceVersion(rv)
+	return obj
 }

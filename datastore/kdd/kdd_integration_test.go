@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -119,6 +120,54 @@ func (s *testServer) harness() dstest.Harness {
 		ForceRevisionGone: func(t *testing.T, _ datastore.Client, _ string) { s.compact(t) },
 		StopServer:        func(*testing.T) { s.Stop() },
 		StartServer:       func(*testing.T) { s.Start() },
+		PutUndecodable:    s.putUndecodable,
+	}
+}
+
+// putUndecodable writes, through the dynamic client as kubectl would, a
+// custom resource at k whose Calico metadata annotation has a field of the
+// wrong type: the API server accepts it (an annotation is a string), and
+// it violates Tabby's Go types.
+func (s *testServer) putUndecodable(t *testing.T, k datastore.Key) {
+	t.Helper()
+	info, ok := v3.LookupKind(k.Kind)
+	if !ok {
+		t.Fatalf("unknown kind %s", k.Kind)
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": v3.CRDGroupVersion,
+		"kind":       k.Kind,
+		"metadata": map[string]any{
+			"name":        backendName(k.Kind, k.Name),
+			"annotations": map[string]any{metadataAnnotation: `{"labels":123}`},
+		},
+		"spec": map[string]any{},
+	}}
+	if k.Namespace != "" {
+		u.SetNamespace(k.Namespace)
+	}
+	if k.Kind == v3.KindIPPool {
+		u.Object["spec"] = map[string]any{"cidr": "10.99.0.0/24"}
+	}
+	s.writeCR(t, info, u)
+}
+
+// writeCR creates u, or replaces the object of its name.
+func (s *testServer) writeCR(t *testing.T, info v3.KindInfo, u *unstructured.Unstructured) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ri := s.dyn.Resource(crdGVR(info)).Namespace(u.GetNamespace())
+	cur, err := ri.Get(ctx, u.GetName(), metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		_, err = ri.Create(ctx, u, metav1.CreateOptions{})
+	case err == nil:
+		u.SetResourceVersion(cur.GetResourceVersion())
+		_, err = ri.Update(ctx, u, metav1.UpdateOptions{})
+	}
+	if err != nil {
+		t.Fatalf("writing %s %s: %v", info.Kind, u.GetName(), err)
 	}
 }
 

@@ -33,6 +33,13 @@ import (
 // deleted. Updates for one key are delivered in order; a single worker
 // also keeps keys in the order they first changed.
 //
+// An object that cannot be converted (a custom resource that does not
+// decode as Tabby's type, a native object with unusable annotations) is
+// absent, exactly as in datastore.WatchSyncer: logged and counted once per
+// object and resource version (datastore.BadRecordReporter), delivered as
+// Deleted if it was delivered before it turned bad, and as Added once it is
+// fixed.
+//
 // StatusInSync is sent once every informer has synced and every key it
 // held at that point has been delivered (a marker that goes round the
 // queue until it is the last item).
@@ -67,6 +74,7 @@ type syncRun struct {
 	// Owned by the worker goroutine.
 	delivered map[queueKey]v3.Resource // what was last delivered for a source object
 	inSync    bool
+	bad       datastore.BadRecordReporter
 }
 
 // Run implements datastore.Syncer.
@@ -209,15 +217,24 @@ func (r *syncRun) processNext() bool {
 func (r *syncRun) sync(item queueKey) {
 	src := r.sources[item.src]
 	var cur v3.Resource
+	var isBad bool
 	raw, exists, err := r.informers[item.src].GetIndexer().GetByKey(item.key)
 	if err == nil && exists {
 		obj, visible, err := src.convert(raw.(runtime.Object))
 		switch {
 		case err != nil:
-			slog.Warn("object cannot be converted; treating it as absent", "resource", src.name, "object", item.key, "err", err)
+			isBad = true
+			b := src.badRecord(raw.(runtime.Object), err)
+			if prev := r.delivered[item]; prev != nil {
+				b.Key = datastore.KeyOf(prev)
+			}
+			r.bad.Seen(src.name+"/"+item.key, b)
 		case visible:
 			cur = obj
 		}
+	}
+	if !isBad {
+		r.bad.Gone(src.name + "/" + item.key)
 	}
 	prev := r.delivered[item]
 	var ups []datastore.Update

@@ -2,7 +2,6 @@ package kdd
 
 import (
 	"context"
-	"log/slog"
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -224,14 +223,28 @@ func (s *sourceWatch) handle(ctx context.Context, ev watch.Event) bool {
 	s.rev = acc.GetResourceVersion()
 	nk := acc.GetNamespace() + "/" + acc.GetName()
 	obj, visible, err := s.src.convert(ev.Object)
-	if err != nil {
-		slog.Warn("object cannot be converted; treating it as absent", "resource", s.src.name, "object", nk, "err", err)
-		obj, visible = nil, false
-	}
 	prev := s.last[nk]
 	var out []datastore.Event
 	switch {
+	case err != nil && ev.Type != watch.Deleted:
+		// Undecodable: reported, and absent until fixed. The key is the
+		// one last delivered, when there was one, so that a consumer
+		// holding it can drop it.
+		bad := s.src.badRecord(ev.Object, err)
+		if prev != nil {
+			bad.Key = datastore.KeyOf(prev)
+			delete(s.last, nk)
+		}
+		s.hidden[nk] = true
+		out = append(out, datastore.Event{Type: datastore.EventUndecodable, Bad: &bad})
 	case ev.Type == watch.Deleted:
+		if err != nil && prev == nil {
+			// What is known of it: a consumer that noted it as bad
+			// forgets it.
+			bad := s.src.badRecord(ev.Object, err)
+			info, _ := v3.LookupKind(bad.Key.Kind)
+			obj = stubOf(info, bad.Key, bad.Revision)
+		}
 		delete(s.last, nk)
 		delete(s.hidden, nk)
 		if obj == nil {
