@@ -1,9 +1,14 @@
 package etcd
 
 import (
+	"context"
+	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"io"
+	"net"
 	"strings"
+	"time"
 
 	"github.com/tabbynet/tabby/datastore/etcd/kvpb"
 )
@@ -76,4 +81,63 @@ func accessProblem(err error) (reason string, ok bool) {
 		return "the endpoint does not speak TLS: use http:// for it, or enable TLS on etcd", true
 	}
 	return "", false
+}
+
+// diagnoseTLS looks for the reason a TLS endpoint cannot be used, after a
+// request failed in a way that hides it (a gRPC client retrying its
+// connection reports only a deadline; an HTTP/2 client only that the
+// connection "could not be established"). It connects to each https
+// endpoint with cfg, completes the handshake and sends the HTTP/2
+// preface, so a server that rejects the client certificate after a TLS
+// 1.3 handshake says so with its alert. It returns the first handshake or
+// alert error, or nil when every endpoint accepted the client (the
+// failure was something else) or none could be reached.
+func diagnoseTLS(ctx context.Context, endpoints []string, cfg *tls.Config, timeout time.Duration) error {
+	for _, ep := range endpoints {
+		_, network, addr, secure, err := endpointAddr(ep)
+		if err != nil || !secure {
+			continue
+		}
+		if err := probeTLS(ctx, network, addr, cfg, timeout); err != nil {
+			return &tlsError{endpoint: ep, err: err}
+		}
+	}
+	return nil
+}
+
+func probeTLS(ctx context.Context, network, addr string, cfg *tls.Config, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	raw, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+	if err != nil {
+		return nil // unreachable: not an access problem
+	}
+	defer raw.Close()
+	c := cfg.Clone()
+	if host, _, err := net.SplitHostPort(addr); err == nil && c.ServerName == "" {
+		c.ServerName = host
+	}
+	c.NextProtos = []string{"h2"}
+	conn := tls.Client(raw, c)
+	if err := conn.HandshakeContext(ctx); err != nil {
+		return err
+	}
+	deadline, _ := ctx.Deadline()
+	_ = conn.SetDeadline(deadline)
+	// The HTTP/2 client preface and an empty SETTINGS frame: the server
+	// answers with its SETTINGS, or with the alert that rejects us.
+	if _, err := conn.Write([]byte("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00")); err != nil {
+		return remoteAlert(err)
+	}
+	buf := make([]byte, 9)
+	_, err = io.ReadFull(conn, buf)
+	return remoteAlert(err)
+}
+
+// remoteAlert keeps err only when it is the server's TLS alert.
+func remoteAlert(err error) error {
+	if err != nil && strings.Contains(err.Error(), "remote error: tls:") {
+		return err
+	}
+	return nil
 }

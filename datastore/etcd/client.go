@@ -2,11 +2,13 @@ package etcd
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -49,6 +51,7 @@ type Client struct {
 	gw        Transport
 	endpoints []string
 	timeout   time.Duration
+	tls       *tls.Config // nil without TLS material; for diagnosis
 }
 
 var _ datastore.Client = (*Client)(nil)
@@ -85,7 +88,10 @@ func New(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{gw: gw, endpoints: endpoints, timeout: cfg.RequestTimeout}, nil
+	if tlsCfg == nil {
+		tlsCfg = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	return &Client{gw: gw, endpoints: endpoints, timeout: cfg.RequestTimeout, tls: tlsCfg}, nil
 }
 
 // Close closes idle connections.
@@ -109,6 +115,16 @@ func (c *Client) storeErr(err error) error {
 	if reason, ok := accessProblem(err); ok {
 		return &datastore.AccessError{Endpoints: c.endpoints, Reason: reason, Err: err}
 	}
+	if c.looksUnreachable(err) {
+		// A TLS refusal can hide behind "unreachable": look for it.
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		if terr := diagnoseTLS(ctx, c.endpoints, c.tls, 2*time.Second); terr != nil {
+			if reason, ok := accessProblem(terr); ok {
+				return &datastore.AccessError{Endpoints: c.endpoints, Reason: reason, Err: terr}
+			}
+		}
+	}
 	if errors.Is(err, kvpb.ErrCompacted) {
 		return datastore.ErrRevisionGone
 	}
@@ -129,6 +145,23 @@ func (c *Client) storeErr(err error) error {
 		return &datastore.UnavailableError{Endpoints: c.endpoints, Err: err}
 	}
 	return err
+}
+
+// looksUnreachable reports a transport failure that may be a TLS refusal
+// in disguise (only worth a look with https endpoints).
+func (c *Client) looksUnreachable(err error) bool {
+	secure := false
+	for _, ep := range c.endpoints {
+		secure = secure || strings.HasPrefix(ep, "https://")
+	}
+	if !secure || errors.Is(err, context.Canceled) {
+		return false
+	}
+	var se *kvpb.ServerError
+	if errors.As(err, &se) {
+		return se.Code == kvpb.CodeUnavailable || se.Code == kvpb.CodeDeadlineExceeded
+	}
+	return true
 }
 
 func kindInfo(kind string) (v3.KindInfo, error) {

@@ -64,6 +64,17 @@ func suite(t *testing.T, raw *clientv3.Client, server *testservers.Etcd, cfg etc
 		},
 		StopServer:  func(*testing.T) { server.Stop() },
 		StartServer: func(*testing.T) { server.Start() },
+		PutUndecodable: func(t *testing.T, k datastore.Key) {
+			key, err := etcd.StorageKey(k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if _, err := raw.Put(ctx, key, `{"kind":"`+k.Kind+`","spec":{"ci`); err != nil {
+				t.Fatal(err)
+			}
+		},
 	})
 }
 

@@ -97,9 +97,12 @@ func (ca *CA) Issue(name, commonName string, o Options) Pair {
 	if validFor == 0 {
 		validFor = 24 * time.Hour
 	}
-	usage := x509.ExtKeyUsageServerAuth
+	// Server certificates carry client use too, as kubeadm's etcd
+	// certificates do: etcd's JSON gateway connects to its own gRPC
+	// service with the server certificate.
+	usage := []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}
 	if o.Client {
-		usage = x509.ExtKeyUsageClientAuth
+		usage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber: nextSerial(),
@@ -107,7 +110,7 @@ func (ca *CA) Issue(name, commonName string, o Options) Pair {
 		NotBefore:    nb,
 		NotAfter:     nb.Add(validFor),
 		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{usage},
+		ExtKeyUsage:  usage,
 		IPAddresses:  o.IPs,
 		DNSNames:     o.DNSNames,
 	}

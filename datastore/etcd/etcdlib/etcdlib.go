@@ -52,16 +52,12 @@ type Transport struct {
 
 var _ etcd.Transport = (*Transport)(nil)
 
-// New connects (lazily) to the configured endpoints. Pass it as
-// etcd.Config.NewTransport.
+// New returns a Transport for cfg. Pass it as etcd.Config.NewTransport.
+// Like the hand-written transport it connects on first use, so a store
+// that is down, or refuses the credentials, shows up as that request's
+// error (classified by the shared client code), not here.
 func New(cfg etcd.TransportConfig) (etcd.Transport, error) {
-	t := &Transport{cfg: cfg, caStamp: cfg.TLSFiles.CAStamp(), checkedAt: time.Now()}
-	cli, err := t.dial(cfg)
-	if err != nil {
-		return nil, err
-	}
-	t.cli = cli
-	return t, nil
+	return &Transport{cfg: cfg, caStamp: cfg.TLSFiles.CAStamp(), checkedAt: time.Now()}, nil
 }
 
 func (t *Transport) dial(cfg etcd.TransportConfig) (*clientv3.Client, error) {
@@ -85,38 +81,50 @@ func (t *Transport) dial(cfg etcd.TransportConfig) (*clientv3.Client, error) {
 		Logger:               zap.NewNop(),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("etcd client for %v: %w", cfg.Endpoints, err)
+		return nil, err
 	}
 	return cli, nil
 }
 
-// client returns the current client, first replacing it when the CA file
-// changed since it was built.
-func (t *Transport) client() *clientv3.Client {
+// client returns the current client: made on first use (with a username
+// that includes fetching a token, which can fail), and replaced when the
+// CA file changed since it was made.
+func (t *Transport) client() (*clientv3.Client, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.closed || t.cfg.TLSFiles.CAFile == "" || time.Since(t.checkedAt) < caCheckInterval {
-		return t.cli
+	if t.closed {
+		return nil, errors.New("etcd client closed")
+	}
+	if t.cli == nil {
+		cli, err := t.dial(t.cfg)
+		if err != nil {
+			return nil, err
+		}
+		t.cli = cli
+		return t.cli, nil
+	}
+	if t.cfg.TLSFiles.CAFile == "" || time.Since(t.checkedAt) < caCheckInterval {
+		return t.cli, nil
 	}
 	t.checkedAt = time.Now()
 	stamp := t.cfg.TLSFiles.CAStamp()
 	if stamp == t.caStamp {
-		return t.cli
+		return t.cli, nil
 	}
 	tlsCfg, err := etcd.NewTLSConfig(t.cfg.TLSFiles)
 	if err != nil {
-		return t.cli // a CA file caught mid-write: keep the old one, look again later
+		return t.cli, nil // a CA file caught mid-write: keep the old one, look again later
 	}
 	cfg := t.cfg
 	cfg.TLS = tlsCfg
 	cli, err := t.dial(cfg)
 	if err != nil {
-		return t.cli
+		return t.cli, nil
 	}
 	old := t.cli
-	t.cli, t.caStamp = cli, stamp
+	t.cli, t.caStamp, t.cfg.TLS = cli, stamp, tlsCfg
 	time.AfterFunc(retireAfter, func() { old.Close() })
-	return t.cli
+	return t.cli, nil
 }
 
 // Close closes the connections.
@@ -125,13 +133,19 @@ func (t *Transport) Close() {
 	defer t.mu.Unlock()
 	if !t.closed {
 		t.closed = true
-		t.cli.Close()
+		if t.cli != nil {
+			t.cli.Close()
+		}
 	}
 }
 
 // Range implements etcd.Transport.
 func (t *Transport) Range(ctx context.Context, req kvpb.RangeRequest) (*kvpb.RangeResponse, error) {
-	resp, err := t.client().Get(ctx, string(req.Key), rangeOpts(req)...)
+	cli, err := t.client()
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	resp, err := cli.Get(ctx, string(req.Key), rangeOpts(req)...)
 	if err != nil {
 		return nil, mapErr(err)
 	}
@@ -162,7 +176,11 @@ func (t *Transport) Txn(ctx context.Context, req kvpb.TxnRequest) (*kvpb.TxnResp
 			return nil, fmt.Errorf("etcd transaction: a compare on %q without a revision", c.Key)
 		}
 	}
-	resp, err := t.client().Txn(ctx).If(cmps...).Then(ops(req.Success)...).Else(ops(req.Failure)...).Commit()
+	cli, err := t.client()
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	resp, err := cli.Txn(ctx).If(cmps...).Then(ops(req.Success)...).Else(ops(req.Failure)...).Commit()
 	if err != nil {
 		return nil, mapErr(err)
 	}
@@ -207,9 +225,13 @@ func (t *Transport) Watch(ctx context.Context, prefix string, fromRev int64, han
 	if fromRev > 0 {
 		opts = append(opts, clientv3.WithRev(fromRev))
 	}
+	cli, err := t.client()
+	if err != nil {
+		return mapErr(err)
+	}
 	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 	defer cancel()
-	for wr := range t.client().Watch(wctx, prefix, opts...) {
+	for wr := range cli.Watch(wctx, prefix, opts...) {
 		if wr.CompactRevision != 0 {
 			return kvpb.ErrCompacted
 		}
