@@ -183,6 +183,11 @@ const (
 // projectcalico.org/v3 FelixConfigurationSpec. Durations are written as Go
 // durations ("90s", "1m30s"); "[Default: x]" names Felix's built-in value.
 type FelixConfigurationSpec struct {
+	// NodeSelector limits this FelixConfiguration to the nodes whose
+	// labels match. Only for FelixConfigurations not named "default" nor
+	// "node.<node>" (those apply to all nodes and to one node).
+	// +kubebuilder:validation:MaxLength=1024
+	NodeSelector *string `json:"nodeSelector,omitempty"`
 	// UseInternalDataplaneDriver, if true, makes Felix program the dataplane
 	// itself; if false it runs the external driver named by DataplaneDriver.
 	// [Default: true]

@@ -18,6 +18,16 @@ import (
 func (c *FelixConfiguration) Validate() ErrorList {
 	errs := validateMeta(&c.ObjectMeta, false)
 	errs.Extend(cfgValidateFelixSpec(Path("spec"), &c.Spec))
+	if sel := c.Spec.NodeSelector; sel != nil {
+		p := Path("spec").Child("nodeSelector")
+		// Calico's CRD rule: any nodeSelector, even "", is refused on
+		// the default and the per-node configurations.
+		if c.Name == "default" || strings.HasPrefix(c.Name, "node.") {
+			errs.Add(p, "nodeSelector must not be set on the 'default' or per-node ('node.*') FelixConfiguration")
+		} else {
+			polCheckSelector(p, *sel, &errs)
+		}
+	}
 	return errs
 }
 
