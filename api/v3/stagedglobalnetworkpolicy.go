@@ -27,21 +27,20 @@ type StagedGlobalNetworkPolicy struct {
 type StagedGlobalNetworkPolicySpec struct {
 	// StagedAction is Set (the default), Delete, Learn or Ignore. With
 	// Delete every other field except tier must be empty.
+	// +kubebuilder:default=Set
 	StagedAction StagedAction `json:"stagedAction,omitempty"`
 	// Tier is the tier the policy belongs to. [Default: default]
+	// +kubebuilder:default=default
 	Tier string `json:"tier,omitempty"`
 	// Order sets the policy's place within its tier: lower first.
 	Order *float64 `json:"order,omitempty"`
-	// Ingress is the ordered list of ingress rules.
-	// +kubebuilder:validation:MaxItems=1024
+	// Ingress is the ordered list of ingress rules (at most 1024).
 	// +listType=atomic
 	Ingress []Rule `json:"ingress,omitempty"`
-	// Egress is the ordered list of egress rules.
-	// +kubebuilder:validation:MaxItems=1024
+	// Egress is the ordered list of egress rules (at most 1024).
 	// +listType=atomic
 	Egress []Rule `json:"egress,omitempty"`
 	// Selector picks the endpoints the policy would apply to.
-	// +kubebuilder:validation:MaxLength=1024
 	Selector string `json:"selector,omitempty"`
 	// Types says whether the policy applies to ingress, egress or both;
 	// filled from the rules when empty (left empty with Delete).
@@ -55,10 +54,8 @@ type StagedGlobalNetworkPolicySpec struct {
 	// ApplyOnForward: see GlobalNetworkPolicySpec.
 	ApplyOnForward bool `json:"applyOnForward,omitempty"`
 	// ServiceAccountSelector further limits the policy by service account.
-	// +kubebuilder:validation:MaxLength=1024
 	ServiceAccountSelector string `json:"serviceAccountSelector,omitempty"`
 	// NamespaceSelector further limits the policy by namespace labels.
-	// +kubebuilder:validation:MaxLength=1024
 	NamespaceSelector string `json:"namespaceSelector,omitempty"`
 	// PerformanceHints: see GlobalNetworkPolicySpec.
 	// +listType=set

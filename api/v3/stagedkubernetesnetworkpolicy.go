@@ -34,6 +34,7 @@ type StagedKubernetesNetworkPolicy struct {
 type StagedKubernetesNetworkPolicySpec struct {
 	// StagedAction is Set (the default), Delete, Learn or Ignore. With
 	// Delete every other field must be empty.
+	// +kubebuilder:default=Set
 	StagedAction StagedAction `json:"stagedAction,omitempty"`
 	// PodSelector selects the pods of the namespace the policy applies to;
 	// empty selects all of them.
