@@ -1396,6 +1396,16 @@ func (in *FelixConfigurationSpec) DeepCopyInto(out *FelixConfigurationSpec) {
 		*out = new(int)
 		**out = **in
 	}
+	if in.LogActionRateLimit != nil {
+		in, out := &in.LogActionRateLimit, &out.LogActionRateLimit
+		*out = new(string)
+		**out = **in
+	}
+	if in.LogActionRateLimitBurst != nil {
+		in, out := &in.LogActionRateLimitBurst, &out.LogActionRateLimitBurst
+		*out = new(int)
+		**out = **in
+	}
 	if in.IPIPEnabled != nil {
 		in, out := &in.IPIPEnabled, &out.IPIPEnabled
 		*out = new(bool)
@@ -1514,6 +1524,26 @@ func (in *FelixConfigurationSpec) DeepCopyInto(out *FelixConfigurationSpec) {
 	if in.PrometheusWireGuardMetricsEnabled != nil {
 		in, out := &in.PrometheusWireGuardMetricsEnabled, &out.PrometheusWireGuardMetricsEnabled
 		*out = new(bool)
+		**out = **in
+	}
+	if in.PrometheusMetricsCAFile != nil {
+		in, out := &in.PrometheusMetricsCAFile, &out.PrometheusMetricsCAFile
+		*out = new(string)
+		**out = **in
+	}
+	if in.PrometheusMetricsCertFile != nil {
+		in, out := &in.PrometheusMetricsCertFile, &out.PrometheusMetricsCertFile
+		*out = new(string)
+		**out = **in
+	}
+	if in.PrometheusMetricsKeyFile != nil {
+		in, out := &in.PrometheusMetricsKeyFile, &out.PrometheusMetricsKeyFile
+		*out = new(string)
+		**out = **in
+	}
+	if in.PrometheusMetricsClientAuth != nil {
+		in, out := &in.PrometheusMetricsClientAuth, &out.PrometheusMetricsClientAuth
+		*out = new(PrometheusMetricsClientAuthType)
 		**out = **in
 	}
 	if in.FailsafeInboundHostPorts != nil {
@@ -1830,6 +1860,16 @@ func (in *FelixConfigurationSpec) DeepCopyInto(out *FelixConfigurationSpec) {
 		*out = new(int)
 		**out = **in
 	}
+	if in.IstioAmbientMode != nil {
+		in, out := &in.IstioAmbientMode, &out.IstioAmbientMode
+		*out = new(IstioAmbientMode)
+		**out = **in
+	}
+	if in.IstioDSCPMark != nil {
+		in, out := &in.IstioDSCPMark, &out.IstioDSCPMark
+		*out = new(intstr.IntOrString)
+		**out = **in
+	}
 	if in.FlowLogsPolicyEvaluationMode != nil {
 		in, out := &in.FlowLogsPolicyEvaluationMode, &out.FlowLogsPolicyEvaluationMode
 		*out = new(FlowLogsPolicyEvaluationModeType)
@@ -1897,6 +1937,11 @@ func (in *FelixConfigurationSpec) DeepCopyInto(out *FelixConfigurationSpec) {
 	if in.IPv6ElevatedRoutePriority != nil {
 		in, out := &in.IPv6ElevatedRoutePriority, &out.IPv6ElevatedRoutePriority
 		*out = new(int)
+		**out = **in
+	}
+	if in.LiveMigrationRouteConvergenceTime != nil {
+		in, out := &in.LiveMigrationRouteConvergenceTime, &out.LiveMigrationRouteConvergenceTime
+		*out = new(v1.Duration)
 		**out = **in
 	}
 	if in.WireguardEnabled != nil {
