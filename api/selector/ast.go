@@ -101,22 +101,3 @@ func newSet(members []string) []string {
 	slices.Sort(members)
 	return slices.Compact(members)
 }
-
-// negate returns !n, cancelling a double negation.
-func negate(n node) node {
-	if n.op == opNot {
-		return n.kids[0]
-	}
-	return node{op: opNot, kids: []node{n}}
-}
-
-// appendFlat appends n to the operands of a kind node, splicing in n's own
-// operands if n is of the same kind: && and || are associative and the
-// left-to-right order is kept, so this changes neither meaning nor
-// evaluation order.
-func appendFlat(operands []node, kind op, n node) []node {
-	if n.op == kind {
-		return append(operands, n.kids...)
-	}
-	return append(operands, n)
-}

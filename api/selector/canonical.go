@@ -46,40 +46,28 @@ func (n *node) write(b *strings.Builder) {
 		}
 		b.WriteByte('}')
 	case opNot:
+		// As in Calico: "!" directly before its operand, which brings its
+		// own parentheses if it is an && or ||. !(a == "x") is written
+		// !a == "x", which parses back to the same tree.
 		b.WriteByte('!')
-		k := &n.kids[0]
-		// has(), all() and global() read naturally after "!"; anything
-		// else gets parentheses: needed for && and ||, clearer for
-		// comparisons (!(a == "x") rather than !a == "x").
-		paren := k.op != opHas && k.op != opAll && k.op != opGlobal
-		writeMaybeParen(b, k, paren)
+		n.kids[0].write(b)
 	case opAnd, opOr:
+		// Always parenthesised, nested groups included, so the grouping
+		// of the input is kept: ((a && b) && c) is not (a && b && c).
 		sep := " && "
 		if n.op == opOr {
 			sep = " || "
 		}
+		b.WriteByte('(')
 		for i := range n.kids {
 			if i > 0 {
 				b.WriteString(sep)
 			}
-			k := &n.kids[i]
-			// && binds tighter than ||, so only a || under && (or a
-			// nested same operator, which parse flattens away) needs
-			// parentheses.
-			writeMaybeParen(b, k, k.op == opOr || k.op == n.op)
+			n.kids[i].write(b)
 		}
+		b.WriteByte(')')
 	default:
 		panic("selector: unknown node op")
-	}
-}
-
-func writeMaybeParen(b *strings.Builder, n *node, paren bool) {
-	if paren {
-		b.WriteByte('(')
-	}
-	n.write(b)
-	if paren {
-		b.WriteByte(')')
 	}
 }
 

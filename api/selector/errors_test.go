@@ -33,7 +33,7 @@ func TestParseErrors(t *testing.T) {
 		// Trailing garbage.
 		{`a == 'x' b == 'y'`, 9, `expected '&&', '||' or end of selector, found "b"`},
 		{`has(a) 'x'`, 7, `expected '&&', '||' or end of selector, found string 'x'`},
-		{`all() all()`, 6, `expected '&&', '||' or end of selector, found "all"`},
+		{`all() all()`, 6, `expected '&&', '||' or end of selector, found "all("`},
 		// == with an unquoted value.
 		{`a == x`, 5, `expected a quoted string, found "x"`},
 		{`a == 1`, 5, `expected a quoted string, found "1"`},
@@ -66,8 +66,24 @@ func TestParseErrors(t *testing.T) {
 		{`a == 'x' && || b == 'y'`, 12, `expected a label, '!', '(', has(), all() or global(), found '||'`},
 		{`a == 'x' & b == 'y'`, 9, `expected '&&', '||' or end of selector, found '&'`},
 		{`a == 'x' | b == 'y'`, 9, `expected '&&', '||' or end of selector, found '|'`},
-		// Two-word operators are two words.
-		{`a notin {'x'}`, 2, `expected an operator (==, !=, in, not in, contains, starts with, ends with) after label "a", found "notin"`},
+		// Word operators must end at a word boundary; the words of
+		// two-word operators may be joined but not misspelt.
+		{`a notinx {'x'}`, 2, `expected an operator (==, !=, in, not in, contains, starts with, ends with) after label "a", found "notinx"`},
+		{`a containsx 'x'`, 2, `expected an operator (==, !=, in, not in, contains, starts with, ends with) after label "a", found "containsx"`},
+		{`a ends withs 'x'`, 7, `expected 'with' after 'ends', found "withs"`},
+		{`a inf {'x'}`, 2, `expected an operator (==, !=, in, not in, contains, starts with, ends with) after label "a", found "inf"`},
+		// No space between a function name and its "(".
+		{`has (a)`, 4, `expected an operator (==, !=, in, not in, contains, starts with, ends with) after label "has", found '('`},
+		{`all ()`, 4, `expected an operator (==, !=, in, not in, contains, starts with, ends with) after label "all", found '('`},
+		{"global\t()", 7, `expected an operator (==, !=, in, not in, contains, starts with, ends with) after label "global", found '('`},
+		// Only spaces and tabs are whitespace.
+		{"a ==\n'x'", 4, `expected a quoted string, found '\n'`},
+		{"a == 'x'\r\n", 8, `expected '&&', '||' or end of selector, found '\r'`},
+		{"\n", 0, `expected a label, '!', '(', has(), all() or global(), found '\n'`},
+		{"has(\va)", 4, `expected a label in has(), found '\v'`},
+		// Label keys are at most 512 characters.
+		{strings.Repeat("k", 513) + ` == 'x'`, 0, `label is 513 characters long, longer than the maximum 512`},
+		{`has(` + strings.Repeat("k", 513) + `)`, 4, `label is 513 characters long, longer than the maximum 512`},
 		// Nesting limit.
 		{strings.Repeat("(", maxDepth+1) + "all()" + strings.Repeat(")", maxDepth+1), maxDepth, `parentheses nested more than 100 deep`},
 	}

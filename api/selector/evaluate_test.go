@@ -71,7 +71,7 @@ var evalCases = []evalCase{
 	{`all()`, webA, true},
 	{`all()`, nil, true},
 	{``, webA, true},
-	{"  \t\n", nil, true},
+	{"  \t ", nil, true},
 	{`!all()`, webA, false},
 	{`global()`, webA, true},
 	{`global()`, nil, true},

@@ -4,17 +4,25 @@ import "fmt"
 
 // maxDepth bounds parenthesis nesting so that a hostile selector cannot
 // exhaust the stack in parse, eval or String. Real selectors use a handful.
+// (Calico has no such limit; see the package documentation.)
 const maxDepth = 100
 
-// parser is a recursive-descent parser with one token of lookahead:
+// parser is a recursive-descent parser with one token of lookahead that
+// builds the same tree as Calico's parser:
 //
 //	or      = and { "||" and }
 //	and     = unary { "&&" unary }
 //	unary   = { "!" } primary
-//	primary = "(" or ")" | "all" "(" ")" | "global" "(" ")" | "has" "(" key ")"
+//	primary = "(" or ")" | "all(" ")" | "global(" ")" | "has(" key ")"
 //	        | key ( "==" str | "!=" str | "contains" str | "starts" "with" str
 //	              | "ends" "with" str | "in" set | "not" "in" set )
 //	set     = "{" [ str { "," str } [ "," ] ] "}"
+//
+// An "or" or "and" of one operand is that operand; of several, one node
+// holding them in order. Parentheses add no node, so grouping is kept: in
+// (a && b) && c the first operand of the outer && is the inner &&. A run
+// of "!" counts modulo 2, but a "!" outside parentheses does not cancel
+// one inside: !!has(a) is has(a), !(!has(a)) is two nested negations.
 type parser struct {
 	lx    lexer
 	tok   token // the lookahead
@@ -65,13 +73,14 @@ func (p *parser) parseAnd() (node, error) {
 	return p.parseBinary(opAnd, tokAnd, p.parseUnary)
 }
 
-// parseBinary parses operands separated by sep into one flat kind node.
+// parseBinary parses operands separated by sep: the operand itself if
+// there is one, otherwise a kind node with the operands in order.
 func (p *parser) parseBinary(kind op, sep tokKind, operand func() (node, error)) (node, error) {
 	n, err := operand()
 	if err != nil || p.tok.kind != sep {
 		return n, err
 	}
-	kids := appendFlat(nil, kind, n)
+	kids := []node{n}
 	for p.tok.kind == sep {
 		if err := p.advance(); err != nil {
 			return node{}, err
@@ -79,7 +88,7 @@ func (p *parser) parseBinary(kind op, sep tokKind, operand func() (node, error))
 		if n, err = operand(); err != nil {
 			return node{}, err
 		}
-		kids = appendFlat(kids, kind, n)
+		kids = append(kids, n)
 	}
 	return node{op: kind, kids: kids}, nil
 }
@@ -97,7 +106,7 @@ func (p *parser) parseUnary() (node, error) {
 		return node{}, err
 	}
 	if negated {
-		n = negate(n)
+		n = node{op: opNot, kids: []node{n}}
 	}
 	return n, nil
 }
@@ -106,20 +115,26 @@ func (p *parser) parsePrimary() (node, error) {
 	switch p.tok.kind {
 	case tokLParen:
 		return p.parseParens()
+	case tokFunc:
+		return p.parseFunction(p.tok.text)
 	case tokWord:
-		word := p.tok.text
-		if err := p.advance(); err != nil {
+		key, err := p.labelKey()
+		if err != nil {
 			return node{}, err
 		}
-		if p.tok.kind == tokLParen {
-			switch word {
-			case "has", "all", "global":
-				return p.parseFunction(word)
-			}
-		}
-		return p.parseComparison(word)
+		return p.parseComparison(key)
 	}
 	return node{}, p.expected("a label, '!', '(', has(), all() or global()")
+}
+
+// labelKey returns the lookahead word as a label key, refusing keys longer
+// than Calico allows. It does not advance.
+func (p *parser) labelKey() (string, error) {
+	if len(p.tok.text) > MaxLabelLength {
+		return "", p.errorf("label is %d characters long, longer than the maximum %d",
+			len(p.tok.text), MaxLabelLength)
+	}
+	return p.tok.text, nil
 }
 
 func (p *parser) parseParens() (node, error) {
@@ -143,7 +158,7 @@ func (p *parser) parseParens() (node, error) {
 }
 
 // parseFunction parses the rest of has(k), all() or global(); the
-// lookahead is the "(".
+// lookahead is the name with its "(".
 func (p *parser) parseFunction(name string) (node, error) {
 	if err := p.advance(); err != nil {
 		return node{}, err
@@ -154,7 +169,11 @@ func (p *parser) parseFunction(name string) (node, error) {
 		if p.tok.kind != tokWord {
 			return node{}, p.expected("a label in has()")
 		}
-		n = node{op: opHas, key: p.tok.text}
+		key, err := p.labelKey()
+		if err != nil {
+			return node{}, err
+		}
+		n = node{op: opHas, key: key}
 		if err := p.advance(); err != nil {
 			return node{}, err
 		}
@@ -169,52 +188,38 @@ func (p *parser) parseFunction(name string) (node, error) {
 	return n, p.advance()
 }
 
-// parseComparison parses the operator and operand after label key.
+// parseComparison parses the operator and operand after label key; the
+// lookahead is the key.
 func (p *parser) parseComparison(key string) (node, error) {
-	var kind op
-	switch p.tok.kind {
+	t, kind, err := p.lx.nextOperator()
+	p.tok = t
+	if err != nil {
+		return node{}, err
+	}
+	switch t.kind {
 	case tokEq:
 		kind = opEq
 	case tokNe:
 		kind = opNe
-	case tokWord:
-		switch p.tok.text {
-		case "in":
-			kind = opIn
-		case "not":
-			kind = opNotIn
-		case "contains":
-			kind = opContains
-		case "starts":
-			kind = opStartsWith
-		case "ends":
-			kind = opEndsWith
+	}
+	if kind == opAll && t.kind == tokWord {
+		// The first word of a two-word operator without its second word
+		// ("a starts 'x'"): say what is missing, after the first word.
+		for _, wo := range wordOperators {
+			if len(wo.words) == 2 && t.text == wo.words[0] {
+				if err := p.advance(); err != nil {
+					return node{}, err
+				}
+				return node{}, p.expected(fmt.Sprintf("'%s' after '%s'", wo.words[1], wo.words[0]))
+			}
 		}
 	}
 	if kind == opAll { // not an operator
 		return node{}, p.expected(fmt.Sprintf(
 			"an operator (==, !=, in, not in, contains, starts with, ends with) after label %q", key))
 	}
-	first := p.tok.text
 	if err := p.advance(); err != nil {
 		return node{}, err
-	}
-
-	// The second word of two-word operators.
-	var second string
-	switch kind {
-	case opNotIn:
-		second = "in"
-	case opStartsWith, opEndsWith:
-		second = "with"
-	}
-	if second != "" {
-		if p.tok.kind != tokWord || p.tok.text != second {
-			return node{}, p.expected(fmt.Sprintf("'%s' after '%s'", second, first))
-		}
-		if err := p.advance(); err != nil {
-			return node{}, err
-		}
 	}
 
 	if kind == opIn || kind == opNotIn {

@@ -74,8 +74,9 @@ func (s *Selector) String() string {
 	return s.canonical
 }
 
-// UniqueID returns "s:" plus 24 characters of [A-Za-z0-9_-] that identify
-// the canonical form (see the package documentation).
+// UniqueID returns Calico's ID for the selector: "s:" followed by the
+// unpadded base64url encoding of the SHA-224 of "s:" + String(), 40
+// characters in all (see the package documentation).
 func (s *Selector) UniqueID() string {
 	if s.id == "" {
 		return uniqueID(s.String())
@@ -83,16 +84,15 @@ func (s *Selector) UniqueID() string {
 	return s.id
 }
 
-const (
-	idPrefix   = "s:"
-	idHashSize = 18 // bytes; 18*8/6 = 24 base64 characters, no padding
-)
+// idPrefix is the type prefix of selector IDs, as in Calico's
+// hash.MakeUniqueID("s", canonical).
+const idPrefix = "s:"
 
 func uniqueID(canonical string) string {
 	sum := sha256.Sum224([]byte(idPrefix + canonical))
 	var b strings.Builder
-	b.Grow(len(idPrefix) + base64.RawURLEncoding.EncodedLen(idHashSize))
+	b.Grow(len(idPrefix) + base64.RawURLEncoding.EncodedLen(len(sum)))
 	b.WriteString(idPrefix)
-	b.WriteString(base64.RawURLEncoding.EncodeToString(sum[:idHashSize]))
+	b.WriteString(base64.RawURLEncoding.EncodeToString(sum[:]))
 	return b.String()
 }

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/tabbynet/tabby/api/numorstring"
 )
@@ -183,6 +184,11 @@ const (
 // projectcalico.org/v3 FelixConfigurationSpec. Durations are written as Go
 // durations ("90s", "1m30s"); "[Default: x]" names Felix's built-in value.
 type FelixConfigurationSpec struct {
+	// NodeSelector limits this FelixConfiguration to the nodes whose
+	// labels match. Only for FelixConfigurations not named "default" nor
+	// "node.<node>" (those apply to all nodes and to one node).
+	// +kubebuilder:validation:MaxLength=1024
+	NodeSelector *string `json:"nodeSelector,omitempty"`
 	// UseInternalDataplaneDriver, if true, makes Felix program the dataplane
 	// itself; if false it runs the external driver named by DataplaneDriver.
 	// [Default: true]
@@ -277,6 +283,16 @@ type FelixConfigurationSpec struct {
 	IptablesFilterDenyAction string `json:"iptablesFilterDenyAction,omitempty"`
 	// LogPrefix is the prefix of packet LOG rules. [Default: calico-packet]
 	LogPrefix string `json:"logPrefix,omitempty"`
+	// LogActionRateLimit limits how often a Log action logs: "N/unit" with
+	// N 1-9999 and unit second, minute, hour or day (e.g. "10/second").
+	// Unset means no limit.
+	// +kubebuilder:validation:Pattern=`^[1-9]\d{0,3}/(?:second|minute|hour|day)$`
+	LogActionRateLimit *string `json:"logActionRateLimit,omitempty"`
+	// LogActionRateLimitBurst is the burst allowed by LogActionRateLimit
+	// (0-9999).
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=9999
+	LogActionRateLimitBurst *int `json:"logActionRateLimitBurst,omitempty"`
 	// LogFilePath is Felix's log file, or "none". [Default: /var/log/calico/felix.log]
 	LogFilePath string `json:"logFilePath,omitempty"`
 	// LogSeverityFile is the lowest severity logged to the file. [Default: Info]
@@ -359,6 +375,18 @@ type FelixConfigurationSpec struct {
 	PrometheusProcessMetricsEnabled *bool `json:"prometheusProcessMetricsEnabled,omitempty"`
 	// PrometheusWireGuardMetricsEnabled includes WireGuard metrics. [Default: true]
 	PrometheusWireGuardMetricsEnabled *bool `json:"prometheusWireGuardMetricsEnabled,omitempty"`
+	// PrometheusMetricsCAFile is the CA certificate file used to verify
+	// clients of the TLS /metrics endpoint.
+	PrometheusMetricsCAFile *string `json:"prometheusMetricsCAFile,omitempty"`
+	// PrometheusMetricsCertFile is the TLS certificate file of the
+	// /metrics endpoint.
+	PrometheusMetricsCertFile *string `json:"prometheusMetricsCertFile,omitempty"`
+	// PrometheusMetricsKeyFile is the private key of PrometheusMetricsCertFile.
+	PrometheusMetricsKeyFile *string `json:"prometheusMetricsKeyFile,omitempty"`
+	// PrometheusMetricsClientAuth is how the TLS /metrics endpoint checks
+	// client certificates: RequireAndVerifyClientCert (the default),
+	// RequireAnyClientCert, VerifyClientCertIfGiven or NoClientCert.
+	PrometheusMetricsClientAuth *PrometheusMetricsClientAuthType `json:"prometheusMetricsClientAuth,omitempty"`
 	// FailsafeInboundHostPorts are protocol/port/CIDR entries always allowed
 	// into host endpoints whatever the policy; an empty list disables them.
 	// [Default: tcp:22, udp:68, tcp:179, tcp:2379, tcp:2380, tcp:5473,
@@ -596,6 +624,12 @@ type FelixConfigurationSpec struct {
 	// BPFExportBufferSizeMB is the size of the buffer for BPF events sent to
 	// Felix. [Default: 1]
 	BPFExportBufferSizeMB *int `json:"bpfExportBufferSizeMB,omitempty"`
+	// IstioAmbientMode makes Felix work with Tigera's Istio distribution:
+	// Enabled or Disabled. [Default: Disabled]
+	IstioAmbientMode *IstioAmbientMode `json:"istioAmbientMode,omitempty"`
+	// IstioDSCPMark is the DSCP value marking traffic directed to Istio
+	// ZTunnel (0-63 or a DSCP name). [Default: 23]
+	IstioDSCPMark *intstr.IntOrString `json:"istioDSCPMark,omitempty"`
 	// FlowLogsPolicyEvaluationMode says whether active flows' policy traces
 	// are re-evaluated. [Default: Continuous]
 	FlowLogsPolicyEvaluationMode *FlowLogsPolicyEvaluationModeType `json:"flowLogsPolicyEvaluationMode,omitempty"`
@@ -653,6 +687,11 @@ type FelixConfigurationSpec struct {
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=2147483646
 	IPv6ElevatedRoutePriority *int `json:"ipv6ElevatedRoutePriority,omitempty"`
+	// LiveMigrationRouteConvergenceTime is how long routes keep the
+	// elevated priority after a VM live migration completes. [Default: 30s]
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))*$`
+	LiveMigrationRouteConvergenceTime *metav1.Duration `json:"liveMigrationRouteConvergenceTime,omitempty"`
 
 	// WireguardEnabled turns on WireGuard encryption of IPv4 traffic.
 	// [Default: false]
@@ -845,3 +884,25 @@ func FelixConfigurationNodeName(name string) (string, bool) {
 	}
 	return node, true
 }
+
+// PrometheusMetricsClientAuthType is how the TLS metrics endpoint checks
+// client certificates.
+type PrometheusMetricsClientAuthType string
+
+// Values of PrometheusMetricsClientAuthType.
+const (
+	RequireAndVerifyClientCert PrometheusMetricsClientAuthType = "RequireAndVerifyClientCert"
+	RequireAnyClientCert       PrometheusMetricsClientAuthType = "RequireAnyClientCert"
+	VerifyClientCertIfGiven    PrometheusMetricsClientAuthType = "VerifyClientCertIfGiven"
+	NoClientCert               PrometheusMetricsClientAuthType = "NoClientCert"
+)
+
+// IstioAmbientMode is Enabled or Disabled.
+// +kubebuilder:validation:Enum=Enabled;Disabled
+type IstioAmbientMode string
+
+// Values of IstioAmbientMode.
+const (
+	IstioAmbientModeEnabled  IstioAmbientMode = "Enabled"
+	IstioAmbientModeDisabled IstioAmbientMode = "Disabled"
+)

@@ -18,6 +18,16 @@ import (
 func (c *FelixConfiguration) Validate() ErrorList {
 	errs := validateMeta(&c.ObjectMeta, false)
 	errs.Extend(cfgValidateFelixSpec(Path("spec"), &c.Spec))
+	if sel := c.Spec.NodeSelector; sel != nil {
+		p := Path("spec").Child("nodeSelector")
+		// Calico's CRD rule: any nodeSelector, even "", is refused on
+		// the default and the per-node configurations.
+		if c.Name == "default" || strings.HasPrefix(c.Name, "node.") {
+			errs.Add(p, "nodeSelector must not be set on the 'default' or per-node ('node.*') FelixConfiguration")
+		} else {
+			polCheckSelector(p, *sel, &errs)
+		}
+	}
 	return errs
 }
 
@@ -33,6 +43,8 @@ var (
 	cfgHostnameRe = lazyRegexp(`^[a-zA-Z0-9_.-]+$`)
 	// cfgHTONameRe is the allowed form of a health timeout override name.
 	cfgHTONameRe = lazyRegexp(`^[a-zA-Z0-9_ -]+$`)
+	// cfgLogActionRateRe is Calico's LogActionRateLimit CRD pattern.
+	cfgLogActionRateRe = lazyRegexp(`^[1-9]\d{0,3}/(?:second|minute|hour|day)$`)
 	// cfgCTTimeoutRe is the BPFConntrackTimeout CRD pattern.
 	cfgCTTimeoutRe = lazyRegexp(`^(([0-9]*(\.[0-9]*)?(ms|s|h|m|us)+)+|Auto)$`)
 )
@@ -260,6 +272,25 @@ func cfgValidateFelixSpec(p Path, s *FelixConfigurationSpec) ErrorList {
 		cfgCheckEnum(p.Child("bpfAttachType"), string(*s.BPFAttachType), &errs, "TC", "TCX")
 	}
 	cfgCheckEnum(p.Child("bpfProfiling"), s.BPFProfiling, &errs, "Enabled", "Disabled")
+
+	// Istio ambient mode.
+	if s.IstioAmbientMode != nil {
+		cfgCheckEnum(p.Child("istioAmbientMode"), string(*s.IstioAmbientMode), &errs, "Enabled", "Disabled")
+	}
+	if s.IstioDSCPMark != nil {
+		polCheckDSCP(p.Child("istioDSCPMark"), *s.IstioDSCPMark, &errs)
+	}
+
+	// Log action rate limit and TLS metrics.
+	if r := s.LogActionRateLimit; r != nil && !cfgLogActionRateRe().MatchString(*r) {
+		errs.Addf(p.Child("logActionRateLimit"), "%q is not N/unit with N 1-9999 and unit second, minute, hour or day", *r)
+	}
+	cfgCheckInt(p.Child("logActionRateLimitBurst"), s.LogActionRateLimitBurst, 0, 9999, &errs)
+	if a := s.PrometheusMetricsClientAuth; a != nil {
+		cfgCheckEnum(p.Child("prometheusMetricsClientAuth"), string(*a), &errs, string(RequireAndVerifyClientCert),
+			string(RequireAnyClientCert), string(VerifyClientCertIfGiven), string(NoClientCert))
+	}
+	cfgCheckDuration(p.Child("liveMigrationRouteConvergenceTime"), s.LiveMigrationRouteConvergenceTime, &errs)
 
 	// Flow logs.
 	if s.FlowLogsPolicyEvaluationMode != nil {

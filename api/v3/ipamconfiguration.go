@@ -33,10 +33,12 @@ type IPAMConfigurationSpec struct {
 	// AutoAllocateBlocks says whether IPAM claims new blocks for nodes as
 	// they need them. [Default: true]
 	AutoAllocateBlocks *bool `json:"autoAllocateBlocks,omitempty"`
-	// MinIPReclaimAgeSeconds is the least time a released address waits
-	// before it may be assigned again. 0 allows immediate reuse (released
-	// addresses are still reused oldest first).
-	MinIPReclaimAgeSeconds *int32 `json:"minIPReclaimAgeSeconds,omitempty"`
+	// IPCooldownSeconds is the least time a released address waits
+	// before it may be assigned again (0-1200). 0 allows immediate reuse
+	// (released addresses are still reused oldest first).
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1200
+	IPCooldownSeconds int32 `json:"ipCooldownSeconds,omitempty"`
 	// KubeVirtVMAddressPersistence says whether KubeVirt virtual machines
 	// keep their IP addresses when their pods are recreated (reboot,
 	// migration, eviction): Enabled or Disabled. Live migration needs it.
@@ -89,9 +91,7 @@ func (c *IPAMConfiguration) Validate() ErrorList {
 	}
 	p := Path("spec")
 	netCheckRange(p.Child("maxBlocksPerHost"), int64(c.Spec.MaxBlocksPerHost), 0, 1000000, &errs)
-	if c.Spec.MinIPReclaimAgeSeconds != nil && *c.Spec.MinIPReclaimAgeSeconds < 0 {
-		errs.Addf(p.Child("minIPReclaimAgeSeconds"), "%d is negative: use 0 or more seconds", *c.Spec.MinIPReclaimAgeSeconds)
-	}
+	netCheckRange(p.Child("ipCooldownSeconds"), int64(c.Spec.IPCooldownSeconds), 0, 1200, &errs)
 	if m := c.Spec.KubeVirtVMAddressPersistence; m != nil {
 		if *m == "" {
 			errs.Add(p.Child("kubeVirtVMAddressPersistence"), "is empty: use Enabled or Disabled")

@@ -53,12 +53,10 @@ func validateLabels(p Path, labels map[string]string) ErrorList {
 	return errs
 }
 
-// validateSelector checks that s parses as a Calico selector (empty is
-// allowed and means all()).
+// validateSelector checks that s parses as a Calico selector (empty, or
+// only spaces and tabs, is allowed and means all(); as in Calico, other
+// whitespace such as a newline is not).
 func validateSelector(p Path, s string) ErrorList {
-	if strings.TrimSpace(s) == "" {
-		return nil
-	}
 	if _, err := selector.Parse(s); err != nil {
 		var pe *selector.ParseError
 		if errors.As(err, &pe) {

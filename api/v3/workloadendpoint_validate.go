@@ -157,19 +157,25 @@ func (q *QoSControls) validate(p Path, errs *ErrorList) {
 		}
 	}
 	if d := q.DSCP; d != nil {
-		switch d.Type {
-		case intstr.Int:
-			if d.IntVal < 0 || d.IntVal > 63 {
-				errs.Addf(p.Child("dscp"), "%d is outside 0-63", d.IntVal)
+		polCheckDSCP(p.Child("dscp"), *d, errs)
+	}
+}
+
+// polCheckDSCP checks a DSCP value: a number 0-63 (also as a string) or
+// one of Calico's DSCP names in any case.
+func polCheckDSCP(p Path, d intstr.IntOrString, errs *ErrorList) {
+	switch d.Type {
+	case intstr.Int:
+		if d.IntVal < 0 || d.IntVal > 63 {
+			errs.Addf(p, "%d is outside 0-63", d.IntVal)
+		}
+	default:
+		if n, err := strconv.Atoi(d.StrVal); err == nil {
+			if n < 0 || n > 63 {
+				errs.Addf(p, "%d is outside 0-63", n)
 			}
-		default:
-			if n, err := strconv.Atoi(d.StrVal); err == nil {
-				if n < 0 || n > 63 {
-					errs.Addf(p.Child("dscp"), "%d is outside 0-63", n)
-				}
-			} else if _, ok := polDSCPNames[strings.ToUpper(strings.TrimSpace(d.StrVal))]; !ok {
-				errs.Addf(p.Child("dscp"), "%q is not a DSCP value: use 0-63 or DF, EF, AF11-AF43, CS0-CS6", d.StrVal)
-			}
+		} else if _, ok := polDSCPNames[strings.ToUpper(strings.TrimSpace(d.StrVal))]; !ok {
+			errs.Addf(p, "%q is not a DSCP value: use 0-63 or DF, EF, AF11-AF43, CS0-CS6", d.StrVal)
 		}
 	}
 }

@@ -131,6 +131,18 @@ func cliSuite(t *testing.T, b cliBackend) {
 		{args: args("delete np allow-web -n prod")},
 		{args: args("get np -A")},
 	})
+	cliScenario(t, b, "staged", []step{
+		{args: args("create -f " + td + "staged.yaml")},
+		{args: args("get sgnp")},
+		{args: args("get stagedglobalnetworkpolicies -o wide")},
+		{args: args("get snp -A")},
+		{args: args("get stagednetworkpolicy allow-api -n shop -o yaml")},
+		{args: args("get sknp -n shop -o wide")},
+		{args: args("get caliconodestatus")},
+		{args: args("get caliconodestatuses node1-status -o yaml")},
+		{args: args("delete -f " + td + "staged.yaml")},
+		{args: args("get sgnp")},
+	})
 	cliScenario(t, b, "bad-input", []step{
 		{args: args("create -f " + td + "broken.yaml"), wantCode: 1},
 		{args: args("create -f " + td + "unknown-kind.yaml"), wantCode: 1},

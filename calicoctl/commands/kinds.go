@@ -26,6 +26,12 @@ var shortNames = map[string]string{
 	"pro": v3.KindProfile, "pros": v3.KindProfile,
 	"wep": v3.KindWorkloadEndpoint, "weps": v3.KindWorkloadEndpoint,
 	"clusterinfo": v3.KindClusterInformation,
+	"sgnp":        v3.KindStagedGlobalNetworkPolicy, "sgnps": v3.KindStagedGlobalNetworkPolicy,
+	"snp": v3.KindStagedNetworkPolicy, "stagedpolicy": v3.KindStagedNetworkPolicy,
+	"stagedpolicies": v3.KindStagedNetworkPolicy, "spol": v3.KindStagedNetworkPolicy, "spols": v3.KindStagedNetworkPolicy,
+	"sknp": v3.KindStagedKubernetesNetworkPolicy, "stagedkubernetespolicy": v3.KindStagedKubernetesNetworkPolicy,
+	"stagedkubernetespolicies": v3.KindStagedKubernetesNetworkPolicy,
+	"skpol":                    v3.KindStagedKubernetesNetworkPolicy, "skpols": v3.KindStagedKubernetesNetworkPolicy,
 }
 
 // resolveKind turns what a user typed (any case; kind, plural or short

@@ -194,6 +194,32 @@ func columnsFor(kind string, wide bool) []column {
 				column{"SELECTOR", func(r v3.Resource) string { return r.(*v3.GlobalNetworkPolicy).Spec.Selector }})
 		}
 		return c
+	case v3.KindStagedNetworkPolicy:
+		spec := func(r v3.Resource) *v3.StagedNetworkPolicySpec { return &r.(*v3.StagedNetworkPolicy).Spec }
+		c := []column{nameCol, {"TIER", func(r v3.Resource) string { return spec(r).Tier }}}
+		if wide {
+			c = append(c,
+				column{"ORDER", func(r v3.Resource) string { return order(spec(r).Order) }},
+				column{"SELECTOR", func(r v3.Resource) string { return spec(r).Selector }})
+		}
+		return c
+	case v3.KindStagedGlobalNetworkPolicy:
+		spec := func(r v3.Resource) *v3.StagedGlobalNetworkPolicySpec { return &r.(*v3.StagedGlobalNetworkPolicy).Spec }
+		c := []column{nameCol, {"TIER", func(r v3.Resource) string { return spec(r).Tier }}}
+		if wide {
+			c = append(c,
+				column{"ORDER", func(r v3.Resource) string { return order(spec(r).Order) }},
+				column{"SELECTOR", func(r v3.Resource) string { return spec(r).Selector }})
+		}
+		return c
+	case v3.KindStagedKubernetesNetworkPolicy:
+		c := []column{nameCol}
+		if wide {
+			c = append(c, column{"PODSELECTOR", func(r v3.Resource) string {
+				return r.(*v3.StagedKubernetesNetworkPolicy).Spec.PodSelector.String()
+			}})
+		}
+		return c
 	case v3.KindNetworkSet:
 		c := []column{nameCol}
 		if wide {

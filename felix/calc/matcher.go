@@ -112,8 +112,9 @@ func newMatcher(sel, namespace, nsSel, saSel string, saNames []string) (*matcher
 	return m, nil
 }
 
-// shortID is prefix + 24 base64url characters of a SHA-224 of s, the same
-// shape as selector.UniqueID.
+// shortID is prefix + 24 base64url characters of a SHA-224 of s. (A
+// selector's own ID, selector.UniqueID, is Calico's and keeps all 38;
+// ipset names keep only the first 23 either way.)
 func shortID(prefix, s string) string {
 	sum := sha256.Sum224([]byte(prefix + s))
 	return prefix + base64.RawURLEncoding.EncodeToString(sum[:18])
