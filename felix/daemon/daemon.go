@@ -7,7 +7,6 @@ package daemon
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/netip"
@@ -343,7 +342,7 @@ func (d *Daemon) Run(ctx context.Context, syncer datastore.Syncer) error {
 		case <-ctx.Done():
 			return nil
 		case err := <-dpErr:
-			if err != nil && !errors.Is(err, context.Canceled) {
+			if err != nil && ctx.Err() == nil {
 				return err
 			}
 			return nil
