@@ -4,7 +4,8 @@ import (
 	v3 "github.com/tabbynet/tabby/api/v3"
 )
 
-// PrepareWrite copies r, applies defaults and validates it. Backends call
+// PrepareWrite copies r, applies defaults and validates it, refusing also
+// what Tabby cannot enforce (v3.Unsupported). Backends call
 // it first on every create and update, so an invalid object never reaches
 // the store and the caller's object is never modified.
 func PrepareWrite(op string, r v3.Resource) (v3.Resource, error) {
@@ -16,7 +17,9 @@ func PrepareWrite(op string, r v3.Resource) (v3.Resource, error) {
 	c := r.DeepCopyObject().(v3.Resource)
 	c.GetObjectKind().SetGroupVersionKind(info.New().GetObjectKind().GroupVersionKind())
 	c.Default()
-	if errs := c.Validate(); len(errs) > 0 {
+	errs := c.Validate()
+	errs.Extend(v3.Unsupported(c))
+	if len(errs) > 0 {
 		return nil, &OpError{Op: op, Key: KeyOf(r), Err: &ValidationError{Errors: errs}}
 	}
 	return c, nil

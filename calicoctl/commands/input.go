@@ -58,7 +58,7 @@ func (a *app) readInputs(sources []string, validate bool) ([]inputResource, erro
 	if validate {
 		for _, in := range out {
 			c := in.r.DeepCopyObject().(v3.Resource)
-			if err := v3.DefaultAndValidate(c); err != nil {
+			if err := v3.DefaultValidateForWrite(c); err != nil {
 				for _, fe := range err.(v3.ErrorList) {
 					problems = append(problems, fmt.Sprintf("%s: %s", in.where(), fe.Error()))
 				}

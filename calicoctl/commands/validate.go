@@ -91,7 +91,7 @@ func validateInput(cmd *cobra.Command, name string) (int, error) {
 		if ns := r.GetNamespace(); ns != "" {
 			id = kind + " " + ns + "/" + r.GetName()
 		}
-		if err := v3.DefaultAndValidate(r); err != nil {
+		if err := v3.DefaultValidateForWrite(r); err != nil {
 			bad++
 			for _, fe := range err.(v3.ErrorList) {
 				cmd.PrintErrf("%s: %s: %s\n", name, id, fe.Error())

@@ -76,6 +76,8 @@ type computer struct {
 	policies []*parsedPolicy
 	demands  map[string]*demand
 	memo     *Memo
+	// unrenderable collects the rules enforced in a fail-closed form.
+	unrenderable []Unrenderable
 	// sortedWEPs is the deduplicated, sorted workload endpoint list when
 	// already known (the endpoint stage patches last time's);
 	// wepDuplicates says whether deduplication dropped any.
@@ -161,6 +163,12 @@ func ComputeWith(in Input, memo *Memo) *Result {
 	slices.SortFunc(res.Problems, func(a, b Problem) int {
 		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Namespace, b.Namespace),
 			cmp.Compare(a.Name, b.Name), cmp.Compare(a.Reason, b.Reason))
+	})
+	res.Unrenderable = c.unrenderable
+	slices.SortFunc(res.Unrenderable, func(a, b Unrenderable) int {
+		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Namespace, b.Namespace),
+			cmp.Compare(a.Name, b.Name), cmp.Compare(a.Direction, b.Direction), cmp.Compare(a.Rule, b.Rule),
+			cmp.Compare(a.Reason, b.Reason), cmp.Compare(a.Detail, b.Detail))
 	})
 	return res
 }
@@ -492,27 +500,9 @@ func (c *computer) loadPolicies(nps []*v3.NetworkPolicy, gnps []*v3.GlobalNetwor
 			return
 		}
 		info := memoGet(c.memo, obj, func() policyInfo {
-			m, err := newMatcher(sel, ns, nsSel, saSel, nil)
-			if err != nil {
-				return policyInfo{problem: fmt.Sprintf("policy skipped: %v", err)}
-			}
-			conv := &computer{demands: map[string]*demand{}}
-			inRules, err := conv.convertRules(in, ns)
-			if err != nil {
-				return policyInfo{problem: fmt.Sprintf("policy skipped: ingress: %v", err)}
-			}
-			outRules, err := conv.convertRules(out, ns)
-			if err != nil {
-				return policyInfo{problem: fmt.Sprintf("policy skipped: egress: %v", err)}
-			}
-			p := &parsedPolicy{sel: m, in: inRules, out: outRules, demands: conv.demands}
-			p.ingress, p.egress = policyTypes(types, in, out)
-			return policyInfo{p: p}
+			return parsePolicy(kind, ns, name, sel, nsSel, saSel, types, in, out)
 		})
-		if info.problem != "" {
-			c.report(kind, ns, name, "%s", info.problem)
-			return
-		}
+		c.unrenderable = append(c.unrenderable, info.unrenderable...)
 		p := *info.p
 		p.id = PolicyID{Tier: tier, Namespace: ns, Name: name}
 		p.name = policyName(p.id)
@@ -539,6 +529,48 @@ func (c *computer) loadPolicies(nps []*v3.NetworkPolicy, gnps []*v3.GlobalNetwor
 		s := &gp.Spec
 		add(gp, v3.KindGlobalNetworkPolicy, "", gp.Name, s.Tier, globalPolicyKind(s), s.Order, s.Selector, s.NamespaceSelector, s.ServiceAccountSelector, s.Types, s.Ingress, s.Egress)
 	}
+}
+
+// parsePolicy parses a valid policy's selector and converts its rules
+// (see convertRules for the rules that cannot be rendered). When the
+// selector cannot be parsed (validation should have refused it), which
+// endpoints the policy selects is unknown: it then selects every endpoint
+// of its namespace scope (narrowed by the parts of the selector that do
+// parse) and denies all their traffic in its directions.
+func parsePolicy(kind, ns, name, sel, nsSel, saSel string, types []v3.PolicyType, in, out []v3.Rule) policyInfo {
+	conv := &computer{demands: map[string]*demand{}}
+	p := &parsedPolicy{demands: conv.demands}
+	p.ingress, p.egress = policyTypes(types, in, out)
+	m, err := newMatcher(sel, ns, nsSel, saSel, nil)
+	if err != nil {
+		p.sel = widestMatcher(sel, ns, nsSel, saSel)
+		deny := []Rule{{Action: v3.Deny}}
+		p.in, p.out = deny, deny
+		return policyInfo{p: p, unrenderable: []Unrenderable{{Kind: kind, Namespace: ns, Name: name,
+			Rule: -1, Handling: Denied, Reason: ReasonPolicySelector, Detail: err.Error()}}}
+	}
+	p.sel = m
+	var badIn, badOut []Unrenderable
+	p.in, badIn = conv.convertRules(in, ns, ruleOwner{kind, ns, name, "ingress"})
+	p.out, badOut = conv.convertRules(out, ns, ruleOwner{kind, ns, name, "egress"})
+	return policyInfo{p: p, unrenderable: append(badIn, badOut...)}
+}
+
+// widestMatcher is the matcher of the parts of a policy selector that
+// parse, within the namespace scope ns: a superset of what the whole
+// selector would select.
+func widestMatcher(sel, ns, nsSel, saSel string) *matcher {
+	parsed := func(s string) string {
+		if _, err := selector.Parse(s); err != nil {
+			return ""
+		}
+		return s
+	}
+	if m, err := newMatcher(parsed(sel), ns, parsed(nsSel), parsed(saSel), nil); err == nil {
+		return m
+	}
+	m, _ := newMatcher("", ns, "", "", nil) // parses nothing, cannot fail
+	return m
 }
 
 // orderLess sorts by order (nil last), then by name.
@@ -669,19 +701,13 @@ func (c *computer) resolveProfiles(res *Result) {
 			p := c.profiles[name]
 			conv := memoGet(c.memo, profileRulesKey{p}, func() convertedProfile {
 				conv := &computer{demands: map[string]*demand{}}
-				in, err1 := conv.convertRules(p.Spec.Ingress, "")
-				out, err2 := conv.convertRules(p.Spec.Egress, "")
-				return convertedProfile{in: in, out: out, err: cmp.Or(err1, err2), demands: conv.demands}
+				in, badIn := conv.convertRules(p.Spec.Ingress, "", ruleOwner{v3.KindProfile, "", name, "ingress"})
+				out, badOut := conv.convertRules(p.Spec.Egress, "", ruleOwner{v3.KindProfile, "", name, "egress"})
+				return convertedProfile{in: in, out: out, unrenderable: append(badIn, badOut...), demands: conv.demands}
 			})
 			maps.Copy(c.demands, conv.demands)
-			in, out := conv.in, conv.out
-			if err := conv.err; err != nil {
-				// The endpoint's profile chain must exist; an unusable
-				// profile allows nothing.
-				c.report(v3.KindProfile, "", name, "rules skipped (profile allows nothing): %v", err)
-				in, out = nil, nil
-			}
-			res.Profiles[name] = &Profile{Name: name, Ingress: in, Egress: out}
+			c.unrenderable = append(c.unrenderable, conv.unrenderable...)
+			res.Profiles[name] = &Profile{Name: name, Ingress: conv.in, Egress: conv.out}
 		}
 	}
 }
@@ -690,7 +716,7 @@ func (c *computer) resolveProfiles(res *Result) {
 type profileRulesKey struct{ p *v3.Profile }
 
 type convertedProfile struct {
-	in, out []Rule
-	err     error
-	demands map[string]*demand
+	in, out      []Rule
+	unrenderable []Unrenderable
+	demands      map[string]*demand
 }

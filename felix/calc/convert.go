@@ -87,79 +87,133 @@ func protoName(p uint8) string {
 	return fmt.Sprint(p)
 }
 
-// convertRules resolves a policy's or profile's rules in the namespace scope
-// ns ("" for global). The ipsets the rules need are registered only if every
-// rule converts.
-func (c *computer) convertRules(rules []v3.Rule, ns string) ([]Rule, error) {
-	local := map[string]*demand{}
-	var out []Rule
-	for i := range rules {
-		r, err := convertRule(&rules[i], ns, local)
-		if err != nil {
-			return nil, fmt.Errorf("rule %d: %w", i, err)
-		}
-		out = append(out, r)
-	}
-	maps.Copy(c.demands, local)
-	return out, nil
+// ruleOwner names the policy or profile, and the direction, a list of
+// rules belongs to (for reports).
+type ruleOwner struct {
+	kind, namespace, name, direction string
 }
 
-func convertRule(r *v3.Rule, ns string, demands map[string]*demand) (Rule, error) {
+// fault is one part of a rule that cannot be rendered: it is left out of
+// the converted rule.
+type fault struct {
+	reason string
+	err    error
+}
+
+// convertRules resolves a policy's or profile's rules in the namespace scope
+// ns ("" for global) and registers the ipsets of the rules it keeps. A rule
+// that cannot be rendered as written never fails open (see Handling): an
+// Allow is dropped, a Deny keeps only what can be rendered (it denies
+// more), and any other rule (Pass, Log, an unknown action) becomes a Deny
+// of everything reaching it. Each such rule is reported.
+func (c *computer) convertRules(rules []v3.Rule, ns string, owner ruleOwner) ([]Rule, []Unrenderable) {
+	var out []Rule
+	var bad []Unrenderable
+	for i := range rules {
+		local := map[string]*demand{}
+		r, faults := convertRule(&rules[i], ns, local)
+		if len(faults) == 0 {
+			out = append(out, r)
+			maps.Copy(c.demands, local)
+			continue
+		}
+		var h Handling
+		switch rules[i].Action {
+		case v3.Allow:
+			h = Dropped
+		case v3.Deny:
+			h = Widened
+			out = append(out, r)
+			maps.Copy(c.demands, local)
+		default:
+			// What passing or logging a wrong set of packets leads to
+			// cannot be bounded: deny everything that reaches the rule.
+			// (Later rules of the same IP version are unreachable.)
+			h = Denied
+			out = append(out, Rule{Action: v3.Deny, IPVersion: r.IPVersion})
+		}
+		for _, f := range faults {
+			bad = append(bad, Unrenderable{
+				Kind: owner.kind, Namespace: owner.namespace, Name: owner.name, Direction: owner.direction,
+				Rule: i, Action: rules[i].Action, Handling: h, Reason: f.reason, Detail: f.err.Error(),
+			})
+		}
+	}
+	return out, bad
+}
+
+// convertRule converts one rule. Each part that cannot be rendered is
+// left out of the result (which then matches more packets) and returned
+// as a fault.
+func convertRule(r *v3.Rule, ns string, demands map[string]*demand) (Rule, []fault) {
 	out := Rule{Action: r.Action}
+	var faults []fault
+	fail := func(reason string, err error) { faults = append(faults, fault{reason, err}) }
 	switch r.Action {
 	case v3.Allow, v3.Deny, v3.Log, v3.Pass:
 	default:
-		return out, fmt.Errorf("action %q is not supported", r.Action)
+		fail(ReasonAction, fmt.Errorf("action %q is not supported", r.Action))
 	}
 	if r.HTTP != nil {
-		return out, fmt.Errorf("http matches need an L7 proxy and are not supported")
+		fail(ReasonHTTP, fmt.Errorf("http matches need an L7 proxy, which felix does not run"))
 	}
 	if r.IPVersion != nil {
-		out.IPVersion = *r.IPVersion
+		if v := *r.IPVersion; v == 4 || v == 6 {
+			out.IPVersion = v
+		} else {
+			fail(ReasonIPVersion, fmt.Errorf("ipVersion %d is not 4 or 6", v))
+		}
 	}
 	if r.Protocol != nil {
 		if err := r.Protocol.Validate(); err != nil {
-			return out, err
+			fail(ReasonProtocol, fmt.Errorf("protocol: %w", err))
+		} else {
+			out.Protocol = r.Protocol.Number()
 		}
-		out.Protocol = r.Protocol.Number()
 	}
 	if r.NotProtocol != nil {
 		if err := r.NotProtocol.Validate(); err != nil {
-			return out, err
+			fail(ReasonProtocol, fmt.Errorf("notProtocol: %w", err))
+		} else {
+			out.NotProtocol = r.NotProtocol.Number()
 		}
-		out.NotProtocol = r.NotProtocol.Number()
 	}
 	icmpVersion := 0
-	if r.Protocol != nil && r.Protocol.IsICMP() {
+	if out.Protocol != 0 && r.Protocol.IsICMP() {
 		icmpVersion = 4
-	} else if r.Protocol != nil && r.Protocol.IsICMPv6() {
+	} else if out.Protocol != 0 && r.Protocol.IsICMPv6() {
 		icmpVersion = 6
+	}
+	if icmpVersion != 0 && out.IPVersion != 0 && out.IPVersion != icmpVersion {
+		fail(ReasonProtocol, fmt.Errorf("protocol %s contradicts ipVersion %d", r.Protocol, out.IPVersion))
+		out.Protocol, icmpVersion = 0, 0
+	}
+	if icmpVersion != 0 {
+		out.IPVersion = icmpVersion
 	}
 	if r.ICMP != nil || r.NotICMP != nil {
 		if icmpVersion == 0 {
-			return out, fmt.Errorf("icmp matches need protocol ICMP or ICMPv6")
+			fail(ReasonICMP, fmt.Errorf("icmp matches need protocol ICMP or ICMPv6"))
+		} else {
+			var err error
+			if out.ICMP, err = convertICMP(r.ICMP); err != nil {
+				fail(ReasonICMP, fmt.Errorf("icmp: %w", err))
+			}
+			if out.NotICMP, err = convertICMP(r.NotICMP); err != nil {
+				fail(ReasonICMP, fmt.Errorf("notICMP: %w", err))
+			}
 		}
 	}
-	if icmpVersion != 0 {
-		if out.IPVersion != 0 && out.IPVersion != icmpVersion {
-			return out, fmt.Errorf("protocol %s contradicts ipVersion %d", r.Protocol, out.IPVersion)
-		}
-		out.IPVersion = icmpVersion
+	var fs []fault
+	out.Src, fs = convertEntity(&r.Source, ns, out.Protocol, demands)
+	for _, f := range fs {
+		fail(f.reason, fmt.Errorf("source: %w", f.err))
 	}
-	var err error
-	if out.ICMP, err = convertICMP(r.ICMP); err != nil {
-		return out, fmt.Errorf("icmp: %w", err)
+	out.Dst, fs = convertEntity(&r.Destination, ns, out.Protocol, demands)
+	for _, f := range fs {
+		fail(f.reason, fmt.Errorf("destination: %w", f.err))
 	}
-	if out.NotICMP, err = convertICMP(r.NotICMP); err != nil {
-		return out, fmt.Errorf("notICMP: %w", err)
-	}
-	if out.Src, err = convertEntity(&r.Source, ns, out.Protocol, demands); err != nil {
-		return out, fmt.Errorf("source: %w", err)
-	}
-	if out.Dst, err = convertEntity(&r.Destination, ns, out.Protocol, demands); err != nil {
-		return out, fmt.Errorf("destination: %w", err)
-	}
-	return out, nil
+	return out, faults
 }
 
 func convertICMP(f *v3.ICMPFields) (*ICMPMatch, error) {
@@ -183,19 +237,25 @@ func convertICMP(f *v3.ICMPFields) (*ICMPMatch, error) {
 	return m, nil
 }
 
-func convertEntity(e *v3.EntityRule, ns string, proto uint8, demands map[string]*demand) (EntityMatch, error) {
+// convertEntity converts one side of a rule; a part that cannot be
+// rendered is left out and returned as a fault.
+func convertEntity(e *v3.EntityRule, ns string, proto uint8, demands map[string]*demand) (EntityMatch, []fault) {
 	var m EntityMatch
+	var faults []fault
+	fail := func(reason string, err error) { faults = append(faults, fault{reason, err}) }
 	var err error
 	if m.Nets, m.NetSet, err = netMatch(e.Nets, false, demands); err != nil {
-		return m, fmt.Errorf("nets: %w", err)
+		fail(ReasonNets, fmt.Errorf("nets: %w", err))
 	}
 	// A negated net always gets a set too: iptables allows one -s per
 	// rule, and the renderer needs it when a positive net takes the -s.
 	if m.NotNets, m.NotNetSet, err = netMatch(e.NotNets, true, demands); err != nil {
-		return m, fmt.Errorf("notNets: %w", err)
+		fail(ReasonNets, fmt.Errorf("notNets: %w", err))
 	}
 	if e.Services != nil {
-		return m, fmt.Errorf("services matches are not supported yet")
+		// Calico matches a Kubernetes Service's endpoints; felix does not
+		// watch Services (and the datastore refuses such writes).
+		fail(ReasonServices, fmt.Errorf("services matches are not supported (service %s/%s)", e.Services.Namespace, e.Services.Name))
 	}
 
 	// The label part: Calico scopes a namespaced policy's rule selectors
@@ -212,36 +272,38 @@ func convertEntity(e *v3.EntityRule, ns string, proto uint8, demands map[string]
 			saNames = sa.Names
 		}
 	}
-	labelMatch := e.Selector != "" || e.NamespaceSelector != "" || saSel != "" || saNames != nil
-	var posSel *matcher // the endpoints the positive side selects (for named ports)
-	if labelMatch {
-		if posSel, err = newMatcher(e.Selector, scope, e.NamespaceSelector, saSel, saNames); err != nil {
-			return m, err
+	posSel := allMatcher() // the endpoints the positive side selects (for named ports)
+	if e.Selector != "" || e.NamespaceSelector != "" || saSel != "" || saNames != nil {
+		if sel, err := newMatcher(e.Selector, scope, e.NamespaceSelector, saSel, saNames); err != nil {
+			fail(ReasonSelector, err)
+		} else {
+			posSel = sel
+			m.SelSet = sel.id
+			demands[sel.id] = &demand{id: sel.id, typ: HashNet, sel: sel}
 		}
-		m.SelSet = posSel.id
-		demands[posSel.id] = &demand{id: posSel.id, typ: HashNet, sel: posSel}
-	} else if posSel, err = newMatcher("", "", "", "", nil); err != nil {
-		return m, err
 	}
 	if e.NotSelector != "" {
-		not, err := newMatcher(e.NotSelector, scope, e.NamespaceSelector, "", nil)
-		if err != nil {
-			return m, fmt.Errorf("notSelector: %w", err)
+		if not, err := newMatcher(e.NotSelector, scope, e.NamespaceSelector, "", nil); err != nil {
+			fail(ReasonSelector, fmt.Errorf("notSelector: %w", err))
+		} else {
+			m.NotSelSet = not.id
+			demands[not.id] = &demand{id: not.id, typ: HashNet, sel: not}
 		}
-		m.NotSelSet = not.id
-		demands[not.id] = &demand{id: not.id, typ: HashNet, sel: not}
 	}
 
+	// portSets registers its named-port sets only when the whole list
+	// converts.
 	portSets := func(ports []numorstring.Port) ([]PortRange, []string, error) {
 		var ranges []PortRange
 		var named []string
+		sets := map[string]*demand{}
 		for _, p := range ports {
 			if p.IsNamed() {
 				if proto == 0 {
 					return nil, nil, fmt.Errorf("named port %q needs a protocol", p.PortName)
 				}
 				id := shortID("n:", fmt.Sprintf("%s\x00%d\x00%s", posSel.id, proto, p.PortName))
-				demands[id] = &demand{id: id, typ: HashIPPort, sel: posSel, proto: proto, portName: p.PortName}
+				sets[id] = &demand{id: id, typ: HashIPPort, sel: posSel, proto: proto, portName: p.PortName}
 				named = append(named, id)
 				continue
 			}
@@ -253,17 +315,19 @@ func convertEntity(e *v3.EntityRule, ns string, proto uint8, demands map[string]
 		if (len(ranges) > 0 || len(named) > 0) && !portProto(proto) {
 			return nil, nil, fmt.Errorf("ports need protocol TCP, UDP, SCTP or UDPLite")
 		}
+		maps.Copy(demands, sets)
 		slices.Sort(named)
 		return ranges, slices.Compact(named), nil
 	}
 	if m.Ports, m.NamedPortSets, err = portSets(e.Ports); err != nil {
-		return m, fmt.Errorf("ports: %w", err)
+		fail(ReasonPorts, fmt.Errorf("ports: %w", err))
+	} else {
+		m.HasPortConstraint = len(e.Ports) > 0
 	}
-	m.HasPortConstraint = len(e.Ports) > 0
 	if m.NotPorts, m.NotNamedPortSets, err = portSets(e.NotPorts); err != nil {
-		return m, fmt.Errorf("notPorts: %w", err)
+		fail(ReasonPorts, fmt.Errorf("notPorts: %w", err))
 	}
-	return m, nil
+	return m, faults
 }
 
 func portProto(p uint8) bool { return p == 6 || p == 17 || p == 132 || p == 136 }

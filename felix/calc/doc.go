@@ -19,6 +19,18 @@
 // profile, a duplicate) is reported in Result.Problems and skipped; it never
 // stops the rest of the calculation.
 //
+// # Rules that cannot be rendered (never fail open)
+//
+// A rule felix cannot render as written (a services or HTTP match, which
+// Calico's validation accepts, or anything validation missed) never makes
+// its policy disappear. An Allow rule is dropped (it allows less); a Deny
+// keeps the matches that can be rendered (it denies more); a Pass, a Log or
+// an unknown action, whose effect cannot be bounded that way, becomes a
+// Deny of every packet reaching it. A policy whose own selector cannot be
+// parsed selects every endpoint of its namespace scope and denies their
+// traffic in its directions. Each case is listed in Result.Unrenderable
+// with its Handling and Reason.
+//
 // # Label model
 //
 // An endpoint's labels are its own labels over the labelsToApply of its

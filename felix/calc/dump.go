@@ -48,6 +48,9 @@ func (r *Result) String() string {
 	for _, p := range r.Problems {
 		fmt.Fprintf(&b, "problem %s\n", p)
 	}
+	for _, u := range r.Unrenderable {
+		fmt.Fprintf(&b, "unrenderable %s\n", u)
+	}
 	return b.String()
 }
 

@@ -112,6 +112,11 @@ func newMatcher(sel, namespace, nsSel, saSel string, saNames []string) (*matcher
 	return m, nil
 }
 
+// allMatcher matches every labelled object, as newMatcher with no parts.
+func allMatcher() *matcher {
+	return &matcher{id: selector.MustParse("").UniqueID()}
+}
+
 // shortID is prefix + 24 base64url characters of a SHA-224 of s. (A
 // selector's own ID, selector.UniqueID, is Calico's and keeps all 38;
 // ipset names keep only the first 23 either way.)

@@ -57,8 +57,8 @@ type wepInfo struct {
 }
 
 type policyInfo struct {
-	problem string
-	p       *parsedPolicy // id, order and tier unset
+	p            *parsedPolicy // id, order and tier unset
+	unrenderable []Unrenderable
 }
 
 // memoGet returns f() for key, computed at most once per object while the

@@ -62,6 +62,9 @@ type Result struct {
 	IPSets map[string]*IPSet
 	// Problems lists the bad input that was skipped, sorted.
 	Problems []Problem
+	// Unrenderable lists the rules (and policies) felix cannot enforce as
+	// written, each enforced in a fail-closed form instead, sorted.
+	Unrenderable []Unrenderable
 }
 
 // EndpointKind says whether an endpoint is a workload or a host interface.
@@ -207,4 +210,64 @@ func (p Problem) String() string {
 		name = p.Namespace + "/" + p.Name
 	}
 	return fmt.Sprintf("%s %s: %s", p.Kind, name, p.Reason)
+}
+
+// Handling is how felix enforces a rule it cannot render as written. It
+// never fails open: the traffic allowed is at most what the rule as
+// written allows.
+type Handling string
+
+const (
+	// Dropped: an Allow rule is left out (it allows nothing).
+	Dropped Handling = "dropped"
+	// Widened: a Deny rule keeps only the matches felix can render (it
+	// denies at least what it should).
+	Widened Handling = "widened"
+	// Denied: the effect cannot be bounded (a Pass or Log rule, an
+	// unknown action, a policy whose selector cannot be parsed): every
+	// packet reaching the rule, or every packet of the endpoints the
+	// policy may select in its directions, is denied.
+	Denied Handling = "denied"
+)
+
+// Reasons an Unrenderable gives: the part of the rule felix cannot render.
+const (
+	ReasonServices       = "services-match"
+	ReasonHTTP           = "http-match"
+	ReasonAction         = "action"
+	ReasonIPVersion      = "ip-version"
+	ReasonProtocol       = "protocol"
+	ReasonICMP           = "icmp-match"
+	ReasonNets           = "nets"
+	ReasonSelector       = "selector"
+	ReasonPorts          = "ports"
+	ReasonPolicySelector = "policy-selector"
+)
+
+// Unrenderable is one rule, or one whole policy, that cannot be rendered
+// as written, and how it is enforced instead.
+type Unrenderable struct {
+	// Kind, Namespace and Name are the policy's or profile's.
+	Kind, Namespace, Name string
+	// Direction is "ingress" or "egress"; Rule the rule's index in it
+	// (-1: the whole policy, then Direction is "").
+	Direction string
+	Rule      int
+	Action    v3.Action
+	Handling  Handling
+	// Reason is one of the Reason constants (for metrics), Detail the
+	// error in words.
+	Reason, Detail string
+}
+
+func (u Unrenderable) String() string {
+	name := u.Name
+	if u.Namespace != "" {
+		name = u.Namespace + "/" + u.Name
+	}
+	where := "policy"
+	if u.Rule >= 0 {
+		where = fmt.Sprintf("%s rule %d (%s)", u.Direction, u.Rule, u.Action)
+	}
+	return fmt.Sprintf("%s %s: %s %s (%s): %s", u.Kind, name, where, u.Handling, u.Reason, u.Detail)
 }

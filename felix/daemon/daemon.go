@@ -7,7 +7,6 @@ package daemon
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/netip"
@@ -76,6 +75,11 @@ type Config struct {
 type Metrics struct {
 	CalcSeconds prometheus.Histogram
 	Problems    prometheus.Gauge
+	// Unrenderable counts, by handling and reason, each rule (or policy)
+	// enforced in a fail-closed form when it appears; UnrenderableNow is
+	// how many there are at present.
+	Unrenderable    *prometheus.CounterVec
+	UnrenderableNow prometheus.Gauge
 }
 
 // NewMetrics creates the metrics and registers them with reg.
@@ -88,8 +92,17 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Problems: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "felix_calc_bad_input", Help: "Resources skipped because they are invalid or refer to missing ones.",
 		}),
+		Unrenderable: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "felix_calc_unrenderable_rules_total",
+			Help: "Policy and profile rules (or whole policies) that cannot be rendered as written, each counted " +
+				"once when it appears; handling says how it is enforced instead: dropped (Allow), widened (Deny), " +
+				"denied (everything reaching it is denied).",
+		}, []string{"handling", "reason"}),
+		UnrenderableNow: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "felix_calc_unrenderable_rules", Help: "Rules (or whole policies) currently enforced in a fail-closed form because they cannot be rendered as written.",
+		}),
 	}
-	reg.MustRegister(m.CalcSeconds, m.Problems)
+	reg.MustRegister(m.CalcSeconds, m.Problems, m.Unrenderable, m.UnrenderableNow)
 	return m
 }
 
@@ -104,6 +117,9 @@ type Daemon struct {
 	objs     map[datastore.Key]v3.Resource
 	inSync   bool
 	problems map[calc.Problem]bool
+	// unrenderable are the last computation's unrenderable rules (each
+	// logged and counted once, when it appears).
+	unrenderable map[calc.Unrenderable]bool
 
 	// Used only by Recompute (one at a time): the calculation's and the
 	// renderers' memory of unchanged objects and chains, and the rendering
@@ -134,7 +150,7 @@ func New(cfg Config) *Daemon {
 		cfg.Logger = slog.Default()
 	}
 	d := &Daemon{cfg: cfg, log: cfg.Logger, objs: map[datastore.Key]v3.Resource{},
-		problems: map[calc.Problem]bool{}, dirty: make(chan struct{}, 1), memo: calc.NewMemo()}
+		problems: map[calc.Problem]bool{}, unrenderable: map[calc.Unrenderable]bool{}, dirty: make(chan struct{}, 1), memo: calc.NewMemo()}
 	d.setRulesConfig(cfg.Rules)
 	return d
 }
@@ -238,9 +254,24 @@ func (d *Daemon) Recompute() bool {
 		}
 	}
 	d.problems = current
+	unrenderable := map[calc.Unrenderable]bool{}
+	for _, u := range res.Unrenderable {
+		unrenderable[u] = true
+		if d.unrenderable[u] {
+			continue
+		}
+		d.log.Warn("rule cannot be enforced as written; enforcing it fail-closed",
+			"kind", u.Kind, "namespace", u.Namespace, "name", u.Name, "direction", u.Direction, "rule", u.Rule,
+			"action", u.Action, "handling", u.Handling, "reason", u.Reason, "detail", u.Detail)
+		if m := d.cfg.Metrics; m != nil {
+			m.Unrenderable.WithLabelValues(string(u.Handling), u.Reason).Inc()
+		}
+	}
+	d.unrenderable = unrenderable
 	if m := d.cfg.Metrics; m != nil {
 		m.CalcSeconds.Observe(time.Since(start).Seconds())
 		m.Problems.Set(float64(len(current)))
+		m.UnrenderableNow.Set(float64(len(unrenderable)))
 	}
 	d.log.Debug("recomputed", "duration", time.Since(start), "endpoints", len(res.Endpoints), "policies", len(res.Policies))
 	return true
@@ -311,7 +342,7 @@ func (d *Daemon) Run(ctx context.Context, syncer datastore.Syncer) error {
 		case <-ctx.Done():
 			return nil
 		case err := <-dpErr:
-			if err != nil && !errors.Is(err, context.Canceled) {
+			if err != nil && ctx.Err() == nil {
 				return err
 			}
 			return nil

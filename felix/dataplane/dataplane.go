@@ -222,12 +222,15 @@ func (d *Dataplane) Run(ctx context.Context) error {
 		}
 		start := time.Now()
 		res, err := d.Apply(ctx)
+		if err != nil && ctx.Err() != nil {
+			// Stopping: whatever failed (typically a command killed
+			// because ctx ended, "signal: killed") is no sync failure.
+			d.log.Debug("dataplane sync interrupted by shutdown", "error", err)
+			return ctx.Err()
+		}
 		d.inSync.Store(err == nil)
 		d.record(res, err, time.Since(start))
 		if err != nil {
-			if errors.Is(err, context.Canceled) && ctx.Err() != nil {
-				return ctx.Err()
-			}
 			d.InvalidateCaches()
 			d.log.Error("dataplane sync failed; retrying from a full resync", "error", err, "retryIn", backoff)
 			retry = time.After(backoff)

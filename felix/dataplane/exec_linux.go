@@ -42,6 +42,11 @@ func (r ExecRunner) Run(ctx context.Context, name string, args []string, stdin [
 		return nil, fmt.Errorf("running %s: %w", what, err)
 	}
 	if err := cmd.Wait(); err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			// Killed because the context ended: say so, so that callers
+			// can tell a cancellation from a failure.
+			return stdout.Bytes(), fmt.Errorf("running %s: %w (%w): %s", what, ctxErr, err, strings.TrimSpace(stderr.String()))
+		}
 		return stdout.Bytes(), fmt.Errorf("running %s: %w: %s", what, err, strings.TrimSpace(stderr.String()))
 	}
 	return stdout.Bytes(), nil

@@ -2,6 +2,7 @@ package dataplane_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -44,6 +45,10 @@ func TestExecRunnerDirectCancel(t *testing.T) {
 	_, err := dataplane.ExecRunner{}.Run(ctx, "sleep", []string{"30"}, nil)
 	if err == nil {
 		t.Fatal("want an error from a killed command")
+	}
+	// The error says the context ended, not only "signal: killed".
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("error %q is not the context's", err)
 	}
 	if d := time.Since(start); d > 10*time.Second {
 		t.Fatalf("cancelled command took %v", d)

@@ -592,6 +592,10 @@ func (r *renderer) policyRules(rules []calc.Rule) []Rule {
 			action = "-j DROP"
 		case v3.Log:
 			action = fmt.Sprintf(`-j LOG --log-prefix "%s: " --log-level 5`, r.cfg.LogPrefix)
+		default:
+			// calc converts unknown actions to Deny; never render a
+			// rule that does nothing in its place.
+			action = "-j DROP"
 		}
 		for _, m := range matches {
 			out = append(out, Rule{Match: m, Action: action})
