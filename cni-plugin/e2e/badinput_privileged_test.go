@@ -94,7 +94,7 @@ func TestPrivilegedBadInput(t *testing.T) {
 		{"kubernetes without kubeconfig", `{"cniVersion":"1.0.0","name":"n","type":"calico","datastore_type":"kubernetes"` + ipam + `}`, nil, 7, "kubernetes.kubeconfig: is required"},
 		{"bad MTU", good(ipam + `,"mtu":70000`), nil, 7, "mtu: 70000 is outside 576-65535"},
 		{"MTU not a number", good(ipam + `,"mtu":"jumbo"`), nil, 6, "not valid JSON"},
-		{"etcd endpoint not a URL", `{"cniVersion":"1.0.0","name":"n","type":"calico","etcd_endpoints":"10.0.0.1:2379"` + ipam + `}`, nil, 7, "is not an http://, https:// or unix:// URL"},
+		{"etcd endpoint not a URL", `{"cniVersion":"1.0.0","name":"n","type":"calico","etcd_endpoints":"10.0.0.1:2379"` + ipam + `}`, nil, 7, "is not an http://, https://, unix:// or unixs:// URL"},
 		{"no IPAM", good(""), nil, 7, "ipam.type: is required"},
 		{"no address family", good(`,"ipam":{"type":"calico-ipam","assign_ipv4":"false"}`), map[string]string{"CNI_NETNS": podNS}, 7, "both assign_ipv4 and assign_ipv6 are off"},
 		{"bad log level", good(ipam + `,"log_level":"loud"`), nil, 7, `log_level: "loud"`},

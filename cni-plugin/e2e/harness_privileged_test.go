@@ -81,15 +81,37 @@ type clusterOpts struct {
 	portmap    bool
 	ipamType   string // default calico-ipam
 	extraIPAM  map[string]any
+	// etcdSecurity: "" plain, "tls" (client certificates, the netconf's
+	// etcd_*_file settings) or "auth" (username/password from the
+	// runtime's environment).
+	etcdSecurity string
 }
 
 func newCluster(t testing.TB, o clusterOpts) *cluster {
-	c := &cluster{t: t, node: netnstest.NewNode(t), etcd: testservers.StartEtcd(t)}
+	c := &cluster{t: t, node: netnstest.NewNode(t)}
 	// The plugins (started by libcni with this process's environment)
 	// keep their IPAM block hints in the test's folder.
 	t.Setenv("TABBY_CNI_HINT_DIR", t.TempDir())
+	etcdConf := map[string]any{}
+	clientCfg := etcd.Config{}
+	switch o.etcdSecurity {
+	case "tls":
+		s := testservers.StartEtcdTLS(t)
+		c.etcd = s.Etcd
+		etcdConf = map[string]any{"etcd_ca_cert_file": s.CA.CAFile, "etcd_cert_file": s.Client.CertFile, "etcd_key_file": s.Client.KeyFile}
+		clientCfg.TLS = etcd.TLSFiles{CAFile: s.CA.CAFile, CertFile: s.Client.CertFile, KeyFile: s.Client.KeyFile}
+	case "auth":
+		c.etcd = testservers.StartEtcd(t)
+		c.etcd.EnableAuth(t, "calico", "s3cret", "rootpw")
+		t.Setenv("ETCD_USERNAME", "calico")
+		t.Setenv("ETCD_PASSWORD", "s3cret")
+		clientCfg.Username, clientCfg.Password = "calico", "s3cret"
+	default:
+		c.etcd = testservers.StartEtcd(t)
+	}
+	clientCfg.Endpoints = []string{c.etcd.Endpoint()}
 	var err error
-	c.client, err = etcd.New(etcd.Config{Endpoints: []string{c.etcd.Endpoint()}})
+	c.client, err = etcd.New(clientCfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,6 +134,9 @@ func newCluster(t testing.TB, o clusterOpts) *cluster {
 		"etcd_endpoints": c.etcd.UnixEndpoint(), "nodename": "node1", "mtu": 1440,
 		"ipam": ipamConf, "container_settings": map[string]any{"allow_ip_forwarding": true},
 	}}
+	for k, v := range etcdConf {
+		plugins[0].(map[string]any)[k] = v
+	}
 	if o.portmap {
 		plugins = append(plugins, map[string]any{"type": "portmap", "capabilities": map[string]bool{"portMappings": true}, "snat": true})
 	}

@@ -126,8 +126,8 @@ func (c *NetConf) defaultAndValidate() error {
 			return invalid("etcd_endpoints", "is required with datastore_type etcdv3 (e.g. \"http://127.0.0.1:2379\")")
 		}
 		for _, ep := range c.Endpoints() {
-			if !strings.HasPrefix(ep, "http://") && !strings.HasPrefix(ep, "https://") && !strings.HasPrefix(ep, "unix://") {
-				return invalid("etcd_endpoints", "%q is not an http://, https:// or unix:// URL", ep)
+			if !strings.HasPrefix(ep, "http://") && !strings.HasPrefix(ep, "https://") && !strings.HasPrefix(ep, "unix://") && !strings.HasPrefix(ep, "unixs://") {
+				return invalid("etcd_endpoints", "%q is not an http://, https://, unix:// or unixs:// URL", ep)
 			}
 		}
 	case DatastoreKubernetes:

@@ -58,7 +58,7 @@ func TestParseBadConfig(t *testing.T) {
 		{"missing name", `{"type":"calico","etcd_endpoints":"http://a:1","ipam":{"type":"calico-ipam"}}`, types.ErrInvalidNetworkConfig, "name: is required"},
 		{"unknown datastore", `{` + base + `,"datastore_type":"consul"}`, types.ErrInvalidNetworkConfig, `datastore_type: "consul" is not supported`},
 		{"etcd without endpoints", `{` + base + `,"datastore_type":"etcdv3"}`, types.ErrInvalidNetworkConfig, "etcd_endpoints: is required"},
-		{"etcd endpoint not a URL", `{` + base + `,"etcd_endpoints":"127.0.0.1:2379"}`, types.ErrInvalidNetworkConfig, `etcd_endpoints: "127.0.0.1:2379" is not an http://, https:// or unix:// URL`},
+		{"etcd endpoint not a URL", `{` + base + `,"etcd_endpoints":"127.0.0.1:2379"}`, types.ErrInvalidNetworkConfig, `etcd_endpoints: "127.0.0.1:2379" is not an http://, https://, unix:// or unixs:// URL`},
 		{"kubernetes without kubeconfig", `{` + base + `,"datastore_type":"kubernetes"}`, types.ErrInvalidNetworkConfig, "kubernetes.kubeconfig: is required"},
 		{"MTU too small", `{` + base + `,"etcd_endpoints":"http://a:1","mtu":100}`, types.ErrInvalidNetworkConfig, "mtu: 100 is outside 576-65535"},
 		{"MTU not a number", `{` + base + `,"etcd_endpoints":"http://a:1","mtu":"big"}`, types.ErrDecodingFailure, "not valid JSON"},

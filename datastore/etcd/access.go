@@ -94,11 +94,15 @@ func accessProblem(err error) (reason string, ok bool) {
 // failure was something else) or none could be reached.
 func diagnoseTLS(ctx context.Context, endpoints []string, cfg *tls.Config, timeout time.Duration) error {
 	for _, ep := range endpoints {
-		_, network, addr, secure, err := endpointAddr(ep)
+		base, network, addr, secure, err := endpointAddr(ep)
 		if err != nil || !secure {
 			continue
 		}
-		if err := probeTLS(ctx, network, addr, cfg, timeout); err != nil {
+		c := cfg.Clone()
+		if c.ServerName == "" {
+			c.ServerName = serverName(base)
+		}
+		if err := probeTLS(ctx, network, addr, c, timeout); err != nil {
 			return &tlsError{endpoint: ep, err: err}
 		}
 	}
@@ -114,9 +118,6 @@ func probeTLS(ctx context.Context, network, addr string, cfg *tls.Config, timeou
 	}
 	defer raw.Close()
 	c := cfg.Clone()
-	if host, _, err := net.SplitHostPort(addr); err == nil && c.ServerName == "" {
-		c.ServerName = host
-	}
 	c.NextProtos = []string{"h2"}
 	conn := tls.Client(raw, c)
 	if err := conn.HandshakeContext(ctx); err != nil {

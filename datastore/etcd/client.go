@@ -152,7 +152,7 @@ func (c *Client) storeErr(err error) error {
 func (c *Client) looksUnreachable(err error) bool {
 	secure := false
 	for _, ep := range c.endpoints {
-		secure = secure || strings.HasPrefix(ep, "https://")
+		secure = secure || strings.HasPrefix(ep, "https://") || strings.HasPrefix(ep, "unixs:")
 	}
 	if !secure || errors.Is(err, context.Canceled) {
 		return false

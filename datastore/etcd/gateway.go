@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -47,6 +48,19 @@ type gatewayEndpoint struct {
 // the API, where to connect, and whether to speak TLS.
 func endpointAddr(ep string) (base, network, addr string, secure bool, err error) {
 	switch {
+	case strings.HasPrefix(ep, "unixs://"), strings.HasPrefix(ep, "unixs:"):
+		// TLS over a unix socket; the certificate is checked against the
+		// host part of the socket's name, as etcd names them
+		// (localhost:2379), else "localhost".
+		path := strings.TrimPrefix(strings.TrimPrefix(ep, "unixs:"), "//")
+		if path == "" {
+			return "", "", "", false, fmt.Errorf("etcd endpoint %q: no socket path", ep)
+		}
+		host := "localhost"
+		if h, _, err := net.SplitHostPort(filepath.Base(path)); err == nil && h != "" {
+			host = h
+		}
+		return "https://" + host, "unix", path, true, nil
 	case strings.HasPrefix(ep, "unix://"), strings.HasPrefix(ep, "unix:"):
 		path := strings.TrimPrefix(strings.TrimPrefix(ep, "unix:"), "//")
 		if path == "" {
@@ -61,9 +75,19 @@ func endpointAddr(ep string) (base, network, addr string, secure bool, err error
 	case !strings.Contains(ep, "://") && ep != "":
 		base = "http://" + strings.TrimSuffix(ep, "/") // host:port, as etcdctl takes it
 	default:
-		return "", "", "", false, fmt.Errorf("etcd endpoint %q: want http://host:port, https://host:port, host:port or unix://path", ep)
+		return "", "", "", false, fmt.Errorf("etcd endpoint %q: want http://host:port, https://host:port, host:port, unix://path or unixs://path", ep)
 	}
 	return base, "tcp", strings.TrimPrefix(base, "http://"), false, nil
+}
+
+// serverName is the name an endpoint's certificate must carry: the host
+// of its URL prefix (see endpointAddr).
+func serverName(base string) string {
+	hostport := strings.TrimPrefix(strings.TrimPrefix(base, "https://"), "http://")
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		return h
+	}
+	return hostport
 }
 
 // newGateway connects lazily to the endpoints (see endpointAddr).
@@ -84,8 +108,8 @@ func newGateway(tc TransportConfig) (Transport, error) {
 			if tlsCfg == nil {
 				tlsCfg = &tls.Config{MinVersion: tls.VersionTLS12}
 			}
-			if host, _, err := net.SplitHostPort(addr); err == nil && tlsCfg.ServerName == "" {
-				tlsCfg.ServerName = host
+			if tlsCfg.ServerName == "" {
+				tlsCfg.ServerName = serverName(base)
 			}
 		}
 		dialer := &net.Dialer{Timeout: tc.DialTimeout, KeepAlive: 30 * time.Second}

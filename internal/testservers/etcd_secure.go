@@ -36,11 +36,14 @@ func StartEtcdTLS(t testing.TB) *SecureEtcd {
 	client := ca.Issue("client", "root", testpki.Options{Client: true})
 	port, peer := freePort(t), freePort(t)
 	e := &Etcd{endpoint: "https://127.0.0.1:" + itoa(port)}
+	// A TLS unix socket too, reachable from every network namespace.
+	sock := "localhost:" + itoa(port)
+	e.unix = "unixs://" + filepath.Join(dir, sock)
 	e.proc = &process{t: t, name: "etcd", dir: dir, log: filepath.Join(dir, "etcd.log"), args: []string{
 		binary(t, "etcd"),
 		"--name", "test",
 		"--data-dir", filepath.Join(dir, "data"),
-		"--listen-client-urls", e.endpoint,
+		"--listen-client-urls", e.endpoint + ",unixs://" + sock,
 		"--advertise-client-urls", e.endpoint,
 		"--cert-file", server.CertFile, "--key-file", server.KeyFile,
 		"--client-cert-auth", "--trusted-ca-file", ca.CAFile,

@@ -63,9 +63,12 @@ func New(cfg etcd.TransportConfig) (etcd.Transport, error) {
 func (t *Transport) dial(cfg etcd.TransportConfig) (*clientv3.Client, error) {
 	eps := make([]string, len(cfg.Endpoints))
 	for i, e := range cfg.Endpoints {
-		// Tabby also takes unix:path; the library wants unix://path.
-		if strings.HasPrefix(e, "unix:") && !strings.HasPrefix(e, "unix://") {
-			e = "unix://" + strings.TrimPrefix(e, "unix:")
+		// Tabby also takes unix:path and unixs:path; the library wants
+		// the // form.
+		for _, scheme := range []string{"unix:", "unixs:"} {
+			if strings.HasPrefix(e, scheme) && !strings.HasPrefix(e, scheme+"//") {
+				e = scheme + "//" + strings.TrimPrefix(e, scheme)
+			}
 		}
 		eps[i] = e
 	}
