@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"strings"
+	"syscall"
 
 	"github.com/containernetworking/cni/pkg/types"
 )
@@ -198,7 +200,7 @@ func (c *NetConf) ResolveNodename(hostname func() (string, error)) (string, erro
 	if c.Nodename != "" {
 		return c.Nodename, nil
 	}
-	b, err := os.ReadFile(c.NodenameFile)
+	b, err := readSmallFile(c.NodenameFile, 4096)
 	switch {
 	case err == nil:
 		if n := strings.TrimSpace(string(b)); n != "" {
@@ -214,6 +216,28 @@ func (c *NetConf) ResolveNodename(hostname func() (string, error)) (string, erro
 		return "", &Error{Code: types.ErrInternal, Msg: "determining the hostname: " + err.Error()}
 	}
 	return strings.ToLower(strings.TrimSpace(h)), nil
+}
+
+// readSmallFile reads a regular file of at most max bytes without ever
+// blocking (a FIFO or a device named by mistake is an error, not a
+// stall).
+func readSmallFile(path string, max int64) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	if st.Size() > max {
+		return nil, fmt.Errorf("%s is larger than %d bytes", path, max)
+	}
+	return io.ReadAll(io.LimitReader(f, max))
 }
 
 // nodenameFileRequired reports whether a missing nodename file is an
