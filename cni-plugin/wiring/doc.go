@@ -5,8 +5,12 @@
 // route through it (IPv6: through the host end's link-local address); on
 // the node, a /32 (/128) route to the pod with metric 1024 and proto boot
 // so BIRD's `learn` picks it up. Setup is all-or-nothing: on failure it
-// removes what it made. Teardown is idempotent. Check reports every way
-// the live state differs from what Setup made.
+// removes what it made. The host end carries its attachment's ID as its
+// alias (OwnerMark): Teardown removes only a host veth so marked (or an
+// unmarked one whose peer is in the pod's namespace), never a link by
+// name alone, and never touches the pod's namespace (removing the host end
+// removes the pair). Teardown is idempotent. Check reports every way the
+// live state differs from what Setup made.
 //
 // The node side lives in HostNS: the plugin's own namespace in production,
 // a test's node namespace in tests.
