@@ -69,7 +69,7 @@ func (p *Plugin) add(a *skel.CmdArgs) (res *current.Result, err error) {
 		if err == nil {
 			err = errors.New("a pod's interface and routes would be made on the node itself")
 		}
-		return nil, types.NewError(types.ErrInvalidEnvironmentVariables, "CNI_NETNS "+a.Netns+" is the node's own network namespace, not a pod's", err.Error())
+		return nil, types.NewError(types.ErrInvalidNetNS, "CNI_NETNS "+a.Netns+" is the node's own network namespace, not a pod's", err.Error())
 	}
 	ctx, cancel := p.ctx()
 	defer cancel()
@@ -237,15 +237,10 @@ func result(c *call, a *skel.CmdArgs, addrs []net.IPNet, wired *wiring.Result) *
 	if res.CNIVersion == "" {
 		res.CNIVersion = current.ImplementedSpecVersion
 	}
-	v4, v6 := false, false
 	for _, n := range addrs {
 		res.IPs = append(res.IPs, &current.IPConfig{Interface: &zero, Address: n})
-		if n.IP.To4() != nil {
-			v4 = true
-		} else {
-			v6 = true
-		}
 	}
+	v4, v6 := wired.DefaultV4, wired.DefaultV6
 	if v4 {
 		res.Routes = append(res.Routes, &types.Route{Dst: net.IPNet{IP: net.IPv4zero.To4(), Mask: net.CIDRMask(0, 32)}, GW: wiring.GatewayIPv4.To4()})
 	}

@@ -33,7 +33,7 @@ func Check(p Pod) []string {
 		}
 		routes, _ := netlink.RouteList(link, netlink.FAMILY_ALL)
 		for _, want := range podRoutes(link.Attrs().Index, p.Addrs) {
-			if !hasRoute(routes, want) {
+			if !hasRoute(routes, want) && !defaultViaOther(link.Attrs().Index, want) {
 				diffs = append(diffs, fmt.Sprintf("pod route %s is missing", describe(want)))
 			}
 		}
@@ -84,6 +84,7 @@ func Wired(p Pod) *Result {
 	_ = podNS.Do(func(ns.NetNS) error {
 		if l, err := netlink.LinkByName(p.ContainerIf); err == nil {
 			res.ContainerMAC = l.Attrs().HardwareAddr.String()
+			res.DefaultV4, res.DefaultV6 = gateways(l.Attrs().Index, p.Addrs)
 		}
 		return nil
 	})

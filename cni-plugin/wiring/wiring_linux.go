@@ -32,6 +32,10 @@ type Result struct {
 	HostMAC      string
 	ContainerMAC string
 	Sandbox      string
+	// DefaultV4 and DefaultV6 say which families' default routes go
+	// through this interface (not when another interface of the pod had
+	// them first).
+	DefaultV4, DefaultV6 bool
 }
 
 // Setup wires the pod. On error nothing it created is left behind.
@@ -121,7 +125,17 @@ func (pr *Prepared) Configure(addrs []net.IPNet) (err error) {
 	// the same time (each Do runs on its own locked thread).
 	hostErr := make(chan error, 1)
 	go func() { hostErr <- p.HostNS.Do(func(ns.NetNS) error { return addHostRoutes(p) }) }()
-	podErr := podNS.Do(func(ns.NetNS) error { return setupPodSide(p) })
+	podErr := podNS.Do(func(ns.NetNS) error {
+		if err := setupPodSide(p); err != nil {
+			return err
+		}
+		link, err := netlink.LinkByName(p.ContainerIf)
+		if err != nil {
+			return err
+		}
+		pr.Result.DefaultV4, pr.Result.DefaultV6 = gateways(link.Attrs().Index, addrs)
+		return nil
+	})
 	return errors.Join(podErr, <-hostErr)
 }
 
@@ -250,6 +264,11 @@ func setupPodSide(p Pod) error {
 	}
 	for _, r := range podRoutes(link.Attrs().Index, p.Addrs) {
 		r := r
+		if defaultViaOther(link.Attrs().Index, r) {
+			// Another interface of the pod (its eth0, for a net1)
+			// has the default route of this family: keep it there.
+			continue
+		}
 		if err := netlink.RouteAdd(&r); err != nil && !errors.Is(err, syscall.EEXIST) {
 			return fmt.Errorf("adding pod route %s: %w", r.String(), err)
 		}
@@ -265,6 +284,49 @@ func setupPodSide(p Pod) error {
 		}
 	}
 	return nil
+}
+
+// defaultViaOther reports whether r is of a family whose default route
+// the pod already has through another interface than ifIndex. It runs
+// in the pod's namespace.
+func defaultViaOther(ifIndex int, r netlink.Route) bool {
+	family := netlink.FAMILY_V4
+	if r.Dst != nil && r.Dst.IP.To4() == nil {
+		family = netlink.FAMILY_V6
+	}
+	routes, err := netlink.RouteListFiltered(family, &netlink.Route{Table: syscall.RT_TABLE_MAIN}, netlink.RT_FILTER_TABLE)
+	if err != nil {
+		return false
+	}
+	for _, have := range routes {
+		if ones := 0; have.Dst != nil {
+			ones, _ = have.Dst.Mask.Size()
+			if ones != 0 {
+				continue
+			}
+		}
+		if have.LinkIndex != ifIndex && have.Gw != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// Gateways says which families' default routes go through the pod
+// interface (none when another interface of the pod already had them).
+// It runs in the pod's namespace.
+func gateways(ifIndex int, addrs []net.IPNet) (v4, v6 bool) {
+	for _, r := range podRoutes(ifIndex, addrs) {
+		if ones, _ := r.Dst.Mask.Size(); ones != 0 || defaultViaOther(ifIndex, r) {
+			continue
+		}
+		if r.Dst.IP.To4() != nil {
+			v4 = true
+		} else {
+			v6 = true
+		}
+	}
+	return v4, v6
 }
 
 // podRoutes are the routes inside the pod: the gateway as a link route and
