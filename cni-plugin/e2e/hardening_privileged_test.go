@@ -421,6 +421,9 @@ func TestPrivilegedSmallerBadInputs(t *testing.T) {
 		defer os.Remove(c.hintPath())
 		addDel(t, conf, "devzero")
 	})
+	// The collector closing fd 0 under skel is reproduced exactly by
+	// cmd/calico's TestReplaceStdinSurvivesGC; here a large stdin goes
+	// the whole way through the binary.
 	t.Run("stdin above 16 MB", func(t *testing.T) {
 		pad := strings.Repeat("x", 20<<20)
 		addDel(t, c.conf("1.0.0", `,"padding":"`+pad+`"`), "bigstdin")
