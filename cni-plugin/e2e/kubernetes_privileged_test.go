@@ -143,6 +143,21 @@ func TestPrivilegedKubernetesDatastore(t *testing.T) {
 			t.Fatalf("no WorkloadEndpoint derived for pod %s: %v", name, weps.Items)
 		}
 	}
+	// A second interface cannot be described by the pod's annotations:
+	// refused before any change, and eth0's annotations stay. A repeated
+	// ADD answers with the same address (issue 19, items 6 and 7).
+	net1 := &pod{netns: web.netns, rt: &libcni.RuntimeConf{ContainerID: web.rt.ContainerID, NetNS: web.rt.NetNS, IfName: "net1", Args: web.rt.Args}}
+	if code, msg := cniCode(c.add(net1)); code != 4 || !strings.Contains(msg, "net1") {
+		t.Fatalf("ADD net1 with the Kubernetes datastore: code %d %q, want 4", code, msg)
+	}
+	again := &pod{netns: web.netns, rt: web.rt}
+	c.mustAdd(again)
+	if again.ip(false) != web.ip(false) {
+		t.Fatalf("repeated ADD of web: %s, first %s", again.ip(false), web.ip(false))
+	}
+	if got, _ := kube.CoreV1().Pods("default").Get(ctx, "web", metav1.GetOptions{}); got.Annotations["cni.projectcalico.org/podIP"] != web.ip(false)+"/32" {
+		t.Fatalf("web's annotations after net1 and a repeated ADD: %v", got.Annotations)
+	}
 	addr := serve(t, db.netns, net.JoinHostPort(db.ip(false), "5432"), "db")
 	if got, err := dial(web.netns, addr); err != nil || got != "db" {
 		t.Fatalf("web -> db: %q %v", got, err)
