@@ -222,6 +222,13 @@ func (c *NetConf) ResolveNodename(hostname func() (string, error)) (string, erro
 // blocking (a FIFO or a device named by mistake is an error, not a
 // stall).
 func readSmallFile(path string, max int64) ([]byte, error) {
+	// Never open anything but a regular file: opening some devices has
+	// effects of its own.
+	if st, err := os.Stat(path); err != nil {
+		return nil, err
+	} else if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, err

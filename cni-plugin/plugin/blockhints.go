@@ -66,6 +66,13 @@ const maxHintFile = 64 << 10
 // maxHintFile bytes. It never blocks: a FIFO, a device or a link to one
 // (placed there by someone else) is no hint at all.
 func readHintFile(path string) ([]byte, error) {
+	// Never open anything but a regular file: opening some devices has
+	// effects of its own.
+	if st, err := os.Lstat(path); err != nil {
+		return nil, err
+	} else if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
