@@ -257,6 +257,26 @@ func TestPrivilegedGCCleansWholeAttachments(t *testing.T) {
 		}
 	}
 	t.Logf("gc-a had %v, gc-c got %v", oa.ips, oc.ips)
+
+	// An attachment whose veth carries no owner mark (made before marks)
+	// cannot be told to be unused: GC keeps all of it, address included.
+	d := c.newPod("gc-d")
+	c.mustRun(t, invocation{command: "ADD", conf: conf, cid: "cid-gc-d", netns: d.netns.Path(), args: k8sArgs("default", "gc-d")})
+	var dVeth string
+	for _, w := range c.weps(t) {
+		if w.Spec.ContainerID == "cid-gc-d" {
+			dVeth = w.Spec.InterfaceName
+		}
+	}
+	c.inNode(func() error { return netlink.LinkSetAlias(c.nodeLink(t, dVeth), "") })
+	before := c.allocations(t)
+	gcConf = c.conf("1.1.0", `,"cni.dev/valid-attachments":[{"containerID":"cid-gc-b","ifname":"eth0"},{"containerID":"cid-gc-c","ifname":"eth0"}]`)
+	if o := c.run(t, invocation{command: "GC", conf: gcConf}); o.code != 0 {
+		t.Fatalf("GC: code %d %s", o.code, o.msg)
+	}
+	if c.nodeLink(t, dVeth) == nil || c.allocations(t) != before {
+		t.Fatalf("GC took part of an attachment it cannot prove unused: veth %v, allocations %d -> %d", c.nodeLink(t, dVeth) != nil, before, c.allocations(t))
+	}
 	// The attachment GC kept is whole and works.
 	if err := netnstest.Ping(c.node, ipOnly(c.weps(t)[0].Spec.IPNetworks[0]), 1, 5*time.Second); err != nil {
 		t.Fatalf("node -> a pod after GC: %v", err)
