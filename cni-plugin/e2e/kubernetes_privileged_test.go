@@ -24,6 +24,7 @@ import (
 	"github.com/tabbynet/tabby/datastore/kdd"
 	"github.com/tabbynet/tabby/internal/netnstest"
 	"github.com/tabbynet/tabby/internal/testservers"
+	"github.com/tabbynet/tabby/ipam"
 )
 
 // proxyInto makes addr (a loopback TCP server of the test's own namespace)
@@ -83,8 +84,9 @@ func TestPrivilegedKubernetesDatastore(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, ann := range map[string]map[string]string{
-		"web": nil,
-		"db":  {"cni.projectcalico.org/ipAddrs": `["10.253.7.7"]`},
+		"web":   nil,
+		"stale": nil,
+		"db":    {"cni.projectcalico.org/ipAddrs": `["10.253.7.7"]`},
 	} {
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Annotations: ann},
 			Spec: corev1.PodSpec{NodeName: "node1", Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
@@ -142,6 +144,42 @@ func TestPrivilegedKubernetesDatastore(t *testing.T) {
 		if !found {
 			t.Fatalf("no WorkloadEndpoint derived for pod %s: %v", name, weps.Items)
 		}
+	}
+	// A second interface cannot be described by the pod's annotations:
+	// refused before any change, and eth0's annotations stay. A repeated
+	// ADD answers with the same address (issue 19, items 6 and 7).
+	net1 := &pod{netns: web.netns, rt: &libcni.RuntimeConf{ContainerID: web.rt.ContainerID, NetNS: web.rt.NetNS, IfName: "net1", Args: web.rt.Args}}
+	if code, msg := cniCode(c.add(net1)); code != 4 || !strings.Contains(msg, "net1") {
+		t.Fatalf("ADD net1 with the Kubernetes datastore: code %d %q, want 4", code, msg)
+	}
+	again := &pod{netns: web.netns, rt: web.rt}
+	c.mustAdd(again)
+	if again.ip(false) != web.ip(false) {
+		t.Fatalf("repeated ADD of web: %s, first %s", again.ip(false), web.ip(false))
+	}
+	if got, _ := kube.CoreV1().Pods("default").Get(ctx, "web", metav1.GetOptions{}); got.Annotations["cni.projectcalico.org/podIP"] != web.ip(false)+"/32" {
+		t.Fatalf("web's annotations after net1 and a repeated ADD: %v", got.Annotations)
+	}
+	// GC with valid attachments that omit a pod removes that pod's
+	// attachment whole: veth, annotations, addresses (issue 19, item 4).
+	stale := c.newPod("stale")
+	c.mustAdd(stale)
+	gcConf, _ := json.Marshal(map[string]any{
+		"cniVersion": "1.1.0", "name": "k8s-pod-network", "type": "calico", "datastore_type": "kubernetes",
+		"kubernetes": map[string]any{"kubeconfig": kubeconfig}, "nodename": "node1", "ipam": map[string]any{"type": "calico-ipam"},
+		"cni.dev/valid-attachments": []map[string]string{{"containerID": web.rt.ContainerID, "ifname": "eth0"}, {"containerID": db.rt.ContainerID, "ifname": "eth0"}},
+	})
+	if o := c.run(t, invocation{command: "GC", conf: string(gcConf)}); o.code != 0 {
+		t.Fatalf("GC: code %d %s", o.code, o.msg)
+	}
+	if got, _ := kube.CoreV1().Pods("default").Get(ctx, "stale", metav1.GetOptions{}); got.Annotations["cni.projectcalico.org/podIP"] != "" {
+		t.Fatalf("GC left the stale pod's annotations: %v", got.Annotations)
+	}
+	if v := c.hostVeths(t); len(v) != 2 {
+		t.Fatalf("host veths after GC: %v, want web's and db's", v)
+	}
+	if got, err := client.Get(ctx, datastore.Key{Kind: v3.KindIPAMHandle, Name: ipam.HandleName("k8s-pod-network." + stale.rt.ContainerID)}); err == nil && len(got.(*v3.IPAMHandle).Spec.Block) > 0 {
+		t.Fatalf("GC kept the stale pod's addresses: %v", got)
 	}
 	addr := serve(t, db.netns, net.JoinHostPort(db.ip(false), "5432"), "db")
 	if got, err := dial(web.netns, addr); err != nil || got != "db" {

@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"strings"
+	"syscall"
 
 	"github.com/containernetworking/cni/pkg/types"
 )
@@ -42,6 +44,11 @@ type ContainerSettings struct {
 // NetConf is the calico plugin's configuration.
 type NetConf struct {
 	types.PluginConf
+
+	// PrevResult is kept undecoded: only CHECK reads it (DecodePrevResult),
+	// so a garbage prevResult can never stop a DEL. It hides
+	// PluginConf's RawPrevResult from the decoder.
+	PrevResultJSON json.RawMessage `json:"prevResult,omitempty"`
 
 	DatastoreType  string `json:"datastore_type,omitempty"`
 	EtcdEndpoints  string `json:"etcd_endpoints,omitempty"`
@@ -160,6 +167,19 @@ func (c *NetConf) defaultAndValidate() error {
 	return nil
 }
 
+// DecodePrevResult decodes prevResult into PluginConf's RawPrevResult
+// (nil when there is none), as CHECK needs it.
+func (c *NetConf) DecodePrevResult() error {
+	c.RawPrevResult = nil
+	if len(c.PrevResultJSON) == 0 || string(c.PrevResultJSON) == "null" {
+		return nil
+	}
+	if err := json.Unmarshal(c.PrevResultJSON, &c.RawPrevResult); err != nil {
+		return &Error{Code: types.ErrDecodingFailure, Field: "prevResult", Msg: "is not a CNI result: " + err.Error()}
+	}
+	return nil
+}
+
 // Endpoints splits etcd_endpoints.
 func (c *NetConf) Endpoints() []string { return SplitEndpoints(c.EtcdEndpoints) }
 
@@ -180,7 +200,7 @@ func (c *NetConf) ResolveNodename(hostname func() (string, error)) (string, erro
 	if c.Nodename != "" {
 		return c.Nodename, nil
 	}
-	b, err := os.ReadFile(c.NodenameFile)
+	b, err := readSmallFile(c.NodenameFile, 4096)
 	switch {
 	case err == nil:
 		if n := strings.TrimSpace(string(b)); n != "" {
@@ -196,6 +216,35 @@ func (c *NetConf) ResolveNodename(hostname func() (string, error)) (string, erro
 		return "", &Error{Code: types.ErrInternal, Msg: "determining the hostname: " + err.Error()}
 	}
 	return strings.ToLower(strings.TrimSpace(h)), nil
+}
+
+// readSmallFile reads a regular file of at most max bytes without ever
+// blocking (a FIFO or a device named by mistake is an error, not a
+// stall).
+func readSmallFile(path string, max int64) ([]byte, error) {
+	// Never open anything but a regular file: opening some devices has
+	// effects of its own.
+	if st, err := os.Stat(path); err != nil {
+		return nil, err
+	} else if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	if st.Size() > max {
+		return nil, fmt.Errorf("%s is larger than %d bytes", path, max)
+	}
+	return io.ReadAll(io.LimitReader(f, max))
 }
 
 // nodenameFileRequired reports whether a missing nodename file is an
@@ -225,6 +274,58 @@ func ParseArgs(s string) (*Args, error) {
 
 // IsKubernetes reports whether the runtime called on behalf of a pod.
 func (a *Args) IsKubernetes() bool { return a.K8S_POD_NAME != "" && a.K8S_POD_NAMESPACE != "" }
+
+// ValidatePod checks the pod's name and namespace as Kubernetes names
+// them (a DNS-1123 subdomain of at most 253 characters, a DNS-1123 label
+// of at most 63): anything else did not come from Kubernetes and cannot
+// name a WorkloadEndpoint. Errors have code 4.
+func (a *Args) ValidatePod() error {
+	if !a.IsKubernetes() {
+		return nil
+	}
+	if err := dns1123(string(a.K8S_POD_NAME), 253, true); err != "" {
+		return &Error{Code: types.ErrInvalidEnvironmentVariables, Field: "CNI_ARGS K8S_POD_NAME",
+			Msg: fmt.Sprintf("%q is not a Kubernetes pod name: %s", truncate(string(a.K8S_POD_NAME)), err)}
+	}
+	if err := dns1123(string(a.K8S_POD_NAMESPACE), 63, false); err != "" {
+		return &Error{Code: types.ErrInvalidEnvironmentVariables, Field: "CNI_ARGS K8S_POD_NAMESPACE",
+			Msg: fmt.Sprintf("%q is not a Kubernetes namespace: %s", truncate(string(a.K8S_POD_NAMESPACE)), err)}
+	}
+	return nil
+}
+
+// dns1123 checks s as a DNS-1123 label (or, with dots, a subdomain) of at
+// most max characters and says what is wrong ("" when nothing is).
+func dns1123(s string, max int, dots bool) string {
+	if len(s) > max {
+		return fmt.Sprintf("longer than %d characters", max)
+	}
+	for i, label := range strings.Split(s, ".") {
+		if i > 0 && !dots {
+			return "contains '.'"
+		}
+		if label == "" {
+			return "has an empty part"
+		}
+		for j := 0; j < len(label); j++ {
+			ch := label[j]
+			switch {
+			case ch >= 'a' && ch <= 'z', ch >= '0' && ch <= '9':
+			case ch == '-' && j > 0 && j < len(label)-1:
+			default:
+				return fmt.Sprintf("%q is not allowed there: lowercase letters, digits and inner '-' only", string(ch))
+			}
+		}
+	}
+	return ""
+}
+
+func truncate(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "..."
+	}
+	return s
+}
 
 // ParseIPList parses a JSON list of IPs, as in the ipAddrs annotation.
 func ParseIPList(field, s string) ([]net.IP, error) {

@@ -131,3 +131,62 @@ func TestParseArgs(t *testing.T) {
 		t.Fatal("accepted a bad IP")
 	}
 }
+
+// TestPrevResultNeverFailsParse: whatever prevResult holds, the
+// configuration parses (a DEL must always complete); CHECK decodes it
+// with DecodePrevResult (issue 19, item 8).
+func TestPrevResultNeverFailsParse(t *testing.T) {
+	base := `{"name":"n","type":"calico","etcd_endpoints":"http://127.0.0.1:2379","ipam":{"type":"calico-ipam"},"prevResult":`
+	for _, prev := range []string{`"garbage"`, `[1,2]`, `7`, `{"ips":"x"}`, `null`} {
+		c, err := Parse([]byte(base + prev + `}`))
+		if err != nil {
+			t.Fatalf("prevResult %s: %v", prev, err)
+		}
+		err = c.DecodePrevResult()
+		if bad := prev != `null` && prev != `{"ips":"x"}`; bad != (err != nil) {
+			t.Errorf("prevResult %s: DecodePrevResult error %v", prev, err)
+		}
+	}
+}
+
+func TestValidatePod(t *testing.T) {
+	for _, tc := range []struct {
+		ns, pod string
+		ok      bool
+	}{
+		{"default", "web-0", true},
+		{"kube-system", "coredns-5d78c9869d-abcde", true},
+		{"default", "a.b.c", true},
+		{"default", "a/b", false},
+		{"default", strings.Repeat("p", 254), false},
+		{"Default", "web", false},
+		{"default", "Web", false},
+		{"de.fault", "web", false},
+		{"default", "-web", false},
+		{"default", "web-", false},
+	} {
+		a, err := ParseArgs("K8S_POD_NAMESPACE=" + tc.ns + ";K8S_POD_NAME=" + tc.pod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := a.ValidatePod(); (err == nil) != tc.ok {
+			t.Errorf("%s/%s: %v, want ok=%v", tc.ns, tc.pod, err, tc.ok)
+		}
+	}
+}
+
+// FuzzParse: any bytes as the configuration and CNI_ARGS parse or fail
+// with an error, never a panic.
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(`{"name":"n","type":"calico","etcd_endpoints":"http://127.0.0.1:2379","ipam":{"type":"calico-ipam"},"prevResult":{"ips":[]}}`), "K8S_POD_NAMESPACE=default;K8S_POD_NAME=web")
+	f.Add([]byte(`{"name":"n","type":"calico","datastore_type":"kubernetes","kubernetes":{"kubeconfig":"/k"},"mtu":-1}`), "IgnoreUnknown=1;K8S_POD_NAME=a/b")
+	f.Fuzz(func(t *testing.T, conf []byte, args string) {
+		if c, err := Parse(conf); err == nil {
+			_ = c.DecodePrevResult()
+			_, _ = c.ResolveNodename(func() (string, error) { return "node", nil })
+		}
+		if a, err := ParseArgs(args); err == nil {
+			_ = a.ValidatePod()
+		}
+	})
+}

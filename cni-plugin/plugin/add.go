@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"time"
 
 	"github.com/containernetworking/cni/pkg/skel"
@@ -14,9 +15,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v3 "github.com/tabbynet/tabby/api/v3"
+	"github.com/tabbynet/tabby/cni-plugin/netconf"
 	"github.com/tabbynet/tabby/cni-plugin/wiring"
 	"github.com/tabbynet/tabby/datastore"
 	"github.com/tabbynet/tabby/ipam"
+	"github.com/tabbynet/tabby/ipam/cniipam"
 )
 
 // Add wires a pod: IPAM, then the veth and routes, then the
@@ -34,11 +37,19 @@ func (p *Plugin) add(a *skel.CmdArgs) (res *current.Result, err error) {
 	if err != nil {
 		return nil, err
 	}
+	// Everything that can be refused is refused before any change.
+	if c.idErr != nil {
+		return nil, c.idErr
+	}
 	if c.conf.IPAM.Type == CalicoIPAM {
 		// Read the ipam section once, and before any I/O.
 		if c.ipam, err = parseIPAMConf(a.StdinData); err != nil {
 			return nil, err
 		}
+	}
+	if c.conf.DatastoreType == netconf.DatastoreKubernetes && c.id.orchestrator == "k8s" && a.IfName != cniipam.DefaultIfName {
+		return nil, types.NewError(types.ErrInvalidEnvironmentVariables,
+			fmt.Sprintf("CNI_IFNAME %q: with datastore_type kubernetes a pod has one interface, %s (its annotations describe that one only)", a.IfName, cniipam.DefaultIfName), "")
 	}
 	if a.Netns == "" {
 		return nil, types.NewError(types.ErrInvalidEnvironmentVariables, "CNI_NETNS is required for ADD", "")
@@ -48,6 +59,17 @@ func (p *Plugin) add(a *skel.CmdArgs) (res *current.Result, err error) {
 		return nil, types.NewError(types.ErrInvalidEnvironmentVariables, "CNI_NETNS is not a usable network namespace", err.Error())
 	} else {
 		podNS.Close()
+	}
+	hostNS, err := p.HostNS()
+	if err != nil {
+		return nil, fmt.Errorf("opening the node's namespace: %w", err)
+	}
+	defer hostNS.Close()
+	if isNode, err := wiring.IsNodeNetNS(hostNS, a.Netns); err != nil || isNode {
+		if err == nil {
+			err = errors.New("a pod's interface and routes would be made on the node itself")
+		}
+		return nil, types.NewError(types.ErrInvalidNetNS, "CNI_NETNS "+a.Netns+" is the node's own network namespace, not a pod's", err.Error())
 	}
 	ctx, cancel := p.ctx()
 	defer cancel()
@@ -62,35 +84,55 @@ func (p *Plugin) add(a *skel.CmdArgs) (res *current.Result, err error) {
 	// lifetime, and read it (pools, settings, reservations, node labels,
 	// affinities) in parallel with the pod's annotations.
 	alloc := ipam.New(client, ipam.Config{CacheTTL: 5 * time.Second})
-	hostNS, err := p.HostNS()
-	if err != nil {
-		return nil, fmt.Errorf("opening the node's namespace: %w", err)
-	}
-	defer hostNS.Close()
 	tm.mark("connect")
+
+	pod := wiring.Pod{
+		NetNSPath: a.Netns, ContainerIf: a.IfName, HostIf: c.id.hostIf, Owner: c.id.handle,
+		MTU: c.conf.MTU, AllowIPForwarding: c.conf.ContainerSettings.AllowIPForwarding, HostNS: hostNS,
+	}
+	// A host veth already marked as this attachment's means a repeated
+	// ADD: it keeps its veth and addresses if they are all there.
+	_, repeated, err := wiring.Owned(hostNS, c.id.hostIf, c.id.handle, "")
+	if err != nil {
+		return nil, fmt.Errorf("looking for %s on the node: %w", c.id.hostIf, err)
+	}
 
 	// While IPAM talks to the datastore, create the veth pair: only its
 	// addresses and routes wait for IPAM's answer.
-	pod := wiring.Pod{
-		NetNSPath: a.Netns, ContainerIf: a.IfName, HostIf: c.id.hostIf,
-		MTU: c.conf.MTU, AllowIPForwarding: c.conf.ContainerSettings.AllowIPForwarding, HostNS: hostNS,
-	}
 	type prepared struct {
 		prep *wiring.Prepared
 		err  error
 	}
 	prepCh := make(chan prepared, 1)
 	var prepTook time.Duration
-	go func() {
-		t0 := time.Now()
-		prep, err := wiring.Prepare(pod, c.ipam.V6()) // Configure fixes up a wrong guess
-		prepTook = time.Since(t0)
-		prepCh <- prepared{prep, err}
-	}()
+	if !repeated {
+		go func() {
+			t0 := time.Now()
+			prep, err := wiring.Prepare(pod, c.ipam.V6()) // Configure fixes up a wrong guess
+			prepTook = time.Since(t0)
+			prepCh <- prepared{prep, err}
+		}()
+	}
 	addrs, ipamErr := p.ipam(ctx, c, a, client, alloc, tm)
 	tm.mark("assign")
-	pr := <-prepCh
-	tm.note("prepare", prepTook)
+	var pr prepared
+	if repeated {
+		if ipamErr != nil {
+			return nil, ipamErr
+		}
+		pod.Addrs = addrs
+		if wired := wiring.Wired(pod); wired != nil {
+			if err := p.recordEndpoint(ctx, client, c, a, addrs, wired.ContainerMAC); err != nil {
+				return nil, fmt.Errorf("recording the WorkloadEndpoint: %w", err)
+			}
+			return result(c, a, addrs, wired), nil
+		}
+		// Something is missing: make the pair again, same addresses.
+		pr.prep, pr.err = wiring.Prepare(pod, hasV6(addrs))
+	} else {
+		pr = <-prepCh
+		tm.note("prepare", prepTook)
+	}
 	switch {
 	case ipamErr != nil && pr.err == nil:
 		pr.prep.Abandon()
@@ -127,11 +169,20 @@ func (p *Plugin) add(a *skel.CmdArgs) (res *current.Result, err error) {
 		err = types.NewError(ErrCodeWiring, "wiring the pod network", cfgErr.Error())
 		return nil, err
 	case recErr != nil:
-		_ = wiring.Teardown(hostNS, c.id.hostIf, a.Netns, a.IfName)
+		_ = wiring.Teardown(hostNS, c.id.hostIf, c.id.handle, a.Netns)
 		err = fmt.Errorf("recording the WorkloadEndpoint: %w", recErr)
 		return nil, err
 	}
 	return result(c, a, addrs, wired), nil
+}
+
+func hasV6(addrs []net.IPNet) bool {
+	for _, a := range addrs {
+		if a.IP.To4() == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // recordEndpoint writes (or takes over) the pod's WorkloadEndpoint.
@@ -186,15 +237,10 @@ func result(c *call, a *skel.CmdArgs, addrs []net.IPNet, wired *wiring.Result) *
 	if res.CNIVersion == "" {
 		res.CNIVersion = current.ImplementedSpecVersion
 	}
-	v4, v6 := false, false
 	for _, n := range addrs {
 		res.IPs = append(res.IPs, &current.IPConfig{Interface: &zero, Address: n})
-		if n.IP.To4() != nil {
-			v4 = true
-		} else {
-			v6 = true
-		}
 	}
+	v4, v6 := wired.DefaultV4, wired.DefaultV6
 	if v4 {
 		res.Routes = append(res.Routes, &types.Route{Dst: net.IPNet{IP: net.IPv4zero.To4(), Mask: net.CIDRMask(0, 32)}, GW: wiring.GatewayIPv4.To4()})
 	}
@@ -217,14 +263,35 @@ func (p *Plugin) ipam(ctx context.Context, c *call, a *skel.CmdArgs, client data
 		}
 	}()
 	var warmErr error
+	var held []netip.Addr
+	var heldErr error
 	if c.conf.IPAM.Type == CalicoIPAM {
+		// A repeated ADD gets what its handle already holds, as
+		// calico-ipam gives it: asked alongside the reads an allocation
+		// needs.
+		heldDone := make(chan struct{})
+		go func() {
+			defer close(heldDone)
+			held, heldErr = alloc.IPsByHandle(ctx, c.id.handle)
+		}()
 		hints := loadBlockHints(p.HintDir, c.conf, c.node)
 		warmErr = alloc.Warm(ctx, c.node, hints.read...)
 		defer func() { hints.save(alloc.AffineBlocks(c.node)) }()
+		<-heldDone
 	}
 	<-reqDone
 	if reqErr != nil {
 		return nil, reqErr
+	}
+	switch {
+	case heldErr != nil && !errors.Is(heldErr, ipam.ErrHandleNotFound):
+		return nil, heldErr
+	case len(held) > 0:
+		out := make([]net.IPNet, len(held))
+		for i, ip := range held {
+			out[i] = hostPrefix(ip.AsSlice())
+		}
+		return out, nil
 	}
 	if warmErr != nil {
 		return nil, warmErr

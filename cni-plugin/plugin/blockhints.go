@@ -3,11 +3,14 @@ package plugin
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
+	"io"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/tabbynet/tabby/cni-plugin/netconf"
 )
@@ -43,7 +46,7 @@ func loadBlockHints(dir string, c *netconf.NetConf, node string) *blockHints {
 	}
 	sum := sha256.Sum256([]byte(c.DatastoreType + "\x00" + c.EtcdEndpoints + "\x00" + node))
 	h := &blockHints{path: filepath.Join(dir, "ipam-blocks-"+hex.EncodeToString(sum[:8]))}
-	data, err := os.ReadFile(h.path)
+	data, err := readHintFile(h.path)
 	if err != nil {
 		return h
 	}
@@ -53,6 +56,36 @@ func loadBlockHints(dir string, c *netconf.NetConf, node string) *blockHints {
 		}
 	}
 	return h
+}
+
+// maxHintFile bounds what is read of a hint file: a node's affine blocks
+// take a few hundred bytes.
+const maxHintFile = 64 << 10
+
+// readHintFile reads a hint file that is a regular file of at most
+// maxHintFile bytes. It never blocks: a FIFO, a device or a link to one
+// (placed there by someone else) is no hint at all.
+func readHintFile(path string) ([]byte, error) {
+	// Never open anything but a regular file: opening some devices has
+	// effects of its own.
+	if st, err := os.Lstat(path); err != nil {
+		return nil, err
+	} else if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() || st.Size() > maxHintFile {
+		return nil, fmt.Errorf("%s is not a hint file (%s, %d bytes)", path, st.Mode().Type(), st.Size())
+	}
+	return io.ReadAll(io.LimitReader(f, maxHintFile))
 }
 
 // save records blocks when they differ from what was read. Failing to

@@ -30,6 +30,12 @@ func (p *Plugin) check(a *skel.CmdArgs) error {
 	if err != nil {
 		return err
 	}
+	if c.idErr != nil {
+		return c.idErr
+	}
+	if err := c.conf.DecodePrevResult(); err != nil {
+		return err
+	}
 	if err := version.ParsePrevResult(&c.conf.PluginConf); err != nil {
 		return types.NewError(types.ErrDecodingFailure, "reading prevResult", err.Error())
 	}
@@ -44,12 +50,17 @@ func (p *Plugin) check(a *skel.CmdArgs) error {
 	for _, ip := range prev.IPs {
 		addrs = append(addrs, hostPrefix(ip.Address.IP))
 	}
+	if len(addrs) == 0 {
+		// Every ADD result of this plugin has an address: with none
+		// there would be nothing to check against.
+		return types.NewError(types.ErrInvalidNetworkConfig, "prevResult lists no address: it is not a result of this plugin's ADD", "")
+	}
 	hostNS, err := p.HostNS()
 	if err != nil {
 		return err
 	}
 	defer hostNS.Close()
-	diffs := wiring.Check(wiring.Pod{NetNSPath: a.Netns, ContainerIf: a.IfName, HostIf: c.id.hostIf, Addrs: addrs, HostNS: hostNS})
+	diffs := wiring.Check(wiring.Pod{NetNSPath: a.Netns, ContainerIf: a.IfName, HostIf: c.id.hostIf, Owner: c.id.handle, Addrs: addrs, HostNS: hostNS})
 
 	ctx, cancel := p.ctx()
 	defer cancel()

@@ -3,6 +3,7 @@ package plugin
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/containernetworking/cni/pkg/skel"
@@ -15,9 +16,11 @@ import (
 )
 
 // Del removes the pod's network. Everything already gone is success, so
-// DEL can be repeated; the WorkloadEndpoint is removed only if it still
-// belongs to this container (a late DEL must not delete a newer pod's
-// record).
+// DEL can be repeated. It removes only what is this attachment's: the
+// WorkloadEndpoint if it still names this container (a late DEL must not
+// delete a newer sandbox's record), the host veth if it carries this
+// attachment's mark (see wiring.Teardown), and the addresses of its IPAM
+// handle, released only once the endpoint is gone.
 func (p *Plugin) Del(a *skel.CmdArgs) error {
 	if err := p.del(a); err != nil {
 		return toCNI(err, "deleting the pod network")
@@ -35,8 +38,6 @@ func (p *Plugin) del(a *skel.CmdArgs) error {
 		return err
 	}
 	defer hostNS.Close()
-	// Only tear down the veth if it is ours: a newer sandbox of the same
-	// pod reuses the name, and its WorkloadEndpoint says whose it is.
 	ctx, cancel := p.ctx()
 	defer cancel()
 	tm := newPhaseTimer("DEL")
@@ -47,87 +48,92 @@ func (p *Plugin) del(a *skel.CmdArgs) error {
 	}
 	defer client.Close()
 
-	// The addresses are this container's whoever owns the pod's name now:
-	// release them while the endpoint and veth are dealt with.
-	relErr := make(chan error, 1)
-	var relTook time.Duration
+	// The kernel takes the longest (removing the veth): start it, and
+	// remove the endpoint and then the addresses meanwhile.
+	tdErr := make(chan error, 1)
+	var tdTook time.Duration
 	go func() {
 		t0 := time.Now()
-		err := p.release(ctx, c, a, ipam.New(client, ipam.Config{}))
-		relTook = time.Since(t0)
-		relErr <- err
+		err := wiring.Teardown(hostNS, c.id.hostIf, c.id.handle, a.Netns)
+		tdTook = time.Since(t0)
+		tdErr <- err
 	}()
-	err = p.delEndpoint(ctx, client, hostNS, c, a)
-	tm.mark("endpoint+veth")
-	rerr := <-relErr
-	tm.note("release", relTook)
-	if err != nil {
-		return err
+	err = p.removeEndpoint(ctx, client, c, a)
+	tm.mark("endpoint")
+	if err == nil {
+		err = p.release(ctx, c, a, ipam.New(client, ipam.Config{}))
+		tm.mark("release")
 	}
-	return rerr
+	terr := <-tdErr
+	tm.note("veth", tdTook)
+	return errors.Join(err, terr)
 }
 
-// delEndpoint removes the WorkloadEndpoint record (or, in Kubernetes mode,
-// blanks the pod's annotations) and the veth, if they still belong to this
-// container.
+// delEndpoint removes the endpoint record and the veth if they still
+// belong to this container (an ADD's rollback).
 func (p *Plugin) delEndpoint(ctx context.Context, client datastore.Client, hostNS ns.NetNS, c *call, a *skel.CmdArgs) error {
+	return errors.Join(
+		wiring.Teardown(hostNS, c.id.hostIf, c.id.handle, a.Netns),
+		p.removeEndpoint(ctx, client, c, a))
+}
+
+// removeEndpoint removes the WorkloadEndpoint record (or, in Kubernetes
+// mode, blanks the pod's annotations) if it still belongs to this
+// container. The record is found by its name, or, when the node has been
+// renamed since the ADD, by its container and interface; an error means
+// it may still be there, and the addresses must then be kept.
+func (p *Plugin) removeEndpoint(ctx context.Context, client datastore.Client, c *call, a *skel.CmdArgs) error {
+	if c.idErr != nil {
+		// No ADD ever got past this identity: there is no record.
+		return nil
+	}
 	if pods, ok := p.pods(client, c); ok {
 		// Kubernetes mode: the pod's annotations say which sandbox owns
 		// the pod's network now.
-		owner, err := pods.Owner(ctx, c.id.namespace, c.id.pod)
-		if err != nil {
-			return err
-		}
-		if owner == "" || owner == a.ContainerID {
-			if err := wiring.Teardown(hostNS, c.id.hostIf, a.Netns, a.IfName); err != nil {
-				return err
-			}
-			if err := pods.Release(ctx, c.id.namespace, c.id.pod, a.ContainerID); err != nil {
-				return err
-			}
-		}
-		return nil
+		return pods.Release(ctx, c.id.namespace, c.id.pod, a.ContainerID)
 	}
-
 	key := datastore.Key{Kind: v3.KindWorkloadEndpoint, Namespace: c.id.namespace, Name: c.id.wepName}
 	cur, err := client.Get(ctx, key)
 	var bad datastore.BadRecord
-	switch {
-	case err == nil && cur.(*v3.WorkloadEndpoint).Spec.ContainerID != a.ContainerID:
-		// A newer sandbox owns the name and the veth: release only our
-		// addresses.
-	case err == nil:
-		// Ours: remove the record while the kernel removes the veth (a
-		// repeated DEL finds no record and removes whatever is left).
-		delErr := make(chan error, 1)
-		go func() {
-			_, err := client.Delete(ctx, key, datastore.DeleteOptions{ResourceVersion: cur.GetResourceVersion()})
-			if errors.Is(err, datastore.ErrNotFound) || errors.Is(err, datastore.ErrConflict) {
-				err = nil
-			}
-			delErr <- err
-		}()
-		tdErr := wiring.Teardown(hostNS, c.id.hostIf, a.Netns, a.IfName)
-		if err := errors.Join(tdErr, <-delErr); err != nil {
-			return err
-		}
-	case errors.Is(err, datastore.ErrNotFound):
-		if err := wiring.Teardown(hostNS, c.id.hostIf, a.Netns, a.IfName); err != nil {
-			return err
-		}
-	case errors.As(err, &bad):
+	if errors.As(err, &bad) {
 		// The record cannot say whose it is, and nothing can use it:
-		// delete it (exactly that revision) and tear down as for a
-		// missing record; the addresses go by this container's handle.
+		// delete it (exactly that revision); the addresses go by this
+		// container's handle.
 		_, derr := client.Delete(ctx, key, datastore.DeleteOptions{ResourceVersion: bad.Revision})
 		if errors.Is(derr, datastore.ErrNotFound) || errors.Is(derr, datastore.ErrConflict) {
 			derr = nil
 		}
-		if err := errors.Join(wiring.Teardown(hostNS, c.id.hostIf, a.Netns, a.IfName), derr); err != nil {
-			return err
-		}
-	default:
+		return derr
+	}
+	if errors.Is(err, datastore.ErrNotFound) {
+		cur, err = p.findEndpoint(ctx, client, c, a)
+	}
+	if err != nil {
 		return err
 	}
-	return nil
+	if cur == nil || cur.(*v3.WorkloadEndpoint).Spec.ContainerID != a.ContainerID {
+		// Gone, or a newer sandbox owns the name.
+		return nil
+	}
+	_, err = client.Delete(ctx, datastore.KeyOf(cur), datastore.DeleteOptions{ResourceVersion: cur.GetResourceVersion()})
+	if errors.Is(err, datastore.ErrNotFound) || errors.Is(err, datastore.ErrConflict) {
+		err = nil
+	}
+	return err
+}
+
+// findEndpoint looks for this container's endpoint under any node name
+// (nil when there is none).
+func (p *Plugin) findEndpoint(ctx context.Context, client datastore.Client, c *call, a *skel.CmdArgs) (v3.Resource, error) {
+	l, err := client.List(ctx, v3.KindWorkloadEndpoint, datastore.ListOptions{Namespace: c.id.namespace})
+	if err != nil {
+		return nil, fmt.Errorf("looking for the WorkloadEndpoint of container %s: %w", a.ContainerID, err)
+	}
+	for _, o := range l.Items {
+		w := o.(*v3.WorkloadEndpoint)
+		if w.Spec.ContainerID == a.ContainerID && w.Spec.Endpoint == a.IfName && w.Spec.Orchestrator == c.id.orchestrator {
+			return w, nil
+		}
+	}
+	return nil, nil
 }

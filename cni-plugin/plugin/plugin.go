@@ -49,9 +49,10 @@ type Plugin struct {
 	PodsFor func(datastore.Client) (Pods, bool)
 }
 
-// pods returns Pod access for a Kubernetes pod on the Kubernetes datastore.
+// pods returns Pod access for a Kubernetes pod's eth0 on the Kubernetes
+// datastore (the pod's annotations describe that interface only).
 func (p *Plugin) pods(client datastore.Client, c *call) (Pods, bool) {
-	if p.PodsFor == nil || c.id.orchestrator != "k8s" {
+	if p.PodsFor == nil || c.id.orchestrator != "k8s" || c.id.ifName != cniipam.DefaultIfName {
 		return nil, false
 	}
 	return p.PodsFor(client)
@@ -93,6 +94,9 @@ type call struct {
 	args *netconf.Args
 	node string
 	id   identity
+	// idErr says the pod's identity (CNI_ARGS) is unusable: ADD and
+	// CHECK refuse it, DEL still cleans up what the container ID names.
+	idErr error
 }
 
 // identity says who the pod is and how its records are named.
@@ -101,7 +105,8 @@ type identity struct {
 	namespace    string
 	pod          string
 	workload     string
-	handle       string
+	ifName       string
+	handle       string // the IPAM handle, also the attachment's mark on its host veth
 	wepName      string
 	hostIf       string
 }
@@ -125,27 +130,30 @@ func (p *Plugin) parse(a *skel.CmdArgs) (*call, error) {
 	if a.IfName == "" {
 		return nil, types.NewError(types.ErrInvalidEnvironmentVariables, "CNI_IFNAME is required", "")
 	}
-	c := &call{conf: conf, args: args, node: node}
+	c := &call{conf: conf, args: args, node: node, idErr: args.ValidatePod()}
 	c.id = identify(conf.Name, node, a.ContainerID, a.IfName, args)
 	return c, nil
 }
 
 // identify names the pod's records. The IPAM handle is Calico's
 // "<network name>.<container ID>" (k8s-pod-network.<id> with Calico's
-// manifests), so GC can tell this network's allocations from others'.
+// manifests) for eth0, with the interface appended for any other (see
+// cniipam.HandleID), so GC can tell this network's allocations from
+// others' and each interface holds its own addresses.
 func identify(network, node, containerID, ifName string, args *netconf.Args) identity {
+	handle := cniipam.HandleID(network, containerID, ifName)
 	if args.IsKubernetes() {
 		ns, pod := string(args.K8S_POD_NAMESPACE), string(args.K8S_POD_NAME)
 		return identity{
-			orchestrator: "k8s", namespace: ns, pod: pod, workload: ns + "." + pod,
-			handle:  network + "." + containerID,
+			orchestrator: "k8s", namespace: ns, pod: pod, workload: ns + "." + pod, ifName: ifName,
+			handle:  handle,
 			wepName: escapedName(node, "k8s", pod, ifName),
-			hostIf:  wiring.HostVethName(ns, pod),
+			hostIf:  wiring.HostVethNameForPodInterface(ns, pod, ifName),
 		}
 	}
 	return identity{
-		orchestrator: "cni", namespace: "default", workload: containerID,
-		handle:  network + "." + containerID,
+		orchestrator: "cni", namespace: "default", workload: containerID, ifName: ifName,
+		handle:  handle,
 		wepName: escapedName(node, "cni", containerID, ifName),
 		hostIf:  wiring.HostVethNameForContainer(containerID, ifName),
 	}
@@ -195,7 +203,7 @@ func (p *Plugin) assign(ctx context.Context, c *call, a *skel.CmdArgs, alloc *ip
 		}
 		return out, nil
 	}
-	req := cniipam.Request{Network: c.conf.Name, ContainerID: a.ContainerID, Node: c.node, Conf: c.ipam}
+	req := cniipam.Request{Network: c.conf.Name, ContainerID: a.ContainerID, IfName: a.IfName, Node: c.node, Conf: c.ipam}
 	if c.id.orchestrator == "k8s" {
 		req.Namespace, req.Pod = c.id.namespace, c.id.pod
 	}

@@ -17,12 +17,14 @@ func Check(p Pod) []string {
 		return []string{fmt.Sprintf("pod netns %s: %v", p.NetNSPath, err)}
 	}
 	defer podNS.Close()
+	podIndex := 0
 	_ = podNS.Do(func(ns.NetNS) error {
 		link, err := netlink.LinkByName(p.ContainerIf)
 		if err != nil {
 			diffs = append(diffs, fmt.Sprintf("pod interface %s is missing", p.ContainerIf))
 			return nil
 		}
+		podIndex = link.Attrs().Index
 		addrs, _ := netlink.AddrList(link, netlink.FAMILY_ALL)
 		for _, want := range p.Addrs {
 			if !hasAddr(addrs, want) {
@@ -31,7 +33,7 @@ func Check(p Pod) []string {
 		}
 		routes, _ := netlink.RouteList(link, netlink.FAMILY_ALL)
 		for _, want := range podRoutes(link.Attrs().Index, p.Addrs) {
-			if !hasRoute(routes, want) {
+			if !hasRoute(routes, want) && !defaultViaOther(link.Attrs().Index, want) {
 				diffs = append(diffs, fmt.Sprintf("pod route %s is missing", describe(want)))
 			}
 		}
@@ -42,6 +44,12 @@ func Check(p Pod) []string {
 		if err != nil {
 			diffs = append(diffs, fmt.Sprintf("host interface %s is missing", p.HostIf))
 			return nil
+		}
+		if alias := link.Attrs().Alias; p.Owner != "" && alias != "" && alias != OwnerMark(p.Owner) {
+			diffs = append(diffs, fmt.Sprintf("host interface %s belongs to %s, not %s", p.HostIf, alias, p.Owner))
+		}
+		if _, veth := link.(*netlink.Veth); !veth || !peerIn(link, p.NetNSPath) || (podIndex != 0 && link.Attrs().ParentIndex != podIndex) {
+			diffs = append(diffs, fmt.Sprintf("host interface %s is not the peer of the pod's %s", p.HostIf, p.ContainerIf))
 		}
 		if link.Attrs().HardwareAddr.String() != HostMAC {
 			diffs = append(diffs, fmt.Sprintf("host interface %s has MAC %s, want %s", p.HostIf, link.Attrs().HardwareAddr, HostMAC))
@@ -55,6 +63,35 @@ func Check(p Pod) []string {
 		return nil
 	})
 	return diffs
+}
+
+// Wired returns what Setup made for p if the live state is all there and
+// the host end carries p.Owner's mark (nil otherwise), so a repeated ADD
+// can answer without remaking anything.
+func Wired(p Pod) *Result {
+	if p.Owner == "" {
+		return nil
+	}
+	if _, owned, err := Owned(p.HostNS, p.HostIf, p.Owner, ""); err != nil || !owned || len(Check(p)) > 0 {
+		return nil
+	}
+	podNS, err := ns.GetNS(p.NetNSPath)
+	if err != nil {
+		return nil
+	}
+	defer podNS.Close()
+	res := &Result{HostMAC: HostMAC, Sandbox: p.NetNSPath}
+	_ = podNS.Do(func(ns.NetNS) error {
+		if l, err := netlink.LinkByName(p.ContainerIf); err == nil {
+			res.ContainerMAC = l.Attrs().HardwareAddr.String()
+			res.DefaultV4, res.DefaultV6 = gateways(l.Attrs().Index, p.Addrs)
+		}
+		return nil
+	})
+	if res.ContainerMAC == "" {
+		return nil
+	}
+	return res
 }
 
 func hasAddr(have []netlink.Addr, want net.IPNet) bool {

@@ -21,6 +21,10 @@ type Pod struct {
 	MTU               int
 	AllowIPForwarding bool
 	HostNS            ns.NetNS // where the host end and routes go
+	// Owner marks the host end (its alias, see OwnerMark) with the
+	// attachment it belongs to: Teardown removes only a host end so
+	// marked.
+	Owner string
 }
 
 // Result is what Setup made.
@@ -28,6 +32,10 @@ type Result struct {
 	HostMAC      string
 	ContainerMAC string
 	Sandbox      string
+	// DefaultV4 and DefaultV6 say which families' default routes go
+	// through this interface (not when another interface of the pod had
+	// them first).
+	DefaultV4, DefaultV6 bool
 }
 
 // Setup wires the pod. On error nothing it created is left behind.
@@ -61,13 +69,14 @@ func Prepare(p Pod, ipv6 bool) (prep *Prepared, err error) {
 	defer podNS.Close()
 
 	// A stale host end with our name (a pod re-created with the same
-	// name) would block the new one: remove it first, as Calico does.
-	if err := p.HostNS.Do(func(ns.NetNS) error { return deleteLinkIfExists(p.HostIf) }); err != nil {
-		return nil, fmt.Errorf("removing stale %s: %w", p.HostIf, err)
+	// name) would block the new one: remove it first, as Calico does, but
+	// only if it is a veth.
+	if err := p.HostNS.Do(func(ns.NetNS) error { return removeStaleHostEnd(p.HostIf) }); err != nil {
+		return nil, err
 	}
 	defer func() {
 		if err != nil {
-			_ = Teardown(p.HostNS, p.HostIf, p.NetNSPath, p.ContainerIf)
+			_ = Teardown(p.HostNS, p.HostIf, p.Owner, p.NetNSPath)
 		}
 	}()
 
@@ -116,13 +125,23 @@ func (pr *Prepared) Configure(addrs []net.IPNet) (err error) {
 	// the same time (each Do runs on its own locked thread).
 	hostErr := make(chan error, 1)
 	go func() { hostErr <- p.HostNS.Do(func(ns.NetNS) error { return addHostRoutes(p) }) }()
-	podErr := podNS.Do(func(ns.NetNS) error { return setupPodSide(p) })
+	podErr := podNS.Do(func(ns.NetNS) error {
+		if err := setupPodSide(p); err != nil {
+			return err
+		}
+		link, err := netlink.LinkByName(p.ContainerIf)
+		if err != nil {
+			return err
+		}
+		pr.Result.DefaultV4, pr.Result.DefaultV6 = gateways(link.Attrs().Index, addrs)
+		return nil
+	})
 	return errors.Join(podErr, <-hostErr)
 }
 
 // Abandon removes a prepared pair (e.g. when IPAM failed).
 func (pr *Prepared) Abandon() {
-	_ = Teardown(pr.pod.HostNS, pr.pod.HostIf, pr.pod.NetNSPath, pr.pod.ContainerIf)
+	_ = Teardown(pr.pod.HostNS, pr.pod.HostIf, pr.pod.Owner, pr.pod.NetNSPath)
 }
 
 func hasV6(addrs []net.IPNet) bool {
@@ -177,6 +196,11 @@ func setupHostSide(p Pod, ipv6 bool) error {
 	}
 	if err := writeSysctls(sysctls); err != nil {
 		return err
+	}
+	if p.Owner != "" {
+		if err := netlink.LinkSetAlias(link, OwnerMark(p.Owner)); err != nil {
+			return fmt.Errorf("marking %s as %s's: %w", p.HostIf, p.Owner, err)
+		}
 	}
 	if err := netlink.LinkSetUp(link); err != nil {
 		return fmt.Errorf("bringing %s up: %w", p.HostIf, err)
@@ -240,6 +264,11 @@ func setupPodSide(p Pod) error {
 	}
 	for _, r := range podRoutes(link.Attrs().Index, p.Addrs) {
 		r := r
+		if defaultViaOther(link.Attrs().Index, r) {
+			// Another interface of the pod (its eth0, for a net1)
+			// has the default route of this family: keep it there.
+			continue
+		}
 		if err := netlink.RouteAdd(&r); err != nil && !errors.Is(err, syscall.EEXIST) {
 			return fmt.Errorf("adding pod route %s: %w", r.String(), err)
 		}
@@ -255,6 +284,49 @@ func setupPodSide(p Pod) error {
 		}
 	}
 	return nil
+}
+
+// defaultViaOther reports whether r is of a family whose default route
+// the pod already has through another interface than ifIndex. It runs
+// in the pod's namespace.
+func defaultViaOther(ifIndex int, r netlink.Route) bool {
+	family := netlink.FAMILY_V4
+	if r.Dst != nil && r.Dst.IP.To4() == nil {
+		family = netlink.FAMILY_V6
+	}
+	routes, err := netlink.RouteListFiltered(family, &netlink.Route{Table: syscall.RT_TABLE_MAIN}, netlink.RT_FILTER_TABLE)
+	if err != nil {
+		return false
+	}
+	for _, have := range routes {
+		if ones := 0; have.Dst != nil {
+			ones, _ = have.Dst.Mask.Size()
+			if ones != 0 {
+				continue
+			}
+		}
+		if have.LinkIndex != ifIndex && have.Gw != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// Gateways says which families' default routes go through the pod
+// interface (none when another interface of the pod already had them).
+// It runs in the pod's namespace.
+func gateways(ifIndex int, addrs []net.IPNet) (v4, v6 bool) {
+	for _, r := range podRoutes(ifIndex, addrs) {
+		if ones, _ := r.Dst.Mask.Size(); ones != 0 || defaultViaOther(ifIndex, r) {
+			continue
+		}
+		if r.Dst.IP.To4() != nil {
+			v4 = true
+		} else {
+			v6 = true
+		}
+	}
+	return v4, v6
 }
 
 // podRoutes are the routes inside the pod: the gateway as a link route and
@@ -314,42 +386,117 @@ func addHostRoutes(p Pod) error {
 	return nil
 }
 
-// Teardown removes the pod's veth (and with it the node routes). Missing
-// namespaces and links are not errors.
-func Teardown(hostNS ns.NetNS, hostIf, netnsPath, containerIf string) error {
-	if err := hostNS.Do(func(ns.NetNS) error { return deleteLinkIfExists(hostIf) }); err != nil {
+// Teardown removes the pod's veth pair (and with it the node routes) if
+// its host end is this attachment's: a veth marked with owner, or an
+// unmarked veth (made before marks, or a half-made pair) whose peer is in
+// the pod's namespace at netnsPath. It never deletes a link by name
+// alone, and never touches the pod's namespace: removing the host end
+// removes the pair. A missing link or namespace is not an error.
+func Teardown(hostNS ns.NetNS, hostIf, owner, netnsPath string) error {
+	err := hostNS.Do(func(ns.NetNS) error {
+		link, err := linkIfExists(hostIf)
+		if link == nil || err != nil || !ownedVeth(link, owner, netnsPath) {
+			return err
+		}
+		if err := netlink.LinkDel(link); err != nil && !errors.Is(err, syscall.ENODEV) {
+			return err
+		}
+		return nil
+	})
+	if err != nil {
 		return fmt.Errorf("removing %s: %w", hostIf, err)
 	}
-	if netnsPath == "" {
-		return nil
-	}
-	podNS, err := ns.GetNS(netnsPath)
-	if err != nil {
-		var nsErr ns.NSPathNotExistErr
-		if errors.As(err, &nsErr) || errors.Is(err, os.ErrNotExist) {
-			return nil
-		}
-		var notNS ns.NSPathNotNSErr
-		if errors.As(err, &notNS) {
-			return nil
-		}
-		return fmt.Errorf("opening pod netns %s: %w", netnsPath, err)
-	}
-	defer podNS.Close()
-	return podNS.Do(func(ns.NetNS) error { return deleteLinkIfExists(containerIf) })
+	return nil
 }
 
-func deleteLinkIfExists(name string) error {
+// peerIn reports whether link's peer is in the namespace at path. It runs
+// in the link's namespace, after the link was read (reading it gives the
+// peer's namespace an id there).
+func peerIn(link netlink.Link, path string) bool {
+	if path == "" {
+		return false
+	}
+	podNS, err := ns.GetNS(path)
+	if err != nil {
+		return false
+	}
+	defer podNS.Close()
+	id, err := netlink.GetNetNsIdByFd(int(podNS.Fd()))
+	return err == nil && id >= 0 && link.Attrs().NetNsID == id
+}
+
+// linkIfExists returns the link named name (nil, nil when there is none).
+func linkIfExists(name string) (netlink.Link, error) {
 	link, err := netlink.LinkByName(name)
 	if err != nil {
 		var nf netlink.LinkNotFoundError
 		if errors.As(err, &nf) {
-			return nil
+			return nil, nil
+		}
+		return nil, err
+	}
+	return link, nil
+}
+
+// ownedVeth reports whether link is the host end of the attachment owner
+// made: a veth with owner's mark, or without any mark but with its peer
+// in the namespace at netnsPath. It runs in the link's namespace.
+func ownedVeth(link netlink.Link, owner, netnsPath string) bool {
+	if _, ok := link.(*netlink.Veth); !ok {
+		return false
+	}
+	if alias := link.Attrs().Alias; alias != "" {
+		return owner != "" && alias == OwnerMark(owner)
+	}
+	return peerIn(link, netnsPath)
+}
+
+// Owned reports whether the node has a link named hostIf and whether it
+// is owner's veth (see Teardown; an unmarked veth counts as owned only
+// with netnsPath naming its peer's namespace).
+func Owned(hostNS ns.NetNS, hostIf, owner, netnsPath string) (exists, owned bool, err error) {
+	err = hostNS.Do(func(ns.NetNS) error {
+		link, err := linkIfExists(hostIf)
+		if link != nil {
+			exists, owned = true, ownedVeth(link, owner, netnsPath)
 		}
 		return err
+	})
+	return exists, owned, err
+}
+
+// HostVeths lists the node's veths with their owner marks ("" when
+// unmarked).
+func HostVeths(hostNS ns.NetNS) (map[string]string, error) {
+	out := map[string]string{}
+	err := hostNS.Do(func(ns.NetNS) error {
+		links, err := netlink.LinkList()
+		if err != nil {
+			return err
+		}
+		for _, l := range links {
+			if _, ok := l.(*netlink.Veth); ok {
+				out[l.Attrs().Name] = l.Attrs().Alias
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// removeStaleHostEnd removes a veth named hostIf left by an earlier
+// sandbox; any other kind of link with that name is not ours and makes
+// the ADD fail.
+func removeStaleHostEnd(hostIf string) error {
+	link, err := linkIfExists(hostIf)
+	if link == nil || err != nil {
+		return err
+	}
+	if _, ok := link.(*netlink.Veth); !ok {
+		return fmt.Errorf("the node has a %s link named %s, not a pod veth: not touching it", link.Type(), hostIf)
 	}
 	if err := netlink.LinkDel(link); err != nil && !errors.Is(err, syscall.ENODEV) {
-		return err
+		return fmt.Errorf("removing stale %s: %w", hostIf, err)
 	}
 	return nil
 }
@@ -360,4 +507,27 @@ func writeSysctl(key, value string) error {
 		return fmt.Errorf("setting %s=%s: %w", path, value, err)
 	}
 	return nil
+}
+
+// IsNodeNetNS reports whether the namespace at path is the node's own:
+// hostNS (where host ends go) or PID 1's (the host's, when the plugin
+// runs elsewhere). A pod is never wired there, and nothing in it is ever
+// removed by a pod's DEL.
+func IsNodeNetNS(hostNS ns.NetNS, path string) (bool, error) {
+	var pod, st syscall.Stat_t
+	if err := syscall.Stat(path, &pod); err != nil {
+		return false, fmt.Errorf("reading %s: %w", path, err)
+	}
+	if err := syscall.Fstat(int(hostNS.Fd()), &st); err != nil {
+		return false, fmt.Errorf("reading the node's namespace: %w", err)
+	}
+	if st.Dev == pod.Dev && st.Ino == pod.Ino {
+		return true, nil
+	}
+	// PID 1's namespace may be unreadable (no privilege in a test): then
+	// only hostNS counts.
+	if err := syscall.Stat("/proc/1/ns/net", &st); err == nil && st.Dev == pod.Dev && st.Ino == pod.Ino {
+		return true, nil
+	}
+	return false, nil
 }

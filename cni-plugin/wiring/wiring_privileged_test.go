@@ -42,7 +42,7 @@ func TestPrivilegedSetupPodTraffic(t *testing.T) {
 	podA, podB := netnstest.New(t), netnstest.New(t)
 	hostA, hostB := HostVethName("ns", "a"), HostVethName("ns", "b")
 	a := Pod{NetNSPath: podA.Path(), ContainerIf: "eth0", HostIf: hostA, Addrs: cidrs(t, "10.65.0.5/32", "fd00:65::5/128"), MTU: 1440, HostNS: nodeNS}
-	b := Pod{NetNSPath: podB.Path(), ContainerIf: "eth0", HostIf: hostB, Addrs: cidrs(t, "10.65.0.6/32"), MTU: 1440, HostNS: nodeNS}
+	b := Pod{NetNSPath: podB.Path(), ContainerIf: "eth0", HostIf: hostB, Addrs: cidrs(t, "10.65.0.6/32"), MTU: 1440, HostNS: nodeNS, Owner: "k8s-pod-network.cid-b"}
 	for _, p := range []Pod{a, b} {
 		if _, err := Setup(p); err != nil {
 			t.Fatal(err)
@@ -113,13 +113,23 @@ func TestPrivilegedSetupPodTraffic(t *testing.T) {
 	}
 
 	// Teardown removes the veth and the routes, and is idempotent, also
-	// when the pod namespace is already gone.
+	// when the pod namespace is already gone; it removes a veth only if
+	// it is marked as the attachment's (or unmarked and paired with the
+	// pod's namespace).
 	for i := 0; i < 2; i++ {
-		if err := Teardown(nodeNS, hostA, podA.Path(), "eth0"); err != nil {
+		if err := Teardown(nodeNS, hostA, "", podA.Path()); err != nil {
 			t.Fatalf("teardown %d: %v", i, err)
 		}
 	}
-	if err := Teardown(nodeNS, hostB, "/var/run/netns/does-not-exist", "eth0"); err != nil {
+	for _, owner := range []string{"", "k8s-pod-network.cid-other"} {
+		if err := Teardown(nodeNS, hostB, owner, podA.Path()); err != nil {
+			t.Fatal(err)
+		}
+		if err := nodeNS.Do(func(ns.NetNS) error { _, err := netlink.LinkByName(hostB); return err }); err != nil {
+			t.Fatalf("Teardown as %q removed pod B's veth: %v", owner, err)
+		}
+	}
+	if err := Teardown(nodeNS, hostB, "k8s-pod-network.cid-b", "/var/run/netns/does-not-exist"); err != nil {
 		t.Fatalf("teardown with a missing netns: %v", err)
 	}
 	nodeNS.Do(func(ns.NetNS) error {

@@ -58,7 +58,10 @@ func (c Conf) V6() bool { return c.AssignIPv6 != nil && *c.AssignIPv6 == "true" 
 type Request struct {
 	Network     string // the network name: handles are <network>.<containerID>
 	ContainerID string
-	Node        string
+	// IfName is the container's interface (CNI_IFNAME); an interface
+	// other than eth0 has a handle of its own (see HandleID).
+	IfName string
+	Node   string
 	// Namespace and Pod name the Kubernetes pod (empty outside Kubernetes).
 	Namespace, Pod string
 	// Annotations are the pod's (ipv4pools, ipv6pools, ipAddrs).
@@ -72,10 +75,22 @@ type Request struct {
 	Conf            Conf
 }
 
-// HandleID is Calico's handle for a container on a network.
-func HandleID(network, containerID string) string { return network + "." + containerID }
+// HandleID is the IPAM handle of a container's interface on a network:
+// Calico's "<network>.<containerID>" for eth0 (or no interface named), and
+// "<network>.<containerID>.<ifName>" for any other interface, so that a
+// second interface of the same container on the same network (net1, as
+// Multus names them) holds and releases its own addresses.
+func HandleID(network, containerID, ifName string) string {
+	if ifName == "" || ifName == DefaultIfName {
+		return network + "." + containerID
+	}
+	return network + "." + containerID + "." + ifName
+}
 
-func (r Request) handle() string { return HandleID(r.Network, r.ContainerID) }
+// DefaultIfName is the pod interface whose handle is Calico's.
+const DefaultIfName = "eth0"
+
+func (r Request) handle() string { return HandleID(r.Network, r.ContainerID, r.IfName) }
 
 func (r Request) attrs() map[string]string {
 	m := map[string]string{ipam.AttrNode: r.Node}
@@ -233,7 +248,7 @@ func (p *Plugin) Check(ctx context.Context, req Request, prev *current.Result) e
 func (p *Plugin) GC(ctx context.Context, network, node string, valid []types.GCAttachment) ([]string, error) {
 	keep := map[string]bool{}
 	for _, v := range valid {
-		keep[HandleID(network, v.ContainerID)] = true
+		keep[HandleID(network, v.ContainerID, v.IfName)] = true
 	}
 	prefix := network + "."
 	als, err := p.Alloc.ListAllocations(ctx, func(al ipam.Allocated) bool {

@@ -183,3 +183,17 @@ func TestHostLockSerialises(t *testing.T) {
 		t.Fatal("lock never handed over")
 	}
 }
+
+// TestHandleIDPerInterface: eth0 keeps Calico's handle, any other
+// interface of the container has its own.
+func TestHandleIDPerInterface(t *testing.T) {
+	for _, tc := range []struct{ ifName, want string }{
+		{"eth0", "k8s-pod-network.abc"},
+		{"", "k8s-pod-network.abc"},
+		{"net1", "k8s-pod-network.abc.net1"},
+	} {
+		if got := HandleID("k8s-pod-network", "abc", tc.ifName); got != tc.want {
+			t.Errorf("%q: %s, want %s", tc.ifName, got, tc.want)
+		}
+	}
+}

@@ -68,7 +68,7 @@ func load(args *skel.CmdArgs) (*env, error) {
 		return nil, types.NewError(types.ErrInvalidEnvironmentVariables, err.Error(), "")
 	}
 	req := cniipam.Request{
-		Network: conf.Name, ContainerID: args.ContainerID, Node: node,
+		Network: conf.Name, ContainerID: args.ContainerID, IfName: args.IfName, Node: node,
 		Namespace: string(cargs.K8S_POD_NAMESPACE), Pod: string(cargs.K8S_POD_NAME), Conf: ic,
 	}
 	if req.IPAddrs, err = ipArgs(args.Args); err != nil {

@@ -34,9 +34,13 @@ func main() {
 	// costs time. The limit keeps a runaway call bounded all the same.
 	debug.SetGCPercent(-1)
 	debug.SetMemoryLimit(256 << 20)
-	stdin, err := io.ReadAll(os.Stdin)
+	stdin, err := io.ReadAll(io.LimitReader(os.Stdin, maxStdin+1))
 	if err != nil {
 		fail(types.NewError(types.ErrIOFailure, "reading the network configuration", err.Error()))
+	}
+	if len(stdin) > maxStdin {
+		fail(types.NewError(types.ErrDecodingFailure, "reading the network configuration",
+			fmt.Sprintf("it is larger than %d MiB", maxStdin>>20)))
 	}
 	if err := replaceStdin(stdin); err != nil {
 		fail(types.NewError(types.ErrIOFailure, "passing the network configuration on", err.Error()))
@@ -51,6 +55,10 @@ func main() {
 	}
 	skel.PluginMainFuncs(plugin.New().Funcs(), plugin.SupportedVersions, plugin.About)
 }
+
+// maxStdin bounds the network configuration read from stdin: real ones
+// are a few KiB, and the runtime's whole call must fit the memory limit.
+const maxStdin = 64 << 20
 
 // wantsKubernetes applies the plugin's datastore choice (see
 // cni-plugin/netconf) to a config that may still be invalid: anything it
@@ -80,6 +88,12 @@ func datastoreOf(conf []byte) (kubernetes bool, etcdEndpoints string) {
 	return c.EtcdEndpoints == "" && (c.Kubernetes.Kubeconfig != "" || c.Kubernetes.K8sAPIRoot != ""), c.EtcdEndpoints
 }
 
+// origStdin keeps the *os.File that os.Stdin was before replaceStdin:
+// were it collected, its finalizer would close fd 0, which by then is the
+// memfd that skel reads ("bad file descriptor" on large inputs, whose
+// allocations make the garbage collector run).
+var origStdin *os.File
+
 // replaceStdin puts the bytes already read back on fd 0 (in a memfd), so
 // skel, or the program exec'd next, reads them from the start.
 func replaceStdin(data []byte) error {
@@ -98,6 +112,7 @@ func replaceStdin(data []byte) error {
 		return err
 	}
 	f.Close()
+	origStdin = os.Stdin
 	os.Stdin = os.NewFile(0, "/dev/stdin")
 	return nil
 }
