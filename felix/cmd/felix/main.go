@@ -28,6 +28,7 @@ import (
 	v3 "github.com/tabbynet/tabby/api/v3"
 	"github.com/tabbynet/tabby/datastore/dsconfig"
 	"github.com/tabbynet/tabby/datastore/kdd"
+	"github.com/tabbynet/tabby/datastore"
 	"github.com/tabbynet/tabby/felix/daemon"
 	"github.com/tabbynet/tabby/felix/dataplane"
 	"github.com/tabbynet/tabby/felix/rules"
@@ -78,6 +79,9 @@ func run() error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	dpCfg.Metrics = dataplane.NewMetrics(reg)
+	if err := datastore.RegisterMetrics(reg); err != nil {
+		return err
+	}
 	dp := dataplane.New(dpCfg)
 	d := daemon.New(daemon.Config{NodeName: cfg.hostname, Rules: rulesConfig(cfg, nil, nil), IPVersions: versions,
 		Dataplane: dp, Logger: log, Metrics: daemon.NewMetrics(reg),
