@@ -35,6 +35,7 @@ func TestGetListsPastUndecodableRecords(t *testing.T) {
 	}
 
 	out, code := b.run(t, "", args("get ippools")...)
+	t.Log(out)
 	if code != 0 {
 		t.Fatalf("get ippools with one bad record: exit %d\n%s", code, out)
 	}
