@@ -62,10 +62,12 @@ bench-felix:
 demo: kube-binaries
 	$(GO) run ./hack/demo
 
-## fuzz: the selector fuzz target for FUZZTIME (default 60s)
+## fuzz: the selector and stored-records fuzz targets, each for FUZZTIME (default 60s)
 FUZZTIME ?= 60s
 fuzz:
 	$(GO) test ./api/selector/ -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME)
+	# Each run takes ~10 ms: minimising every new input for the default 60s would eat the budget.
+	$(GO) test ./felix/storefuzz/ -run '^$$' -fuzz FuzzStoredRecords -fuzztime $(FUZZTIME) -fuzzminimizetime 5x
 
 ## lint: gofmt check + go vet
 lint:

@@ -12,4 +12,14 @@
 // reaches the store. Long-running consumers (felix, confd) use a Syncer
 // rather than raw watches: a consistent snapshot, an in-sync signal, then
 // ordered updates, surviving compaction and outages.
+//
+// A stored record that cannot be decoded (written behind the client's
+// back: truncated JSON, a field of the wrong type) never takes its kind
+// down: Get returns a BadRecord (ErrUndecodable), List leaves it out of
+// Items and names it in List.Bad, a watch delivers EventUndecodable and
+// goes on, Delete removes it. Syncers skip it (a record that turns bad is
+// delivered as Deleted, as Calico does), and log and count it once per key
+// and revision (tabby_datastore_undecodable_records_total; see
+// RegisterMetrics). Callers that must see every record before acting (a
+// leak check) use List.Complete.
 package datastore

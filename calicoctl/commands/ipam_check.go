@@ -158,6 +158,16 @@ func printCheck(w io.Writer, cr *checkReport) {
 	fmt.Fprintf(w, "Check complete; found %d problem(s).\n", n)
 }
 
+// undecodable describes the records a list left out because they cannot
+// be decoded: what they hold is unknown to every check.
+func undecodable(l *datastore.List) []string {
+	var out []string
+	for _, b := range l.Bad {
+		out = append(out, b.Error())
+	}
+	return out
+}
+
 // listEnd ends a "Found N ..." line: a colon when a list follows.
 func listEnd(n int) string {
 	if n > 0 {
@@ -175,6 +185,7 @@ func inconsistencies(ctx context.Context, c datastore.Client) ([]string, error) 
 	if err != nil {
 		return nil, fmt.Errorf("listing IPAM blocks: %w", friendly(err))
 	}
+	out = append(out, undecodable(bl)...)
 	counts := map[string]map[string]int{} // handle -> block -> allocations
 	allocated := map[netip.Addr]bool{}
 	for _, r := range bl.Items {
@@ -196,6 +207,7 @@ func inconsistencies(ctx context.Context, c datastore.Client) ([]string, error) 
 	if err != nil {
 		return nil, fmt.Errorf("listing IPAM handles: %w", friendly(err))
 	}
+	out = append(out, undecodable(hl)...)
 	seen := map[string]bool{}
 	for _, r := range hl.Items {
 		h := r.(*v3.IPAMHandle)
@@ -228,6 +240,8 @@ func inconsistencies(ctx context.Context, c datastore.Client) ([]string, error) 
 	if err != nil {
 		return nil, fmt.Errorf("listing IP pools: %w", friendly(err))
 	}
+	out = append(out, undecodable(wl)...)
+	out = append(out, undecodable(pl)...)
 	var ps []v3.IPPool
 	for _, r := range pl.Items {
 		ps = append(ps, *r.(*v3.IPPool))

@@ -572,3 +572,24 @@ func decodeEvent(info v3.KindInfo, ev kvpb.WatchEvent) (out datastore.Event, ok 
 	}
 	return out, true
 }
+
+// DecodeRecord decodes value, stored at etcd key key at modRevision, as
+// an object of kind, exactly as the client's reads do: a value that cannot
+// be decoded yields a datastore.BadRecord error. For tools and fuzzing.
+func DecodeRecord(kind, key string, value []byte, modRevision int64) (v3.Resource, error) {
+	info, err := kindInfo(kind)
+	if err != nil {
+		return nil, err
+	}
+	return decode(info, keyValue{Key: []byte(key), Value: value, ModRevision: rev(modRevision), CreateRevision: rev(modRevision)})
+}
+
+// KeyOf returns the etcd key of the object k, for tools and tests that
+// write the store directly.
+func KeyOf(k datastore.Key) (string, error) {
+	info, err := kindInfo(k.Kind)
+	if err != nil {
+		return "", err
+	}
+	return keyFor(info, k)
+}

@@ -26,6 +26,7 @@ import (
 	"k8s.io/klog/v2"
 
 	v3 "github.com/tabbynet/tabby/api/v3"
+	"github.com/tabbynet/tabby/datastore"
 	"github.com/tabbynet/tabby/datastore/dsconfig"
 	"github.com/tabbynet/tabby/datastore/etcd/etcdlib"
 	"github.com/tabbynet/tabby/datastore/kdd"
@@ -80,6 +81,9 @@ func run() error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	dpCfg.Metrics = dataplane.NewMetrics(reg)
+	if err := datastore.RegisterMetrics(reg); err != nil {
+		return err
+	}
 	dp := dataplane.New(dpCfg)
 	d := daemon.New(daemon.Config{NodeName: cfg.hostname, Rules: rulesConfig(cfg, nil, nil), IPVersions: versions,
 		Dataplane: dp, Logger: log, Metrics: daemon.NewMetrics(reg),
