@@ -581,7 +581,7 @@ func DecodeRecord(kind, key string, value []byte, modRevision int64) (v3.Resourc
 	if err != nil {
 		return nil, err
 	}
-	return decode(info, keyValue{Key: []byte(key), Value: value, ModRevision: rev(modRevision), CreateRevision: rev(modRevision)})
+	return decode(info, kvpb.KeyValue{Key: []byte(key), Value: value, ModRevision: kvpb.Rev(modRevision), CreateRevision: kvpb.Rev(modRevision)})
 }
 
 // KeyOf returns the etcd key of the object k, for tools and tests that

@@ -65,7 +65,7 @@ func suite(t *testing.T, raw *clientv3.Client, server *testservers.Etcd, cfg etc
 		StopServer:  func(*testing.T) { server.Stop() },
 		StartServer: func(*testing.T) { server.Start() },
 		PutUndecodable: func(t *testing.T, k datastore.Key) {
-			key, err := etcd.StorageKey(k)
+			key, err := etcd.KeyOf(k)
 			if err != nil {
 				t.Fatal(err)
 			}
