@@ -1,0 +1,161 @@
+package ipam
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"strings"
+
+	v3 "github.com/tabbynet/tabby/api/v3"
+	"github.com/tabbynet/tabby/datastore"
+)
+
+// Blocks of overlapping pools.
+//
+// The datastore refuses a pool overlapping another (datastore.CheckWrite),
+// but pools written raw (etcdctl, kubectl on the CRD) or created at the
+// same moment can still overlap, and blocks of two such pools with
+// different block sizes have different keys: the atomic create of a block
+// does not stop 10.50.0.0/24 and 10.50.0.0/28 both being claimed. So:
+//
+//   - before a claim, NextBlock skips every candidate overlapping an
+//     existing block of any pool and size;
+//   - after the block is created, and before its affinity is confirmed and
+//     anything is allocated from it, settleClaim lists the blocks again. A
+//     claim that sees another block overlapping its own undoes itself.
+//
+// Two claims of overlapping blocks A then B (B created after A): B's check
+// runs after B's create, so it sees A (unless A is gone already) and B is
+// undone. A's check may or may not see B; if it does, A is undone too
+// (both retry elsewhere; safe, only a wasted claim). So two overlapping
+// blocks never both pass the check. The outcome is deterministic given the
+// order of the creates and checks: the later-created block always yields.
+//
+// Nothing allocates from a block before its claim settled: the claimer
+// allocates after claim returns; a pending affinity is confirmed (and used)
+// only after the check (parseAffinities); borrowing skips blocks that
+// overlap another block in the same list (a borrower that saw only B
+// listed after B's create, so any overlapping A came later and yields). A
+// block that nonetheless holds an allocation when its claim would be undone
+// is kept, logged, and reported by CheckOverlaps.
+
+// overlapError says a claim was undone because the block overlaps others.
+type overlapError struct {
+	block  netip.Prefix
+	node   string
+	others []netip.Prefix
+}
+
+func (e *overlapError) Error() string {
+	s := make([]string, len(e.others))
+	for i, o := range e.others {
+		s[i] = o.String()
+	}
+	return fmt.Sprintf("block %s for node %s overlaps block(s) %s of an overlapping IP pool: claim undone", e.block, e.node, strings.Join(s, ", "))
+}
+
+func (e *overlapError) Unwrap() error { return errBlockOverlaps }
+
+// blocksOverlapping lists the blocks and returns those other than cidr
+// that share addresses with it.
+func (a *Allocator) blocksOverlapping(ctx context.Context, cidr netip.Prefix) ([]netip.Prefix, error) {
+	l, err := a.c.List(ctx, v3.KindIPAMBlock, datastore.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	var out []netip.Prefix
+	for _, r := range l.Items {
+		c, err := BlockCIDR(r.(*v3.IPAMBlock))
+		if err == nil && c.Masked() != cidr && c.Overlaps(cidr) {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// settleClaim runs after the node's block cidr (b, as created or read)
+// exists and before its affinity is confirmed: when another block overlaps
+// it, the claim is undone and an *overlapError returned. When the check
+// cannot run, the pending affinity stays and the next allocation on the
+// node checks again (parseAffinities).
+func (a *Allocator) settleClaim(ctx context.Context, node string, cidr netip.Prefix, b *v3.IPAMBlock) error {
+	others, err := a.blocksOverlapping(ctx, cidr)
+	if err != nil {
+		return fmt.Errorf("checking block %s of node %s against overlapping blocks: %w", cidr, node, err)
+	}
+	if len(others) == 0 {
+		return nil
+	}
+	kept, err := a.undoClaim(ctx, node, cidr, b)
+	if err != nil {
+		return err
+	}
+	if kept {
+		a.log.Warn("block overlaps another block but already holds addresses: kept (see calicoctl ipam check)",
+			"block", cidr, "node", node, "overlaps", others)
+		return nil
+	}
+	a.log.Info("claim undone: block overlaps a block of an overlapping IP pool", "block", cidr, "node", node, "overlaps", others)
+	return &overlapError{block: cidr, node: node, others: others}
+}
+
+// undoClaim deletes the node's new block cidr while it holds no address,
+// then the node's pending affinity. kept is true when the block already
+// holds an allocation (it then stays, with its affinity).
+func (a *Allocator) undoClaim(ctx context.Context, node string, cidr netip.Prefix, b *v3.IPAMBlock) (kept bool, _ error) {
+	ctx, cancel := rollbackCtx(ctx)
+	defer cancel()
+	for attempt := 0; ; attempt++ {
+		if len(Allocations(b)) > 0 {
+			return true, nil
+		}
+		if b.Spec.Affinity == nil || *b.Spec.Affinity != AffinityValue(node) {
+			break // no longer the node's block: nothing of ours to undo
+		}
+		_, err := a.c.Delete(ctx, blockKey(cidr), datastore.DeleteOptions{ResourceVersion: b.ResourceVersion})
+		if err == nil || errors.Is(err, datastore.ErrNotFound) {
+			break
+		}
+		if !errors.Is(err, datastore.ErrConflict) || attempt+1 >= a.cfg.MaxRetries {
+			return false, fmt.Errorf("undoing claim of block %s by node %s: %w", cidr, node, err)
+		}
+		if b, err = a.getBlock(ctx, cidr); errors.Is(err, datastore.ErrNotFound) {
+			break
+		} else if err != nil {
+			return false, fmt.Errorf("undoing claim of block %s by node %s: %w", cidr, node, err)
+		}
+	}
+	a.storeBlock(cidr, nil)
+	a.forgetAffinity(node, cidr)
+	if _, err := a.c.Delete(ctx, affinityKey(node, cidr), datastore.DeleteOptions{}); err != nil && !errors.Is(err, datastore.ErrNotFound) {
+		// Harmless: a pending affinity without its block is never used,
+		// and GC removes it.
+		a.log.Warn("could not remove pending block affinity after undoing a claim", "block", cidr, "node", node, "err", err)
+	}
+	return false, nil
+}
+
+// skipOverlapping drops from blocks those that overlap another of them.
+func skipOverlapping(blocks []*v3.IPAMBlock) []*v3.IPAMBlock {
+	cidrs := make([]netip.Prefix, 0, len(blocks))
+	for _, b := range blocks {
+		if c, err := BlockCIDR(b); err == nil {
+			cidrs = append(cidrs, c)
+		}
+	}
+	bad := map[netip.Prefix]bool{}
+	for _, pair := range OverlappingBlocks(cidrs) {
+		bad[pair[0]], bad[pair[1]] = true, true
+	}
+	if len(bad) == 0 {
+		return blocks
+	}
+	out := make([]*v3.IPAMBlock, 0, len(blocks))
+	for _, b := range blocks {
+		if c, err := BlockCIDR(b); err == nil && !bad[c.Masked()] {
+			out = append(out, b)
+		}
+	}
+	return out
+}

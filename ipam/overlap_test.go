@@ -1,0 +1,281 @@
+package ipam
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"sync"
+	"testing"
+	"time"
+
+	v3 "github.com/tabbynet/tabby/api/v3"
+	"github.com/tabbynet/tabby/datastore"
+	"github.com/tabbynet/tabby/ipam/ipamtest"
+)
+
+// nodeStartingAt returns a node name whose first choice of block in pool
+// (NextBlock with nothing taken) is want, so a test can make two nodes aim
+// at overlapping blocks.
+func nodeStartingAt(t testing.TB, prefix string, pool netip.Prefix, blockBits int, want netip.Prefix) string {
+	t.Helper()
+	for i := range 100000 {
+		n := fmt.Sprintf("%s-%d", prefix, i)
+		if b, _ := NextBlock(pool, blockBits, n, nil); b == want {
+			return n
+		}
+	}
+	t.Fatalf("no node name starts at %s in %s", want, pool)
+	return ""
+}
+
+// overlapPools are the pools: 10.50.0.0/20 with /24 blocks and
+// 10.50.0.0/24 with /28 blocks, written bypassing the pool overlap check
+// (the fake store runs only per-object validation, as a raw write does).
+func overlapPools() (big, small netip.Prefix) {
+	return netip.MustParsePrefix("10.50.0.0/20"), netip.MustParsePrefix("10.50.0.0/24")
+}
+
+// TestOverlappingPoolsNoDuplicateAddress: one node allocates from each of
+// two overlapping pools of different block sizes, each aiming at the block
+// that starts at 10.50.0.0. Whichever claims first, the second never claims
+// a block overlapping the first, so no address is handed out twice.
+func TestOverlappingPoolsNoDuplicateAddress(t *testing.T) {
+	big, small := overlapPools()
+	nodeBig := nodeStartingAt(t, "big", big, 24, netip.MustParsePrefix("10.50.0.0/24"))
+	nodeSmall := nodeStartingAt(t, "small", small, 28, netip.MustParsePrefix("10.50.0.0/28"))
+	for _, bigFirst := range []bool{true, false} {
+		t.Run(fmt.Sprintf("bigFirst=%v", bigFirst), func(t *testing.T) {
+			s, a := newFake(t, pool("big", big.String(), 24), pool("small", small.String(), 28))
+			fromBig := func() []netip.Addr {
+				args := podArgs(nodeBig, "a", 1, 0)
+				args.IPv4Pools = []string{"big"}
+				return mustAssign(t, a, args)
+			}
+			fromSmall := func() []netip.Addr {
+				args := podArgs(nodeSmall, "b", 1, 0)
+				args.IPv4Pools = []string{"small"}
+				return mustAssign(t, a, args)
+			}
+			var ipBig, ipSmall []netip.Addr
+			if bigFirst {
+				ipBig, ipSmall = fromBig(), fromSmall()
+			} else {
+				ipSmall, ipBig = fromSmall(), fromBig()
+			}
+			if ipBig[0] == ipSmall[0] {
+				t.Errorf("both nodes got %s", ipBig[0])
+			}
+			checkStore(t, s)
+		})
+	}
+}
+
+// TestOverlappingPoolsManyNodes: several nodes take addresses from two
+// overlapping pools in turn (the first two aiming at 10.50.0.0); every
+// address handed out is unique.
+func TestOverlappingPoolsManyNodes(t *testing.T) {
+	big, small := overlapPools()
+	s, a := newFake(t, pool("big", big.String(), 24), pool("small", small.String(), 28))
+	nodes := []string{
+		nodeStartingAt(t, "big", big, 24, netip.MustParsePrefix("10.50.0.0/24")),
+		nodeStartingAt(t, "small", small, 28, netip.MustParsePrefix("10.50.0.0/28")),
+		"n2", "n3", "n4", "n5",
+	}
+	ctx := context.Background()
+	seen := map[netip.Addr]string{}
+	for i := range 240 {
+		node := nodes[i%len(nodes)] // even i: big, odd: small
+		args := podArgs(node, fmt.Sprintf("p%d", i), 1, 0)
+		args.IPv4Pools = []string{[]string{"big", "small"}[i%2]}
+		ips, err := a.AutoAssign(ctx, args)
+		if err != nil {
+			t.Fatalf("AutoAssign %d: %v", i, err)
+		}
+		if h, dup := seen[ips[0]]; dup {
+			t.Fatalf("%s handed out to %s and %s", ips[0], h, args.HandleID)
+		}
+		seen[ips[0]] = args.HandleID
+	}
+	checkStore(t, s)
+}
+
+// claimHooks wraps a node's client to pause its block claim at chosen
+// points: before[e] runs before and after[e] after the node's event e,
+// where e is "list1", "list2", ... (its lists of blocks), "create1", ...
+// (its block creates) or "delete1", ... (its block deletes).
+type claimHooks struct {
+	datastore.Client
+	mu            sync.Mutex
+	count         map[string]int
+	before, after map[string]func()
+}
+
+func newHooks(c datastore.Client) *claimHooks {
+	return &claimHooks{Client: c, count: map[string]int{}, before: map[string]func(){}, after: map[string]func(){}}
+}
+
+// around runs op between the hooks of the next event of its kind.
+func (h *claimHooks) around(kind string, op func()) {
+	h.mu.Lock()
+	h.count[kind]++
+	e := fmt.Sprintf("%s%d", kind, h.count[kind])
+	before, after := h.before[e], h.after[e]
+	h.mu.Unlock()
+	if before != nil {
+		before()
+	}
+	op()
+	if after != nil {
+		after()
+	}
+}
+
+func (h *claimHooks) List(ctx context.Context, kind string, opts datastore.ListOptions) (l *datastore.List, err error) {
+	if kind != v3.KindIPAMBlock {
+		return h.Client.List(ctx, kind, opts)
+	}
+	h.around("list", func() { l, err = h.Client.List(ctx, kind, opts) })
+	return l, err
+}
+
+func (h *claimHooks) Create(ctx context.Context, r v3.Resource) (out v3.Resource, err error) {
+	if v3.KindOf(r) != v3.KindIPAMBlock {
+		return h.Client.Create(ctx, r)
+	}
+	h.around("create", func() { out, err = h.Client.Create(ctx, r) })
+	return out, err
+}
+
+func (h *claimHooks) Delete(ctx context.Context, k datastore.Key, opts datastore.DeleteOptions) (out v3.Resource, err error) {
+	if k.Kind != v3.KindIPAMBlock {
+		return h.Client.Delete(ctx, k, opts)
+	}
+	h.around("delete", func() { out, err = h.Client.Delete(ctx, k, opts) })
+	return out, err
+}
+
+// step is a one-shot event between two goroutines: wait blocks until done
+// has been called (failing the test rather than hanging if it never is).
+func step(t *testing.T, name string) (wait, done func()) {
+	ch := make(chan struct{})
+	var once sync.Once
+	return func() {
+			select {
+			case <-ch:
+			case <-time.After(20 * time.Second):
+				t.Errorf("step %q never happened", name)
+			}
+		}, func() {
+			once.Do(func() { close(ch) })
+		}
+}
+
+// TestOverlappingClaimsRace: two nodes pick overlapping blocks of
+// different sizes (10.50.0.0/24 from pool big, 10.50.0.0/28 from pool
+// small) from the same snapshot, so the check before the claim cannot
+// help. Each ordering of the creates and the checks after them is forced:
+// the later-created block always yields, both yield when both are created
+// before either check, no two stored blocks overlap, and both nodes get an
+// address (a yielding node claims elsewhere, or borrows).
+func TestOverlappingClaimsRace(t *testing.T) {
+	big, small := overlapPools()
+	bigBlock, smallBlock := netip.MustParsePrefix("10.50.0.0/24"), netip.MustParsePrefix("10.50.0.0/28")
+	nodeBig := nodeStartingAt(t, "big", big, 24, bigBlock)
+	nodeSmall := nodeStartingAt(t, "small", small, 28, smallBlock)
+	for _, tc := range []struct {
+		name                       string
+		wire                       func(t *testing.T, bigH, smallH *claimHooks)
+		wantBigKept, wantSmallKept bool
+	}{
+		{
+			// Both blocks exist before either check: both see the other
+			// and both claims are undone.
+			name: "both created before either check",
+			wire: func(t *testing.T, bigH, smallH *claimHooks) {
+				waitSmallListed, smallListed := step(t, "smallListed")
+				waitBigCreated, bigCreated := step(t, "bigCreated")
+				waitSmallCreated, smallCreated := step(t, "smallCreated")
+				waitBigUndone, bigUndone := step(t, "bigUndone")
+				smallH.after["list1"] = smallListed
+				bigH.before["create1"] = waitSmallListed
+				bigH.after["create1"] = bigCreated
+				smallH.before["create1"] = waitBigCreated
+				smallH.after["create1"] = smallCreated
+				bigH.before["list2"] = waitSmallCreated
+				// Each check (a node's second list of blocks) runs before
+				// the other node undoes anything.
+				waitBigChecked, bigChecked := step(t, "bigChecked")
+				bigH.after["list2"] = bigChecked
+				smallH.before["list2"] = waitBigChecked
+				waitSmallChecked, smallChecked := step(t, "smallChecked")
+				smallH.after["list2"] = smallChecked
+				bigH.before["delete1"] = waitSmallChecked
+				// The small node looks again only once the big claim is
+				// undone, so what it finds is not left to timing.
+				bigH.after["delete1"] = bigUndone
+				smallH.before["list3"] = waitBigUndone
+			},
+		},
+		{
+			// The big block is created and checked before the small one is
+			// created: only the later, small, claim is undone.
+			name: "the later create yields",
+			wire: func(t *testing.T, bigH, smallH *claimHooks) {
+				waitSmallListed, smallListed := step(t, "smallListed")
+				waitBigChecked, bigChecked := step(t, "bigChecked")
+				smallH.after["list1"] = smallListed
+				bigH.before["create1"] = waitSmallListed
+				bigH.after["list2"] = bigChecked
+				smallH.before["create1"] = waitBigChecked
+			},
+			wantBigKept: true,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := ipamtest.NewStore()
+			mustCreate(t, s, pool("big", big.String(), 24), pool("small", small.String(), 28))
+			bigH, smallH := newHooks(s), newHooks(s)
+			tc.wire(t, bigH, smallH)
+			ctx := context.Background()
+			var wg sync.WaitGroup
+			var mu sync.Mutex
+			got := map[string]netip.Addr{}
+			for _, n := range []struct {
+				node, pool string
+				c          datastore.Client
+			}{{nodeBig, "big", bigH}, {nodeSmall, "small", smallH}} {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					args := podArgs(n.node, n.pool, 1, 0)
+					args.IPv4Pools = []string{n.pool}
+					ips, err := New(n.c, Config{}).AutoAssign(ctx, args)
+					if err != nil {
+						t.Errorf("%s: %v", n.node, err)
+						return
+					}
+					mu.Lock()
+					got[n.pool] = ips[0]
+					mu.Unlock()
+				}()
+			}
+			wg.Wait()
+			snap := checkStore(t, s)
+			var cidrs []netip.Prefix
+			for c := range snap.blocks {
+				cidrs = append(cidrs, c)
+			}
+			if o := OverlappingBlocks(cidrs); len(o) > 0 {
+				t.Fatalf("overlapping blocks stored: %v", o)
+			}
+			_, bigKept := snap.blocks[bigBlock]
+			_, smallKept := snap.blocks[smallBlock]
+			if bigKept != tc.wantBigKept || smallKept != tc.wantSmallKept {
+				t.Errorf("first claims kept: big %v small %v, want big %v small %v (blocks %v)", bigKept, smallKept, tc.wantBigKept, tc.wantSmallKept, cidrs)
+			}
+			if len(got) != 2 || got["big"] == got["small"] {
+				t.Errorf("addresses %v", got)
+			}
+		})
+	}
+}
