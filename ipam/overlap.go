@@ -159,3 +159,43 @@ func skipOverlapping(blocks []*v3.IPAMBlock) []*v3.IPAMBlock {
 	}
 	return out
 }
+
+// CheckOverlaps describes, for a report, each pair of blocks that share
+// addresses (blocks of overlapping pools with different block sizes, which
+// IPAM no longer creates but older versions or raw writes did) and each
+// address allocated in both blocks of a pair: handed out twice.
+func CheckOverlaps(blocks []*v3.IPAMBlock) []string {
+	byCIDR := map[netip.Prefix]*v3.IPAMBlock{}
+	var cidrs []netip.Prefix
+	for _, b := range blocks {
+		c, err := BlockCIDR(b)
+		if err != nil {
+			continue
+		}
+		c = c.Masked()
+		byCIDR[c] = b
+		cidrs = append(cidrs, c)
+	}
+	var out []string
+	describe := func(c netip.Prefix) string {
+		b := byCIDR[c]
+		owner := "no affinity"
+		if b.Spec.Affinity != nil {
+			owner = *b.Spec.Affinity
+		}
+		return fmt.Sprintf("%s (%s, %d in use)", c, owner, len(Allocations(b)))
+	}
+	for _, pair := range OverlappingBlocks(cidrs) {
+		out = append(out, fmt.Sprintf("block %s overlaps block %s", describe(pair[0]), describe(pair[1])))
+		held := map[netip.Addr]string{}
+		for _, al := range Allocations(byCIDR[pair[0]]) {
+			held[al.IP] = al.Handle
+		}
+		for _, al := range Allocations(byCIDR[pair[1]]) {
+			if h, ok := held[al.IP]; ok {
+				out = append(out, fmt.Sprintf("address %s is allocated twice: in block %s (handle %s) and in block %s (handle %s)", al.IP, pair[0], h, pair[1], al.Handle))
+			}
+		}
+	}
+	return out
+}
