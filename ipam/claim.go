@@ -189,6 +189,10 @@ func (a *Allocator) claim(ctx context.Context, node string, cidr netip.Prefix) e
 func (a *Allocator) confirmAffinity(ctx context.Context, node string, cidr netip.Prefix) error {
 	for attempt := 0; attempt < a.cfg.MaxRetries; attempt++ {
 		r, err := a.c.Get(ctx, affinityKey(node, cidr))
+		if errors.Is(err, datastore.ErrNotFound) {
+			// Another claim of the node's undid this one (undoClaim).
+			return fmt.Errorf("claim of block %s by node %s was undone concurrently: %w", cidr, node, errBlockOverlaps)
+		}
 		if err != nil {
 			return fmt.Errorf("confirming affinity of block %s to node %s: %w", cidr, node, err)
 		}
@@ -200,6 +204,9 @@ func (a *Allocator) confirmAffinity(ctx context.Context, node string, cidr netip
 		_, err = a.c.Update(ctx, ba)
 		if err == nil {
 			return nil
+		}
+		if errors.Is(err, datastore.ErrNotFound) {
+			return fmt.Errorf("claim of block %s by node %s was undone concurrently: %w", cidr, node, errBlockOverlaps)
 		}
 		if !errors.Is(err, datastore.ErrConflict) {
 			return fmt.Errorf("confirming affinity of block %s to node %s: %w", cidr, node, err)

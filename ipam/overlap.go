@@ -92,7 +92,7 @@ func (a *Allocator) settleClaim(ctx context.Context, node string, cidr netip.Pre
 		return err
 	}
 	if kept {
-		a.log.Warn("block overlaps another block but already holds addresses: kept (see calicoctl ipam check)",
+		a.log.Info("block overlaps a newer block, but the claim was already confirmed or the block holds addresses: kept",
 			"block", cidr, "node", node, "overlaps", others)
 		return nil
 	}
@@ -100,39 +100,71 @@ func (a *Allocator) settleClaim(ctx context.Context, node string, cidr netip.Pre
 	return &overlapError{block: cidr, node: node, others: others}
 }
 
-// undoClaim deletes the node's new block cidr while it holds no address,
-// then the node's pending affinity. kept is true when the block already
-// holds an allocation (it then stays, with its affinity).
+// undoClaim undoes the node's claim of block cidr: first its pending
+// affinity, deleted only while still pending (compare-and-swap), then the
+// block, deleted only while it holds no address. The affinity is where
+// several claims of one block by the same node (concurrent allocations, or
+// a new process finishing an interrupted claim) agree: confirming it and
+// undoing it are both compare-and-swaps on it, so the claim is either
+// confirmed or undone, never confirmed by one and undone under it by
+// another. kept is true when the claim stands: already confirmed (another
+// claim of the node checked first: the later, overlapping block yields, see
+// above), or the block already holds addresses.
 func (a *Allocator) undoClaim(ctx context.Context, node string, cidr netip.Prefix, b *v3.IPAMBlock) (kept bool, _ error) {
 	ctx, cancel := rollbackCtx(ctx)
 	defer cancel()
+	fail := func(err error) (bool, error) {
+		return false, fmt.Errorf("undoing claim of block %s by node %s: %w", cidr, node, err)
+	}
 	for attempt := 0; ; attempt++ {
 		if len(Allocations(b)) > 0 {
 			return true, nil
 		}
+		r, err := a.c.Get(ctx, affinityKey(node, cidr))
+		if errors.Is(err, datastore.ErrNotFound) {
+			break // undone by another claim of the node
+		}
+		if err != nil {
+			return fail(err)
+		}
+		ba := r.(*v3.BlockAffinity)
+		if ba.Spec.State == v3.BlockAffinityStateConfirmed {
+			return true, nil
+		}
+		_, err = a.c.Delete(ctx, affinityKey(node, cidr), datastore.DeleteOptions{ResourceVersion: ba.ResourceVersion})
+		if err == nil || errors.Is(err, datastore.ErrNotFound) {
+			break
+		}
+		if !errors.Is(err, datastore.ErrConflict) || attempt+1 >= a.cfg.MaxRetries {
+			return fail(err)
+		}
+	}
+	a.forgetAffinity(node, cidr)
+	// The affinity is gone: nothing of the node's allocates from the block
+	// now. Delete it while it is still the node's and empty.
+	for attempt := 0; ; attempt++ {
+		if len(Allocations(b)) > 0 {
+			a.log.Warn("claim undone but its block already holds addresses: block kept without affinity record", "block", cidr, "node", node)
+			return false, nil
+		}
 		if b.Spec.Affinity == nil || *b.Spec.Affinity != AffinityValue(node) {
-			break // no longer the node's block: nothing of ours to undo
+			break
 		}
 		_, err := a.c.Delete(ctx, blockKey(cidr), datastore.DeleteOptions{ResourceVersion: b.ResourceVersion})
 		if err == nil || errors.Is(err, datastore.ErrNotFound) {
 			break
 		}
 		if !errors.Is(err, datastore.ErrConflict) || attempt+1 >= a.cfg.MaxRetries {
-			return false, fmt.Errorf("undoing claim of block %s by node %s: %w", cidr, node, err)
+			return fail(err)
 		}
-		if b, err = a.getBlock(ctx, cidr); errors.Is(err, datastore.ErrNotFound) {
+		var gerr error
+		if b, gerr = a.getBlock(ctx, cidr); errors.Is(gerr, datastore.ErrNotFound) {
 			break
-		} else if err != nil {
-			return false, fmt.Errorf("undoing claim of block %s by node %s: %w", cidr, node, err)
+		} else if gerr != nil {
+			return fail(gerr)
 		}
 	}
 	a.storeBlock(cidr, nil)
-	a.forgetAffinity(node, cidr)
-	if _, err := a.c.Delete(ctx, affinityKey(node, cidr), datastore.DeleteOptions{}); err != nil && !errors.Is(err, datastore.ErrNotFound) {
-		// Harmless: a pending affinity without its block is never used,
-		// and GC removes it.
-		a.log.Warn("could not remove pending block affinity after undoing a claim", "block", cidr, "node", node, "err", err)
-	}
 	return false, nil
 }
 

@@ -102,7 +102,9 @@ func TestOverlappingPoolsManyNodes(t *testing.T) {
 // claimHooks wraps a node's client to pause its block claim at chosen
 // points: before[e] runs before and after[e] after the node's event e,
 // where e is "list1", "list2", ... (its lists of blocks), "create1", ...
-// (its block creates) or "delete1", ... (its block deletes).
+// (its block creates), "update1", ... (its block updates: allocations),
+// "confirm1", ... (its affinity updates) or "delete1", ... (its block
+// deletes).
 type claimHooks struct {
 	datastore.Client
 	mu            sync.Mutex
@@ -143,6 +145,18 @@ func (h *claimHooks) Create(ctx context.Context, r v3.Resource) (out v3.Resource
 		return h.Client.Create(ctx, r)
 	}
 	h.around("create", func() { out, err = h.Client.Create(ctx, r) })
+	return out, err
+}
+
+func (h *claimHooks) Update(ctx context.Context, r v3.Resource) (out v3.Resource, err error) {
+	switch v3.KindOf(r) {
+	case v3.KindIPAMBlock:
+		h.around("update", func() { out, err = h.Client.Update(ctx, r) })
+	case v3.KindBlockAffinity:
+		h.around("confirm", func() { out, err = h.Client.Update(ctx, r) })
+	default:
+		out, err = h.Client.Update(ctx, r)
+	}
 	return out, err
 }
 
@@ -277,5 +291,81 @@ func TestOverlappingClaimsRace(t *testing.T) {
 				t.Errorf("addresses %v", got)
 			}
 		})
+	}
+}
+
+// TestOverlapCheckAfterConfirmKeepsClaim: two processes of one node claim
+// the same block; the first checks it (no overlap) and confirms it; then a
+// block of an overlapping pool appears, and the second process's check
+// sees it. The confirmed claim stands (the newer block yields), the second
+// process allocates from it too, and the newer block is undone.
+func TestOverlapCheckAfterConfirmKeepsClaim(t *testing.T) {
+	big, small := overlapPools()
+	bigBlock := netip.MustParsePrefix("10.50.0.0/24")
+	nodeBig := nodeStartingAt(t, "big", big, 24, bigBlock)
+	nodeSmall := nodeStartingAt(t, "small", small, 28, netip.MustParsePrefix("10.50.0.0/28"))
+	s := ipamtest.NewStore()
+	mustCreate(t, s, pool("big", big.String(), 24), pool("small", small.String(), 28))
+	p1, p2, p3 := newHooks(s), newHooks(s), newHooks(s)
+	waitP2Listed, p2Listed := step(t, "p2Listed")
+	waitP3Listed, p3Listed := step(t, "p3Listed")
+	waitP1Checked, p1Checked := step(t, "p1Checked")
+	waitP3Created, p3Created := step(t, "p3Created")
+	p2.after["list1"] = p2Listed
+	p3.after["list1"] = p3Listed
+	p1.before["create1"] = func() { waitP2Listed(); waitP3Listed() }
+	p1.after["list2"] = p1Checked
+	p2.before["create1"] = waitP1Checked // its create finds p1's block
+	waitP1Confirmed, p1Confirmed := step(t, "p1Confirmed")
+	p1.after["confirm1"] = p1Confirmed
+	p3.before["create1"] = waitP1Confirmed
+	p3.after["create1"] = p3Created
+	p2.before["list2"] = waitP3Created // its check sees p3's block...
+	waitP2Checked, p2Checked := step(t, "p2Checked")
+	p2.after["list2"] = p2Checked
+	p3.before["delete1"] = waitP2Checked // ...still there
+	// p1 allocates only once p2 is done, so p2's check meets an empty
+	// block: only the confirmed affinity says the claim stands.
+	waitP2Done, p2Done := step(t, "p2Done")
+	p1.before["update1"] = waitP2Done
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	got := make([]netip.Addr, 3)
+	for i, n := range []struct {
+		node, pool string
+		c          datastore.Client
+	}{{nodeBig, "big", p1}, {nodeBig, "big", p2}, {nodeSmall, "small", p3}} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			args := podArgs(n.node, fmt.Sprintf("pod%d", i), 1, 0)
+			args.IPv4Pools = []string{n.pool}
+			ips, err := New(n.c, Config{}).AutoAssign(ctx, args)
+			if i == 1 {
+				p2Done()
+			}
+			if err != nil {
+				t.Errorf("process %d: %v", i+1, err)
+				return
+			}
+			got[i] = ips[0]
+		}()
+	}
+	wg.Wait()
+	snap := checkStore(t, s)
+	if _, ok := snap.blocks[bigBlock]; !ok {
+		t.Fatalf("the confirmed block was undone: blocks %v", snap.blocks)
+	}
+	for i := range 2 {
+		if !bigBlock.Contains(got[i]) {
+			t.Errorf("process %d got %s, not from %s", i+1, got[i], bigBlock)
+		}
+	}
+	var cidrs []netip.Prefix
+	for c := range snap.blocks {
+		cidrs = append(cidrs, c)
+	}
+	if o := OverlappingBlocks(cidrs); len(o) > 0 {
+		t.Fatalf("overlapping blocks stored: %v", o)
 	}
 }

@@ -189,7 +189,9 @@ func (a *Allocator) parseAffinities(ctx context.Context, node string, listed []v
 			} else if err != nil {
 				return nil, err
 			}
-			if err := a.confirmAffinity(ctx, node, cidr); err != nil {
+			if err := a.confirmAffinity(ctx, node, cidr); errors.Is(err, errBlockOverlaps) {
+				continue
+			} else if err != nil {
 				return nil, err
 			}
 			out = append(out, cidr)
