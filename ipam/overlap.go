@@ -231,3 +231,54 @@ func CheckOverlaps(blocks []*v3.IPAMBlock) []string {
 	}
 	return out
 }
+
+// blockForAssign returns the block a specific address is assigned in: the
+// existing block holding it, whatever its size (with overlapping pools it
+// may be a block of the other pool, and taking the address from a second,
+// overlapping block would hand it out twice), else the pool's block for
+// it, to be claimed. The candidate blocks of every size are read in one
+// round trip and cached for the write that follows. An address already in
+// two existing blocks is refused (ErrOverlappingBlocks, or ErrInUse when
+// either holds it): see calicoctl ipam check.
+func (a *Allocator) blockForAssign(ctx context.Context, ip netip.Addr, pool Pool) (netip.Prefix, error) {
+	lo, hi := 20, 32
+	if ip.Is6() {
+		lo, hi = 116, 128
+	}
+	var reqs []datastore.ReadRequest
+	var cands []netip.Prefix
+	for bits := lo; bits <= hi; bits++ {
+		c := BlockFor(ip, bits)
+		cands = append(cands, c)
+		reqs = append(reqs, datastore.ReadRequest{Key: blockKey(c)})
+	}
+	res, err := datastore.ReadMany(ctx, a.c, reqs)
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("reading the blocks that could hold %s: %w", ip, err)
+	}
+	var found []netip.Prefix
+	for i, r := range res {
+		switch {
+		case errors.Is(r.Err, datastore.ErrNotFound):
+			a.storeBlock(cands[i], nil)
+		case r.Err != nil:
+			return netip.Prefix{}, fmt.Errorf("reading block %s: %w", cands[i], r.Err)
+		default:
+			b := r.Object.(*v3.IPAMBlock)
+			a.storeBlock(cands[i], b)
+			for _, al := range Allocations(b) {
+				if al.IP == ip {
+					return netip.Prefix{}, fmt.Errorf("%s (in block %s): %w", ip, cands[i], ErrInUse)
+				}
+			}
+			found = append(found, cands[i])
+		}
+	}
+	switch len(found) {
+	case 0:
+		return BlockFor(ip, pool.BlockBits()), nil
+	case 1:
+		return found[0], nil
+	}
+	return netip.Prefix{}, fmt.Errorf("%s lies in blocks %v of overlapping pools: %w (see calicoctl ipam check)", ip, found, ErrOverlappingBlocks)
+}

@@ -2,11 +2,14 @@ package ipam
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"sync"
 	"testing"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v3 "github.com/tabbynet/tabby/api/v3"
 	"github.com/tabbynet/tabby/datastore"
@@ -367,5 +370,46 @@ func TestOverlapCheckAfterConfirmKeepsClaim(t *testing.T) {
 	}
 	if o := OverlappingBlocks(cidrs); len(o) > 0 {
 		t.Fatalf("overlapping blocks stored: %v", o)
+	}
+}
+
+// TestAssignIPWithOverlappingPools: a specific address is taken from the
+// block that already holds its range, whichever pool's block size that
+// is, never from a second, overlapping block; an address in use there is
+// refused; an address in two (pre-existing) overlapping blocks is refused.
+func TestAssignIPWithOverlappingPools(t *testing.T) {
+	big, small := overlapPools()
+	nodeSmall := nodeStartingAt(t, "small", small, 28, netip.MustParsePrefix("10.50.0.0/28"))
+	s, a := newFake(t, pool("big", big.String(), 24), pool("small", small.String(), 28))
+	ctx := context.Background()
+	args := podArgs(nodeSmall, "first", 1, 0)
+	args.IPv4Pools = []string{"small"}
+	if ips := mustAssign(t, a, args); ips[0] != netip.MustParseAddr("10.50.0.0") {
+		t.Fatalf("first address %s", ips[0])
+	}
+	// 10.50.0.0 lies in pool big too (PoolFor picks big, /24 blocks).
+	err := a.AssignIP(ctx, AssignIPArgs{IP: netip.MustParseAddr("10.50.0.0"), HandleID: "h-dup", Hostname: "other"})
+	if !errors.Is(err, ErrInUse) {
+		t.Fatalf("AssignIP of an address held in the /28: %v", err)
+	}
+	if err := a.AssignIP(ctx, AssignIPArgs{IP: netip.MustParseAddr("10.50.0.7"), HandleID: "h-7", Hostname: "other"}); err != nil {
+		t.Fatal(err)
+	}
+	snap := checkStore(t, s)
+	if _, ok := snap.blocks[netip.MustParsePrefix("10.50.0.0/24")]; ok {
+		t.Fatalf("AssignIP claimed a /24 over the existing /28")
+	}
+	if snap.byIP[netip.MustParseAddr("10.50.0.7")] != "h-7" {
+		t.Fatalf("10.50.0.7 not assigned in the /28: %v", snap.byIP)
+	}
+
+	// Blocks that overlap already (written by an older IPAM): refused.
+	over := NewBlock(netip.MustParsePrefix("10.50.0.0/24"), "old-node", metav1.Now())
+	if _, err := s.Create(ctx, over); err != nil {
+		t.Fatal(err)
+	}
+	err = a.AssignIP(ctx, AssignIPArgs{IP: netip.MustParseAddr("10.50.0.9"), HandleID: "h-9", Hostname: "other"})
+	if !errors.Is(err, ErrOverlappingBlocks) {
+		t.Fatalf("AssignIP into overlapping blocks: %v", err)
 	}
 }
