@@ -261,7 +261,22 @@ func inconsistencies(ctx context.Context, c datastore.Client) (_, overlaps []str
 		}
 	}
 	slices.Sort(out)
-	return out, ipam.CheckOverlaps(blocks), nil
+	return out, append(poolOverlapFindings(ps), ipam.CheckOverlaps(blocks)...), nil
+}
+
+// poolOverlapFindings names stored pools that overlap each other (written
+// past the datastore's check, or created at the same moment): the cause of
+// overlapping blocks.
+func poolOverlapFindings(ps []v3.IPPool) []string {
+	var out []string
+	var seen []*v3.IPPool
+	for i := range ps {
+		for _, fe := range v3.IPPoolOverlapErrors(&ps[i], seen) {
+			out = append(out, fe.Msg)
+		}
+		seen = append(seen, &ps[i])
+	}
+	return out
 }
 
 func newIPAMReleaseCmd(a *app) *cobra.Command {
