@@ -9,7 +9,9 @@
 //     client-go, plus Calico's read-only mapping of native resources.
 //
 // Writes default and validate the object first; an invalid object never
-// reaches the store. Long-running consumers (felix, confd) use a Syncer
+// reaches the store. Checks that need other objects (an IPPool overlapping
+// another, a changed pool CIDR) run next, and a create that raced a
+// conflicting one is undone after the fact (writecheck.go). Long-running consumers (felix, confd) use a Syncer
 // rather than raw watches: a consistent snapshot, an in-sync signal, then
 // ordered updates, surviving compaction and outages.
 //

@@ -234,9 +234,15 @@ func (a *Allocator) borrow(ctx context.Context, pools []Pool, reserved Reservati
 	if err != nil {
 		return fmt.Errorf("listing blocks to borrow from: %w", err)
 	}
+	listed := make([]*v3.IPAMBlock, len(l.Items))
+	for i, r := range l.Items {
+		listed[i] = r.(*v3.IPAMBlock)
+	}
+	// A block overlapping another (of an overlapping pool) is never lent:
+	// it may be a claim about to be undone (overlap.go).
+	listed = skipOverlapping(listed)
 	for _, p := range pools {
-		for _, r := range l.Items {
-			b := r.(*v3.IPAMBlock)
+		for _, b := range listed {
 			cidr, err := BlockCIDR(b)
 			if err != nil || !p.CIDR.Contains(cidr.Addr()) || FreeCount(b, reserved) == 0 {
 				continue

@@ -1,10 +1,12 @@
 package ipam
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"hash/fnv"
 	"net/netip"
+	"slices"
 	"strings"
 
 	k8svalidation "k8s.io/apimachinery/pkg/util/validation"
@@ -42,6 +44,24 @@ func (v u128) add(n uint64) u128 {
 		hi++
 	}
 	return u128{hi, lo}
+}
+
+func (v u128) plus(w u128) u128 {
+	lo := v.lo + w.lo
+	hi := v.hi + w.hi
+	if lo < v.lo {
+		hi++
+	}
+	return u128{hi, lo}
+}
+
+func (v u128) cmp(w u128) int {
+	switch {
+	case v.hi != w.hi:
+		return cmp.Compare(v.hi, w.hi)
+	default:
+		return cmp.Compare(v.lo, w.lo)
+	}
 }
 
 func (v u128) sub(w u128) u128 {
@@ -141,9 +161,14 @@ func BlockIndex(pool netip.Prefix, block netip.Prefix) uint64 {
 
 // NextBlock picks the block a node should claim next from pool: the first
 // block, starting at a position derived from the node's name (so nodes
-// spread over the pool instead of all racing for block 0), that is not in
-// taken. It inspects at most len(taken)+1 candidates, so it is cheap even for
-// an IPv6 pool of 2^58 blocks. ok is false when every block is taken.
+// spread over the pool instead of all racing for block 0), that overlaps
+// no prefix in taken. taken holds the existing blocks of every pool, of any
+// size: a block of an overlapping pool with another block size has another
+// key, so only this check (and the check after the claim, see claim.go)
+// keeps the two from sharing addresses. Candidates inside a taken prefix
+// are skipped in one step, so it inspects O(len(taken)) candidates and is
+// cheap even for an IPv6 pool of 2^58 blocks. ok is false when every block
+// is taken.
 func NextBlock(pool netip.Prefix, blockBits int, node string, taken map[netip.Prefix]bool) (netip.Prefix, bool) {
 	n := NumBlocks(pool, blockBits)
 	if n == 0 {
@@ -151,18 +176,110 @@ func NextBlock(pool netip.Prefix, blockBits int, node string, taken map[netip.Pr
 	}
 	h := fnv.New64a()
 	h.Write([]byte(node))
-	start := h.Sum64() % n
-	limit := uint64(len(taken)) + 1
-	if limit > n {
-		limit = n
-	}
-	for i := uint64(0); i < limit; i++ {
-		b := NthBlock(pool, blockBits, (start+i)%n)
-		if !taken[b] {
+	i := h.Sum64() % n
+	used := newSpans(pool, taken)
+	hostBits := uint(pool.Addr().BitLen() - blockBits)
+	base := toU128(pool.Masked().Addr())
+	for visited := uint64(0); visited < n; {
+		b := NthBlock(pool, blockBits, i)
+		first := toU128(b.Addr())
+		last, ok := used.overlapEnd(first, first.plus(u128{lo: 1}.shl(hostBits)).sub(u128{lo: 1}))
+		if !ok {
 			return b, true
 		}
+		// Resume at the first block after everything overlapping b.
+		idx := last.sub(base).shr(hostBits)
+		next := idx.lo + 1
+		if idx.hi != 0 || next <= i || next >= n {
+			visited += n - i
+			i = 0
+			continue
+		}
+		visited += next - i
+		i = next
 	}
 	return netip.Prefix{}, false
+}
+
+// OverlappingBlocks returns the pairs of distinct prefixes among blocks
+// that share addresses (blocks of overlapping pools with different block
+// sizes, or a block written with a wrong CIDR), each pair ordered and the
+// pairs sorted, for reports.
+func OverlappingBlocks(blocks []netip.Prefix) [][2]netip.Prefix {
+	sorted := make([]netip.Prefix, 0, len(blocks))
+	for _, b := range blocks {
+		sorted = append(sorted, b.Masked())
+	}
+	slices.SortFunc(sorted, comparePrefix)
+	sorted = slices.Compact(sorted)
+	var out [][2]netip.Prefix
+	// Sorted by first address, then larger first: a block overlaps a later
+	// one exactly when it contains the later one's first address.
+	for i, b := range sorted {
+		for _, c := range sorted[i+1:] {
+			if !b.Contains(c.Addr()) {
+				break // nor any later one (IPv6 sorts after IPv4)
+			}
+			out = append(out, [2]netip.Prefix{b, c})
+		}
+	}
+	return out
+}
+
+// comparePrefix orders prefixes IPv4 first, by first address, then larger
+// (shorter prefix) first.
+func comparePrefix(a, b netip.Prefix) int {
+	if c := a.Addr().Compare(b.Addr()); c != 0 {
+		return c
+	}
+	return a.Bits() - b.Bits()
+}
+
+// spans are the address ranges of a set of prefixes, sorted by first
+// address, with the furthest last address up to each: which of them
+// overlap a range is a binary search.
+type spans struct {
+	first, reach []u128
+}
+
+func newSpans(pool netip.Prefix, taken map[netip.Prefix]bool) spans {
+	type span struct{ first, last u128 }
+	var all []span
+	for p := range taken {
+		if !p.IsValid() || p.Addr().Is4() != pool.Addr().Is4() || !p.Overlaps(pool) {
+			continue
+		}
+		first := toU128(p.Masked().Addr())
+		size := u128{lo: 1}.shl(uint(p.Addr().BitLen() - p.Bits()))
+		all = append(all, span{first, first.plus(size).sub(u128{lo: 1})})
+	}
+	slices.SortFunc(all, func(a, b span) int { return a.first.cmp(b.first) })
+	s := spans{first: make([]u128, len(all)), reach: make([]u128, len(all))}
+	for i, sp := range all {
+		s.first[i] = sp.first
+		s.reach[i] = sp.last
+		if i > 0 && s.reach[i-1].cmp(sp.last) > 0 {
+			s.reach[i] = s.reach[i-1]
+		}
+	}
+	return s
+}
+
+// overlapEnd reports whether any span overlaps [first, last] and, if so,
+// the furthest last address of those that do.
+func (s spans) overlapEnd(first, last u128) (u128, bool) {
+	// Spans starting at or before last; the furthest reach among them
+	// overlaps the range exactly when it gets to first.
+	k, _ := slices.BinarySearchFunc(s.first, last, func(e, t u128) int {
+		if e.cmp(t) <= 0 {
+			return -1
+		}
+		return 1
+	})
+	if k == 0 || s.reach[k-1].cmp(first) < 0 {
+		return u128{}, false
+	}
+	return s.reach[k-1], true
 }
 
 var nameReplacer = strings.NewReplacer(".", "-", ":", "-", "/", "-")

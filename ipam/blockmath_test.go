@@ -1,7 +1,10 @@
 package ipam
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"net/netip"
+	"strings"
 	"testing"
 )
 
@@ -117,5 +120,123 @@ func TestNames(t *testing.T) {
 	}
 	if n := HandleName("Bad_Handle!"); n[:7] != "handle-" {
 		t.Errorf("invalid handle name not hashed: %q", n)
+	}
+}
+
+// nextBlockOracle is NextBlock by brute force: every candidate from the
+// node's start position, in order, checked against every taken prefix.
+func nextBlockOracle(pool netip.Prefix, blockBits int, node string, taken map[netip.Prefix]bool) (netip.Prefix, bool) {
+	n := NumBlocks(pool, blockBits)
+	first, _ := NextBlock(pool, blockBits, node, nil)
+	start := BlockIndex(pool, first)
+	for i := range n {
+		b := NthBlock(pool, blockBits, (start+i)%n)
+		free := true
+		for p := range taken {
+			if p.Overlaps(b) {
+				free = false
+			}
+		}
+		if free {
+			return b, true
+		}
+	}
+	return netip.Prefix{}, false
+}
+
+// TestNextBlockSkipsOverlappingBlocks: blocks of any size, in or around
+// the pool, are never overlapped by the block chosen, and the choice is
+// the first free one from the node's start (checked against brute force).
+func TestNextBlockSkipsOverlappingBlocks(t *testing.T) {
+	fixed := []struct {
+		name  string
+		pool  string
+		bits  int
+		taken []string
+		want  string // "" = none left
+	}{
+		{"a larger block covers the pool", "10.50.0.0/24", 28, []string{"10.50.0.0/20"}, ""},
+		{"a larger block covers the start", "10.50.0.0/20", 28, []string{"10.50.0.0/24"}, "10.50.1.0/28"},
+		{"a smaller block inside the start", "10.50.0.0/20", 24, []string{"10.50.0.16/28"}, "10.50.1.0/24"},
+		{"skips wrap to the pool's start", "10.50.0.0/22", 24, []string{"10.50.3.0/24", "10.50.0.0/32"}, "10.50.1.0/24"},
+	}
+	for _, tc := range fixed {
+		t.Run(tc.name, func(t *testing.T) {
+			pool := netip.MustParsePrefix(tc.pool)
+			taken := map[netip.Prefix]bool{}
+			for _, s := range tc.taken {
+				taken[netip.MustParsePrefix(s)] = true
+			}
+			// A node that starts at the pool's first block, or at its
+			// last for the wrap case.
+			startAt := NthBlock(pool, tc.bits, 0)
+			if strings.Contains(tc.name, "wrap") {
+				startAt = NthBlock(pool, tc.bits, NumBlocks(pool, tc.bits)-1)
+			}
+			node := nodeStartingAt(t, "n", pool, tc.bits, startAt)
+			got, ok := NextBlock(pool, tc.bits, node, taken)
+			if tc.want == "" {
+				if ok {
+					t.Fatalf("got %s, want none", got)
+				}
+				return
+			}
+			if !ok || got != netip.MustParsePrefix(tc.want) {
+				t.Fatalf("got %s %v, want %s", got, ok, tc.want)
+			}
+		})
+	}
+
+	rng := rand.New(rand.NewPCG(19, 2))
+	pools := []struct {
+		pool string
+		bits int
+	}{{"10.50.0.0/20", 24}, {"10.50.0.0/24", 28}, {"10.50.0.0/22", 26}, {"fd00::/112", 122}, {"fd00::/116", 124}}
+	for iter := range 3000 {
+		pc := pools[iter%len(pools)]
+		pool := netip.MustParsePrefix(pc.pool)
+		taken := map[netip.Prefix]bool{}
+		for range rng.IntN(12) {
+			// Any size from 4 bits larger than the pool to a single address.
+			bits := pool.Bits() - 4 + rng.IntN(pool.Addr().BitLen()-pool.Bits()+5)
+			ord := rng.IntN(1 << (pool.Addr().BitLen() - pool.Bits()))
+			p, _ := OrdinalToIP(pool, ord).Prefix(bits)
+			taken[p] = true
+		}
+		node := fmt.Sprintf("node-%d", rng.IntN(1000))
+		got, ok := NextBlock(pool, pc.bits, node, taken)
+		want, wantOK := nextBlockOracle(pool, pc.bits, node, taken)
+		if got != want || ok != wantOK {
+			t.Fatalf("pool %s/%d node %s taken %v: got %s %v, want %s %v", pool, pc.bits, node, taken, got, ok, want, wantOK)
+		}
+	}
+}
+
+func TestOverlappingBlocks(t *testing.T) {
+	ps := func(ss ...string) []netip.Prefix {
+		var out []netip.Prefix
+		for _, s := range ss {
+			out = append(out, netip.MustParsePrefix(s))
+		}
+		return out
+	}
+	tests := []struct {
+		name   string
+		blocks []netip.Prefix
+		want   string
+	}{
+		{"none", ps("10.0.0.0/26", "10.0.0.64/26", "fd00::/122"), "[]"},
+		{"different sizes", ps("10.50.0.0/28", "10.50.0.0/24", "10.50.1.0/24"), "[[10.50.0.0/24 10.50.0.0/28]]"},
+		{"one contains several", ps("10.50.0.16/28", "10.50.0.0/24", "10.50.0.240/28", "10.50.1.0/28"),
+			"[[10.50.0.0/24 10.50.0.16/28] [10.50.0.0/24 10.50.0.240/28]]"},
+		{"families apart", ps("fd00::/120", "10.0.0.0/24", "fd00::40/122", "10.0.0.0/26"),
+			"[[10.0.0.0/24 10.0.0.0/26] [fd00::/120 fd00::40/122]]"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := fmt.Sprint(OverlappingBlocks(tc.blocks)); got != tc.want {
+				t.Errorf("got %s, want %s", got, tc.want)
+			}
+		})
 	}
 }

@@ -18,6 +18,10 @@ var (
 	errBlockTaken = errors.New("block claimed by another node")
 	// errNoFreeBlock: every block of the pools exists already.
 	errNoFreeBlock = errors.New("no unclaimed block left")
+	// errBlockOverlaps: the claimed block turned out to overlap another
+	// block (of an overlapping pool, claimed at the same time); the claim
+	// was undone.
+	errBlockOverlaps = errors.New("block overlaps another block")
 )
 
 func affinityKey(node string, cidr netip.Prefix) datastore.Key {
@@ -66,26 +70,16 @@ func (a *Allocator) rememberAffinity(node string, cidr netip.Prefix) {
 	}
 }
 
-// claimNewBlock claims an unclaimed block of the first pool that has one.
+// claimNewBlock claims an unclaimed block of the first pool that has one:
+// one that overlaps no existing block of any pool (NextBlock).
 func (a *Allocator) claimNewBlock(ctx context.Context, node string, pools []Pool) (netip.Prefix, error) {
-	l, err := a.c.List(ctx, v3.KindIPAMBlock, datastore.ListOptions{})
+	taken, badBlocks, err := a.existingBlocks(ctx)
 	if err != nil {
-		return netip.Prefix{}, fmt.Errorf("listing blocks: %w", err)
+		return netip.Prefix{}, err
 	}
-	taken := map[netip.Prefix]bool{}
-	for _, r := range l.Items {
-		if c, err := netip.ParsePrefix(r.(*v3.IPAMBlock).Spec.CIDR); err == nil {
-			taken[c] = true
-		}
-	}
-	// A block stored in a form that cannot be decoded exists all the
-	// same: never claimed again (its addresses may be in use).
-	badBlocks := map[string]bool{}
-	for _, b := range l.Bad {
-		badBlocks[b.Key.Name] = true
-	}
+	undone := map[netip.Prefix]bool{} // our claims undone for overlapping: not retried
 	for _, p := range pools {
-		for range a.cfg.MaxRetries {
+		for attempt := 0; attempt < a.cfg.MaxRetries; attempt++ {
 			cidr, ok := NextBlock(p.CIDR, p.BlockBits(), node, taken)
 			if !ok {
 				break
@@ -95,14 +89,51 @@ func (a *Allocator) claimNewBlock(ctx context.Context, node string, pools []Pool
 				continue
 			}
 			err := a.claim(ctx, node, cidr)
-			if errors.Is(err, errBlockTaken) {
+			switch {
+			case errors.Is(err, errBlockTaken):
 				taken[cidr] = true
+				continue
+			case errors.Is(err, errBlockOverlaps):
+				// A block of an overlapping pool appeared meanwhile (its
+				// claim may be undone too): look again.
+				undone[cidr] = true
+				if err := backoff(ctx, attempt); err != nil {
+					return netip.Prefix{}, err
+				}
+				if taken, badBlocks, err = a.existingBlocks(ctx); err != nil {
+					return netip.Prefix{}, err
+				}
+				for c := range undone {
+					taken[c] = true
+				}
 				continue
 			}
 			return cidr, err
 		}
 	}
 	return netip.Prefix{}, errNoFreeBlock
+}
+
+// existingBlocks returns the CIDRs of all blocks of all pools.
+// The names of blocks stored in a form that cannot be decoded come
+// apart: such a block exists all the same and is never claimed again (its
+// addresses may be in use).
+func (a *Allocator) existingBlocks(ctx context.Context) (taken map[netip.Prefix]bool, bad map[string]bool, err error) {
+	l, err := a.c.List(ctx, v3.KindIPAMBlock, datastore.ListOptions{})
+	if err != nil {
+		return nil, nil, fmt.Errorf("listing blocks: %w", err)
+	}
+	taken = map[netip.Prefix]bool{}
+	for _, r := range l.Items {
+		if c, err := netip.ParsePrefix(r.(*v3.IPAMBlock).Spec.CIDR); err == nil {
+			taken[c.Masked()] = true
+		}
+	}
+	bad = map[string]bool{}
+	for _, b := range l.Bad {
+		bad[b.Key.Name] = true
+	}
+	return taken, bad, nil
 }
 
 // claim makes block cidr the node's in two phases: a pending
@@ -134,14 +165,17 @@ func (a *Allocator) claim(ctx context.Context, node string, cidr netip.Prefix) e
 	}
 	b := NewBlock(cidr, node, now)
 	nb, err := a.c.Create(ctx, b)
+	var mine *v3.IPAMBlock
 	switch {
 	case err == nil:
-		a.storeBlock(cidr, nb.(*v3.IPAMBlock))
+		mine = nb.(*v3.IPAMBlock)
+		a.storeBlock(cidr, mine)
 	case errors.Is(err, datastore.ErrAlreadyExists):
 		cur, gerr := a.getBlock(ctx, cidr)
 		if gerr != nil {
 			return fmt.Errorf("claiming block %s for node %s: %w", cidr, node, gerr)
 		}
+		mine = cur
 		if cur.Spec.Affinity == nil || *cur.Spec.Affinity != AffinityValue(node) {
 			if created != nil {
 				_, derr := a.c.Delete(ctx, affinityKey(node, cidr), datastore.DeleteOptions{ResourceVersion: created.GetResourceVersion()})
@@ -157,6 +191,9 @@ func (a *Allocator) claim(ctx context.Context, node string, cidr netip.Prefix) e
 		// removes it.
 		return fmt.Errorf("claiming block %s for node %s: %w", cidr, node, err)
 	}
+	if err := a.settleClaim(ctx, node, cidr, mine); err != nil {
+		return err
+	}
 	if err := a.confirmAffinity(ctx, node, cidr); err != nil {
 		return err
 	}
@@ -169,6 +206,10 @@ func (a *Allocator) claim(ctx context.Context, node string, cidr netip.Prefix) e
 func (a *Allocator) confirmAffinity(ctx context.Context, node string, cidr netip.Prefix) error {
 	for attempt := 0; attempt < a.cfg.MaxRetries; attempt++ {
 		r, err := a.c.Get(ctx, affinityKey(node, cidr))
+		if errors.Is(err, datastore.ErrNotFound) {
+			// Another claim of the node's undid this one (undoClaim).
+			return fmt.Errorf("claim of block %s by node %s was undone concurrently: %w", cidr, node, errBlockOverlaps)
+		}
 		if err != nil {
 			return fmt.Errorf("confirming affinity of block %s to node %s: %w", cidr, node, err)
 		}
@@ -180,6 +221,9 @@ func (a *Allocator) confirmAffinity(ctx context.Context, node string, cidr netip
 		_, err = a.c.Update(ctx, ba)
 		if err == nil {
 			return nil
+		}
+		if errors.Is(err, datastore.ErrNotFound) {
+			return fmt.Errorf("claim of block %s by node %s was undone concurrently: %w", cidr, node, errBlockOverlaps)
 		}
 		if !errors.Is(err, datastore.ErrConflict) {
 			return fmt.Errorf("confirming affinity of block %s to node %s: %w", cidr, node, err)

@@ -25,6 +25,9 @@ var (
 	ErrHandleNotFound = errors.New("IPAM handle not found")
 	// ErrTooManyRetries: compare-and-swap kept losing.
 	ErrTooManyRetries = errors.New("too many conflicting concurrent updates")
+	// ErrOverlappingBlocks: a specific address lies in several existing
+	// blocks (of overlapping pools); which one owns it is ambiguous.
+	ErrOverlappingBlocks = errors.New("address is in overlapping IPAM blocks")
 	// ErrInvalidArgs: the request itself is malformed.
 	ErrInvalidArgs = errors.New("invalid IPAM request")
 )

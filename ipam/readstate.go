@@ -194,7 +194,16 @@ func (a *Allocator) parseAffinities(ctx context.Context, node string, listed []v
 			if err != nil || b.Spec.Affinity == nil || *b.Spec.Affinity != AffinityValue(node) {
 				continue // a claim in progress, or one that lost: not ours (yet)
 			}
-			if err := a.confirmAffinity(ctx, node, cidr); err != nil {
+			// The interrupted claim may not have been checked for
+			// overlapping blocks yet (overlap.go).
+			if err := a.settleClaim(ctx, node, cidr, b); errors.Is(err, errBlockOverlaps) {
+				continue
+			} else if err != nil {
+				return nil, err
+			}
+			if err := a.confirmAffinity(ctx, node, cidr); errors.Is(err, errBlockOverlaps) {
+				continue
+			} else if err != nil {
 				return nil, err
 			}
 			out = append(out, cidr)

@@ -41,7 +41,10 @@ func (a *Allocator) AssignIP(ctx context.Context, args AssignIPArgs) error {
 	if e.reserved.Contains(ip) {
 		return fmt.Errorf("%s: %w by an IPReservation", ip, ErrReserved)
 	}
-	cidr := BlockFor(ip, pool.BlockBits())
+	cidr, err := a.blockForAssign(ctx, ip, pool)
+	if err != nil {
+		return err
+	}
 	for attempt := 0; ; attempt++ {
 		_, err = a.updateBlock(ctx, cidr, func(b *v3.IPAMBlock) error {
 			return AssignOrdinal(b, ip, args.HandleID, args.Attrs)

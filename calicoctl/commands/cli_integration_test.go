@@ -172,6 +172,7 @@ func cliSuite(t *testing.T, b cliBackend) {
 		{args: args("apply -f -"), stdin: "apiVersion: projectcalico.org/v3\nkind: ClusterInformation\nmetadata: {name: default}\nspec: {calicoVersion: v3.30.0, clusterType: 'k8s,bgp'}\n"},
 		{args: args("version")},
 	})
+	t.Run("overlap", func(t *testing.T) { testPoolOverlap(t, b) })
 	t.Run("ipam", func(t *testing.T) { testIPAM(t, b) })
 }
 

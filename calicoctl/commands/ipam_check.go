@@ -37,6 +37,9 @@ type checkReport struct {
 	EmptyUnaffineBlocks []string    `json:"emptyUnaffineBlocks"`
 	OrphanHandles       []string    `json:"orphanHandles"`
 	Inconsistencies     []string    `json:"inconsistencies"`
+	// OverlappingBlocks: blocks sharing addresses (of overlapping pools)
+	// and addresses allocated in both; for people, release ignores it.
+	OverlappingBlocks []string `json:"overlappingBlocks"`
 }
 
 func (r *checkReport) gcReport() (*ipam.GCReport, error) {
@@ -94,11 +97,12 @@ with -o and free what it lists with ipam release --from-report.`,
 			if err != nil {
 				return fmt.Errorf("checking IPAM: %w", friendly(err))
 			}
-			incons, err := inconsistencies(ctx, c)
+			incons, overlaps, err := inconsistencies(ctx, c)
 			if err != nil {
 				return err
 			}
 			cr := toCheckReport(rep, incons)
+			cr.OverlappingBlocks = overlaps
 			printCheck(a.stdout, cr)
 			if output != "" {
 				js, err := json.MarshalIndent(cr, "", "  ")
@@ -130,7 +134,7 @@ func toCheckReport(rep *ipam.GCReport, incons []string) *checkReport {
 		cr.EmptyUnaffineBlocks = append(cr.EmptyUnaffineBlocks, p.String())
 	}
 	slices.Sort(cr.EmptyUnaffineBlocks)
-	for _, s := range []*[]string{&cr.DeadNodes, &cr.EmptyUnaffineBlocks, &cr.OrphanHandles, &cr.Inconsistencies} {
+	for _, s := range []*[]string{&cr.DeadNodes, &cr.EmptyUnaffineBlocks, &cr.OrphanHandles, &cr.Inconsistencies, &cr.OverlappingBlocks} {
 		if *s == nil {
 			*s = []string{}
 		}
@@ -154,7 +158,14 @@ func printCheck(w io.Writer, cr *checkReport) {
 	for _, s := range cr.Inconsistencies {
 		fmt.Fprintf(w, "  %s\n", s)
 	}
-	n := len(cr.Leaks) + len(cr.DeadNodes) + len(cr.EmptyUnaffineBlocks) + len(cr.OrphanHandles) + len(cr.Inconsistencies)
+	if cr.OverlappingBlocks == nil {
+		cr.OverlappingBlocks = []string{}
+	}
+	fmt.Fprintf(w, "Found %d overlapping block problem(s)%s\n", len(cr.OverlappingBlocks), listEnd(len(cr.OverlappingBlocks)))
+	for _, s := range cr.OverlappingBlocks {
+		fmt.Fprintf(w, "  %s\n", s)
+	}
+	n := len(cr.Leaks) + len(cr.DeadNodes) + len(cr.EmptyUnaffineBlocks) + len(cr.OrphanHandles) + len(cr.Inconsistencies) + len(cr.OverlappingBlocks)
 	fmt.Fprintf(w, "Check complete; found %d problem(s).\n", n)
 }
 
@@ -178,18 +189,21 @@ func listEnd(n int) string {
 
 // inconsistencies checks the bookkeeping the leak check takes for granted:
 // each block's own structure, handles' per-block counts against the
-// blocks, and endpoints' addresses against IPAM.
-func inconsistencies(ctx context.Context, c datastore.Client) ([]string, error) {
+// blocks, and endpoints' addresses against IPAM; and, separately, blocks
+// that overlap (ipam.CheckOverlaps).
+func inconsistencies(ctx context.Context, c datastore.Client) (_, overlaps []string, _ error) {
 	var out []string
 	bl, err := c.List(ctx, v3.KindIPAMBlock, datastore.ListOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("listing IPAM blocks: %w", friendly(err))
+		return nil, nil, fmt.Errorf("listing IPAM blocks: %w", friendly(err))
 	}
 	out = append(out, undecodable(bl)...)
 	counts := map[string]map[string]int{} // handle -> block -> allocations
 	allocated := map[netip.Addr]bool{}
+	blocks := make([]*v3.IPAMBlock, 0, len(bl.Items))
 	for _, r := range bl.Items {
 		b := r.(*v3.IPAMBlock)
+		blocks = append(blocks, b)
 		out = append(out, ipam.CheckBlock(b)...)
 		cidr, err := ipam.BlockCIDR(b)
 		if err != nil {
@@ -205,7 +219,7 @@ func inconsistencies(ctx context.Context, c datastore.Client) ([]string, error) 
 	}
 	hl, err := c.List(ctx, v3.KindIPAMHandle, datastore.ListOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("listing IPAM handles: %w", friendly(err))
+		return nil, nil, fmt.Errorf("listing IPAM handles: %w", friendly(err))
 	}
 	out = append(out, undecodable(hl)...)
 	seen := map[string]bool{}
@@ -234,11 +248,11 @@ func inconsistencies(ctx context.Context, c datastore.Client) ([]string, error) 
 	}
 	wl, err := c.List(ctx, v3.KindWorkloadEndpoint, datastore.ListOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("listing workload endpoints: %w", friendly(err))
+		return nil, nil, fmt.Errorf("listing workload endpoints: %w", friendly(err))
 	}
 	pl, err := c.List(ctx, v3.KindIPPool, datastore.ListOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("listing IP pools: %w", friendly(err))
+		return nil, nil, fmt.Errorf("listing IP pools: %w", friendly(err))
 	}
 	out = append(out, undecodable(wl)...)
 	out = append(out, undecodable(pl)...)
@@ -261,7 +275,22 @@ func inconsistencies(ctx context.Context, c datastore.Client) ([]string, error) 
 		}
 	}
 	slices.Sort(out)
-	return out, nil
+	return out, append(poolOverlapFindings(ps), ipam.CheckOverlaps(blocks)...), nil
+}
+
+// poolOverlapFindings names stored pools that overlap each other (written
+// past the datastore's check, or created at the same moment): the cause of
+// overlapping blocks.
+func poolOverlapFindings(ps []v3.IPPool) []string {
+	var out []string
+	var seen []*v3.IPPool
+	for i := range ps {
+		for _, fe := range v3.IPPoolOverlapErrors(&ps[i], seen) {
+			out = append(out, fe.Msg)
+		}
+		seen = append(seen, &ps[i])
+	}
+	return out
 }
 
 func newIPAMReleaseCmd(a *app) *cobra.Command {

@@ -29,12 +29,28 @@ field path. Exits non-zero when any document is invalid.`,
 				return fmt.Errorf("no input: pass -f FILE, -f DIR or -f -")
 			}
 			bad := 0
+			var pools []v3.Resource // valid IPPools of every input, for the overlap check
+			var where []string
 			for _, f := range expandInputs(files) {
-				n, err := validateInput(cmd, f)
+				n, valid, err := validateInput(cmd, f)
 				if err != nil {
 					return err
 				}
 				bad += n
+				for _, r := range valid {
+					if p, ok := r.(*v3.IPPool); ok {
+						pools = append(pools, p)
+						where = append(where, f+": IPPool "+p.Name)
+					}
+				}
+			}
+			// Pools valid on their own may still overlap each other,
+			// which the datastore would refuse.
+			for i, errs := range sortedByKey(poolOverlaps(pools)) {
+				for _, fe := range errs {
+					cmd.PrintErrf("%s: %s\n", where[i], fe.Error())
+				}
+				bad++
 			}
 			if bad > 0 {
 				return fmt.Errorf("%d invalid resource(s)", bad)
@@ -67,8 +83,9 @@ func expandInputs(in []string) []string {
 }
 
 // validateInput validates one file and returns how many resources in it
-// are invalid. A file that cannot be read or decoded counts as one.
-func validateInput(cmd *cobra.Command, name string) (int, error) {
+// are invalid, and the valid ones (defaulted). A file that cannot be read
+// or decoded counts as one.
+func validateInput(cmd *cobra.Command, name string) (int, []v3.Resource, error) {
 	var data []byte
 	var err error
 	if name == "-" {
@@ -77,14 +94,15 @@ func validateInput(cmd *cobra.Command, name string) (int, error) {
 		data, err = os.ReadFile(name)
 	}
 	if err != nil {
-		return 0, fmt.Errorf("reading %s: %w", name, err)
+		return 0, nil, fmt.Errorf("reading %s: %w", name, err)
 	}
 	rs, err := v3.DecodeYAML(data)
 	if err != nil {
 		cmd.PrintErrf("%s: %v\n", name, err)
-		return 1, nil
+		return 1, nil, nil
 	}
 	bad := 0
+	var valid []v3.Resource
 	for _, r := range rs {
 		kind := r.GetObjectKind().GroupVersionKind().Kind
 		id := kind + " " + r.GetName()
@@ -99,6 +117,7 @@ func validateInput(cmd *cobra.Command, name string) (int, error) {
 			continue
 		}
 		cmd.Printf("%s: %s: valid\n", name, id)
+		valid = append(valid, r)
 	}
-	return bad, nil
+	return bad, valid, nil
 }

@@ -33,6 +33,13 @@ func (a *app) runWrite(ctx context.Context, past string, flags *writeFlags, op w
 	if err != nil {
 		return err
 	}
+	if past == "created" {
+		// New pools overlapping each other: the datastore would take the
+		// first and refuse the second; refuse the lot before writing.
+		if err := inputPoolOverlaps(ins); err != nil {
+			return err
+		}
+	}
 	c, err := a.client()
 	if err != nil {
 		return err

@@ -245,6 +245,9 @@ func (c *Client) Create(ctx context.Context, r v3.Resource) (v3.Resource, error)
 	if err != nil {
 		return nil, err
 	}
+	if err := datastore.CheckWrite(ctx, c, "create", obj); err != nil {
+		return nil, err
+	}
 	obj.SetResourceVersion("")
 	obj.SetUID(uuid.NewUUID())
 	obj.SetCreationTimestamp(metav1.Now())
@@ -265,6 +268,9 @@ func (c *Client) Create(ctx context.Context, r v3.Resource) (v3.Resource, error)
 		return fail(datastore.ErrAlreadyExists)
 	}
 	obj.SetResourceVersion(strconv.FormatInt(int64(resp.Header.Revision), 10))
+	if err := datastore.VerifyCreated(ctx, c, obj); err != nil {
+		return nil, err
+	}
 	return obj, nil
 }
 
@@ -273,6 +279,9 @@ func (c *Client) Create(ctx context.Context, r v3.Resource) (v3.Resource, error)
 func (c *Client) Update(ctx context.Context, r v3.Resource) (v3.Resource, error) {
 	obj, key, fail, err := prepareWrite("update", r)
 	if err != nil {
+		return nil, err
+	}
+	if err := datastore.CheckWrite(ctx, c, "update", obj); err != nil {
 		return nil, err
 	}
 	if obj.GetResourceVersion() == "" {

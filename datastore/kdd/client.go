@@ -136,6 +136,9 @@ func (c *Client) Create(ctx context.Context, r v3.Resource) (v3.Resource, error)
 	if err != nil {
 		return nil, err
 	}
+	if err := datastore.CheckWrite(ctx, c, "create", obj); err != nil {
+		return nil, err
+	}
 	k := datastore.KeyOf(obj)
 	fail := func(err error) (v3.Resource, error) { return nil, &datastore.OpError{Op: "create", Key: k, Err: err} }
 	kb, loc, err := c.locateWrite(k)
@@ -160,6 +163,9 @@ func (c *Client) Create(ctx context.Context, r v3.Resource) (v3.Resource, error)
 	if err != nil {
 		return fail(err)
 	}
+	if err := datastore.VerifyCreated(ctx, c, out); err != nil {
+		return nil, err
+	}
 	return out, nil
 }
 
@@ -168,6 +174,9 @@ func (c *Client) Create(ctx context.Context, r v3.Resource) (v3.Resource, error)
 func (c *Client) Update(ctx context.Context, r v3.Resource) (v3.Resource, error) {
 	obj, err := datastore.PrepareWrite("update", r)
 	if err != nil {
+		return nil, err
+	}
+	if err := datastore.CheckWrite(ctx, c, "update", obj); err != nil {
 		return nil, err
 	}
 	k := datastore.KeyOf(obj)

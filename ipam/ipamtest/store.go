@@ -21,8 +21,11 @@ import (
 )
 
 // Store is an in-memory datastore.Client. Writes are defaulted and
-// validated like the real backends; Update and conditional Delete are
-// compare-and-swap on a global revision. Watch is not supported.
+// validated like the real backends (datastore.PrepareWrite), but without
+// the checks against other objects (datastore.CheckWrite: e.g. IPPool
+// overlap), like a raw write into etcd: tests can store what a careless
+// writer could. Update and conditional Delete are compare-and-swap on a
+// global revision. Watch is not supported.
 type Store struct {
 	mu    sync.Mutex
 	rev   int64
