@@ -109,3 +109,88 @@ func documents(t *testing.T, name string) [][]byte {
 	}
 	return out
 }
+
+// TestDockerfileHasWhatManifestsRun: every container of both manifests
+// runs the image the Dockerfile describes and a command it installs, and
+// the CNI binaries install-cni needs are in its /opt/cni/bin.
+func TestDockerfileHasWhatManifestsRun(t *testing.T) {
+	df, err := os.ReadFile("../Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	installed := map[string]bool{}
+	for _, line := range strings.Split(string(df), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 3 || f[0] != "COPY" {
+			continue
+		}
+		dst := f[len(f)-1]
+		for _, src := range f[1 : len(f)-1] {
+			installed[filepath.Join(dst, filepath.Base(src))] = true
+		}
+	}
+	for _, bin := range []string{"calico", "calico-ipam", "calico-k8s", "portmap"} {
+		if !installed["/opt/cni/bin/"+bin] {
+			t.Errorf("the Dockerfile does not put %s in /opt/cni/bin", bin)
+		}
+	}
+	for _, name := range []string{"tabby.yaml", "tabby-etcd.yaml"} {
+		containers := 0
+		for _, doc := range documents(t, name) {
+			var w struct {
+				Spec struct {
+					Template struct {
+						Spec struct {
+							InitContainers []container `json:"initContainers"`
+							Containers     []container `json:"containers"`
+						} `json:"spec"`
+					} `json:"template"`
+				} `json:"spec"`
+			}
+			if err := yaml.Unmarshal(doc, &w); err != nil {
+				t.Fatal(err)
+			}
+			ps := w.Spec.Template.Spec
+			for _, c := range append(ps.InitContainers, ps.Containers...) {
+				containers++
+				if !strings.HasPrefix(c.Image, "docker.io/tabbynet/tabby:") {
+					t.Errorf("%s: container %s runs image %s", name, c.Name, c.Image)
+				}
+				var cmds []string
+				if len(c.Command) > 0 {
+					cmds = append(cmds, c.Command[0])
+				}
+				for _, p := range []*probe{c.LivenessProbe, c.ReadinessProbe} {
+					if p != nil && p.Exec != nil && len(p.Exec.Command) > 0 {
+						cmds = append(cmds, p.Exec.Command[0])
+					}
+				}
+				if len(c.Command) == 0 {
+					t.Errorf("%s: container %s names no command", name, c.Name)
+				}
+				for _, cmd := range cmds {
+					if !installed[cmd] {
+						t.Errorf("%s: container %s runs %s, which the Dockerfile does not install", name, c.Name, cmd)
+					}
+				}
+			}
+		}
+		if containers < 3 {
+			t.Errorf("%s: %d containers, want install-cni, calico-node and kube-controllers", name, containers)
+		}
+	}
+}
+
+type probe struct {
+	Exec *struct {
+		Command []string `json:"command"`
+	} `json:"exec"`
+}
+
+type container struct {
+	Name           string   `json:"name"`
+	Image          string   `json:"image"`
+	Command        []string `json:"command"`
+	LivenessProbe  *probe   `json:"livenessProbe"`
+	ReadinessProbe *probe   `json:"readinessProbe"`
+}
