@@ -76,12 +76,14 @@ lint:
 	$(GO) vet ./...
 	$(GO) vet -tags privileged,integration ./...
 
-## generate: deepcopy functions and CRDs from the API types
+## generate: deepcopy functions and CRDs from the API types, then
+## manifests/tabby.yaml and tabby-etcd.yaml from manifests/parts
 generate:
 	rm -f manifests/crds/crd.projectcalico.org_*.yaml
 	$(CONTROLLER_GEN) object paths=./api/v3/...
 	$(CONTROLLER_GEN) crd:allowDangerousTypes=true paths=./api/v3/... output:crd:artifacts:config=manifests/crds
 	$(GO) run ./hack/crdpostprocess manifests/crds
+	$(GO) run ./hack/manifestgen
 
 clean:
 	rm -rf $(BIN)

@@ -102,9 +102,13 @@ func (p *pods) Release(ctx context.Context, namespace, name, containerID string)
 	return p.patch(ctx, namespace, name, map[string]any{annotationPodIP: "", annotationPodIPs: ""})
 }
 
+// patch writes the plugin's annotations through the pod's status
+// subresource, as Calico's plugin does: the API server keeps metadata
+// changes made there, and RBAC then need only grant pods/status patch (the
+// plugin cannot change a pod's spec).
 func (p *pods) patch(ctx context.Context, namespace, name string, ann map[string]any) error {
 	body, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": ann}})
-	_, err := p.kube.CoreV1().Pods(namespace).Patch(ctx, name, k8stypes.MergePatchType, body, metav1.PatchOptions{})
+	_, err := p.kube.CoreV1().Pods(namespace).Patch(ctx, name, k8stypes.MergePatchType, body, metav1.PatchOptions{}, "status")
 	if err != nil {
 		return fmt.Errorf("annotating pod %s/%s: %w", namespace, name, kubeErr(err))
 	}

@@ -1,0 +1,167 @@
+//go:build integration
+
+package manifests
+
+import (
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	v3 "github.com/tabbynet/tabby/api/v3"
+	"github.com/tabbynet/tabby/cni-plugin/install"
+	"github.com/tabbynet/tabby/cni-plugin/kubepods"
+	"github.com/tabbynet/tabby/confd"
+	"github.com/tabbynet/tabby/datastore"
+	"github.com/tabbynet/tabby/datastore/kdd"
+	"github.com/tabbynet/tabby/felix/daemon"
+	"github.com/tabbynet/tabby/internal/testservers"
+	"github.com/tabbynet/tabby/ipam"
+)
+
+// inSync records when a syncer has delivered its snapshot.
+type inSync chan struct{}
+
+func (s inSync) OnStatusUpdated(st datastore.SyncStatus) {
+	if st == datastore.StatusInSync {
+		select {
+		case s <- struct{}{}:
+		default:
+		}
+	}
+}
+func (inSync) OnUpdates([]datastore.Update) {}
+
+// TestIntegrationComponentsRunWithManifestRBAC runs Tabby's own code as
+// each ServiceAccount of tabby.yaml, with only the manifest's RBAC: as
+// calico-node, the datastore initialisation, felix's and confd's syncer
+// and a Node update; as calico-cni-plugin, an IPAM assignment, the pod's
+// annotations and the release; as calico-kube-controllers, IPAM's leak
+// check. What the SubjectAccessReview test derives by reading the code,
+// this proves by running it.
+func TestIntegrationComponentsRunWithManifestRBAC(t *testing.T) {
+	k := testservers.StartKubeAPIServer(t)
+	admin := restConfig(t, k)
+	testservers.ApplyCRDs(t, admin, "crds")
+	rbac := filepath.Join(t.TempDir(), "rbac.yaml")
+	if err := os.WriteFile(rbac, rbacOf(t, "tabby.yaml"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	kubectl(t, k, "apply", "-f", rbac)
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	kube := kubernetes.NewForConfigOrDie(admin)
+	adminDS, err := kdd.New(kdd.Config{REST: admin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kube.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "pod-a", Namespace: "default"},
+		Spec: corev1.PodSpec{NodeName: "node-a", Containers: []corev1.Container{{Name: "c", Image: "none"}}}}
+	if _, err := kube.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pool := &v3.IPPool{TypeMeta: metav1.TypeMeta{Kind: v3.KindIPPool, APIVersion: v3.GroupVersion},
+		ObjectMeta: metav1.ObjectMeta{Name: "default-ipv4-ippool"}, Spec: v3.IPPoolSpec{CIDR: "10.65.0.0/16"}}
+	if _, err := adminDS.Create(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+
+	as := func(t *testing.T, sa string) (*kdd.Client, context.Context) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		t.Cleanup(cancel)
+		token, _, err := install.RequestToken(ctx, kube, tabbyNS, sa, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc := &rest.Config{Host: k.URL(), BearerToken: token, TLSClientConfig: rest.TLSClientConfig{Insecure: true}}
+		c, err := kdd.New(kdd.Config{REST: rc})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c, ctx
+	}
+
+	t.Run(nodeSA, func(t *testing.T) {
+		c, ctx := as(t, nodeSA)
+		if err := datastore.EnsureInitialized(ctx, c, "test", "k8s,bgp"); err != nil {
+			t.Fatalf("initialising the datastore: %v", err)
+		}
+		synced := make(inSync, 1)
+		sctx, scancel := context.WithCancel(ctx)
+		defer scancel()
+		kinds := slices.Concat(daemon.Kinds, confd.Kinds)
+		go kdd.NewSyncer(c, kinds, synced).Run(sctx)
+		select {
+		case <-synced:
+		case <-ctx.Done():
+			t.Fatalf("felix's and confd's syncer never got in sync as calico-node")
+		}
+		r, err := c.Get(ctx, datastore.Key{Kind: v3.KindNode, Name: "node-a"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := r.(*v3.Node)
+		n.Spec.BGP = &v3.NodeBGPSpec{IPv4Address: "192.0.2.10/24"}
+		if _, err := c.Update(ctx, n); err != nil {
+			t.Fatalf("registering the node's BGP address: %v", err)
+		}
+		// Tunnel addresses from IPAM.
+		if _, err := ipam.New(c, ipam.Config{}).AutoAssign(ctx, ipam.AutoAssignArgs{Num4: 1, HandleID: "ipip-tunnel-addr-node-a", Hostname: "node-a", Use: v3.IPPoolAllowedUseTunnel}); err != nil {
+			t.Fatalf("assigning the tunnel address: %v", err)
+		}
+	})
+
+	t.Run(cniSA, func(t *testing.T) {
+		c, ctx := as(t, cniSA)
+		handle := "k8s-pod-network.cid1"
+		ips, err := ipam.New(c, ipam.Config{}).AutoAssign(ctx, ipam.AutoAssignArgs{Num4: 1, HandleID: handle, Hostname: "node-a",
+			Attrs: map[string]string{"namespace": "default", "pod": "pod-a", "node": "node-a"}})
+		if err != nil || len(ips) != 1 {
+			t.Fatalf("assigning the pod's address: %v %v", ips, err)
+		}
+		pods, ok := kubepods.For(c)
+		if !ok {
+			t.Fatal("no pod store on a kdd client")
+		}
+		if _, err := pods.Request(ctx, "default", "pod-a"); err != nil {
+			t.Fatalf("reading the pod: %v", err)
+		}
+		addr := net.IPNet{IP: net.IP(ips[0].AsSlice()), Mask: net.CIDRMask(32, 32)}
+		if err := pods.Annotate(ctx, "default", "pod-a", "cid1", []net.IPNet{addr}); err != nil {
+			t.Fatalf("annotating the pod: %v", err)
+		}
+		got, err := kube.CoreV1().Pods("default").Get(ctx, "pod-a", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Annotations["cni.projectcalico.org/podIP"] != addr.String() {
+			t.Errorf("pod annotations %v", got.Annotations)
+		}
+		if err := pods.Release(ctx, "default", "pod-a", "cid1"); err != nil {
+			t.Fatalf("blanking the pod's annotations: %v", err)
+		}
+		if _, err := ipam.New(c, ipam.Config{}).ReleaseByHandle(ctx, handle); err != nil {
+			t.Fatalf("releasing the address: %v", err)
+		}
+	})
+
+	t.Run(kcSA, func(t *testing.T) {
+		c, ctx := as(t, kcSA)
+		if _, err := ipam.New(c, ipam.Config{}).CheckLeaks(ctx, time.Minute); err != nil {
+			t.Fatalf("IPAM leak check: %v", err)
+		}
+	})
+}
