@@ -31,8 +31,9 @@ func TestReadMany(t *testing.T) {
 	}
 	defer c.Close()
 	ctx := context.Background()
-	for _, n := range []string{"a-1", "a-2", "ab-1", "b-1"} {
-		p := &v3.IPPool{TypeMeta: metav1.TypeMeta{Kind: v3.KindIPPool}, ObjectMeta: metav1.ObjectMeta{Name: n}, Spec: v3.IPPoolSpec{CIDR: "10.0.0.0/16"}}
+	for i, n := range []string{"a-1", "a-2", "ab-1", "b-1"} {
+		cidr := fmt.Sprintf("10.%d.0.0/16", i) // pools may not overlap
+		p := &v3.IPPool{TypeMeta: metav1.TypeMeta{Kind: v3.KindIPPool}, ObjectMeta: metav1.ObjectMeta{Name: n}, Spec: v3.IPPoolSpec{CIDR: cidr}}
 		if _, err := c.Create(ctx, p); err != nil {
 			t.Fatal(err)
 		}
