@@ -21,14 +21,16 @@ import (
 	v3 "github.com/tabbynet/tabby/api/v3"
 	"github.com/tabbynet/tabby/datastore"
 	"github.com/tabbynet/tabby/felix/calc"
+	"github.com/tabbynet/tabby/felix/routes"
 	"github.com/tabbynet/tabby/felix/rules"
 )
 
-// Kinds are the resource kinds felix's policy path watches.
-var Kinds = []string{
+// Kinds are the resource kinds felix watches: the policy path's and the
+// route manager's (routes.Kinds, handed to Config.Routes).
+var Kinds = append([]string{
 	v3.KindWorkloadEndpoint, v3.KindHostEndpoint, v3.KindNetworkPolicy, v3.KindGlobalNetworkPolicy,
 	v3.KindTier, v3.KindProfile, v3.KindNetworkSet, v3.KindGlobalNetworkSet, v3.KindFelixConfiguration,
-}
+}, routes.Kinds...)
 
 // Dataplane is what the daemon needs of dataplane.Dataplane.
 type Dataplane interface {
@@ -70,6 +72,10 @@ type Config struct {
 	Logger                *slog.Logger
 	// Metrics, if set, records calculations and bad input.
 	Metrics *Metrics
+	// Routes, if set, receives the sync status and the updates of the
+	// route manager's kinds (routes.Kinds), which the policy path does
+	// not keep.
+	Routes datastore.SyncerCallbacks
 }
 
 // Metrics are the calculation's Prometheus metrics.
@@ -153,13 +159,24 @@ func (d *Daemon) OnStatusUpdated(s datastore.SyncStatus) {
 	d.inSync = s == datastore.StatusInSync
 	d.mu.Unlock()
 	d.log.Info("datastore sync status", "status", s)
+	if d.cfg.Routes != nil {
+		d.cfg.Routes.OnStatusUpdated(s)
+	}
 	d.kick()
 }
 
 // OnUpdates implements datastore.SyncerCallbacks.
 func (d *Daemon) OnUpdates(ups []datastore.Update) {
+	if d.cfg.Routes != nil {
+		d.cfg.Routes.OnUpdates(ups)
+	}
+	policy := false
 	d.mu.Lock()
 	for _, u := range ups {
+		if routes.IsKind(u.Key.Kind) {
+			continue
+		}
+		policy = true
 		if u.Type == datastore.EventDeleted {
 			delete(d.objs, u.Key)
 		} else {
@@ -167,7 +184,9 @@ func (d *Daemon) OnUpdates(ups []datastore.Update) {
 		}
 	}
 	d.mu.Unlock()
-	d.kick()
+	if policy {
+		d.kick()
+	}
 }
 
 func (d *Daemon) kick() {

@@ -1,0 +1,416 @@
+package routes
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"slices"
+	"strings"
+	"syscall"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// Driver reconciles a Desired state with the kernel of one network
+// namespace through a netlink handle bound to it. It is not safe for
+// concurrent use (the Manager calls it from one goroutine).
+type Driver struct {
+	h   *netlink.Handle
+	log *slog.Logger
+	// knownPools are the pool CIDRs seen since start: a route via a
+	// gateway into one of them is ours even after its pool went.
+	knownPools map[netip.Prefix]bool
+	// WorkloadPrefixes name the CNI's interfaces, whose routes are never
+	// touched [default cali].
+	WorkloadPrefixes []string
+}
+
+// NewDriver returns a driver over h (see netlink.NewHandleAt).
+func NewDriver(h *netlink.Handle, log *slog.Logger) *Driver {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Driver{h: h, log: log, knownPools: map[netip.Prefix]bool{}, WorkloadPrefixes: []string{"cali"}}
+}
+
+// Stats count what one Apply changed.
+type Stats struct {
+	RoutesAdded, RoutesRemoved, NeighborsChanged, DevicesChanged int
+}
+
+// Apply makes the kernel match d: devices first (routes need them), then
+// neighbours and FDB entries, then routes. It returns the first error
+// after trying everything it could.
+func (dr *Driver) Apply(d Desired) (Stats, error) {
+	var st Stats
+	var errs []error
+	for _, p := range d.Pools {
+		dr.knownPools[p] = true
+	}
+	if err := dr.syncVXLAN(d.VXLAN, &st); err != nil {
+		errs = append(errs, err)
+	}
+	if err := dr.syncIPIP(d.IPIP, &st); err != nil {
+		errs = append(errs, err)
+	}
+	if d.VXLAN != nil {
+		if err := dr.syncNeighbors(d, &st); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := dr.syncRoutes(d.Routes, &st); err != nil {
+		errs = append(errs, err)
+	}
+	return st, errors.Join(errs...)
+}
+
+// syncVXLAN creates, reconfigures or removes vxlan.calico.
+func (dr *Driver) syncVXLAN(v *VTEP, st *Stats) error {
+	cur, err := dr.h.LinkByName(VXLANDevice)
+	var notFound netlink.LinkNotFoundError
+	if err != nil && !errors.As(err, &notFound) {
+		return fmt.Errorf("reading %s: %w", VXLANDevice, err)
+	}
+	if v == nil {
+		if cur == nil {
+			return nil
+		}
+		st.DevicesChanged++
+		dr.log.Info("removing the VXLAN device: no pool uses VXLAN")
+		if err := dr.h.LinkDel(cur); err != nil {
+			return fmt.Errorf("removing %s: %w", VXLANDevice, err)
+		}
+		return nil
+	}
+	parent, mtu, err := dr.interfaceOf(v.Parent)
+	if err != nil {
+		return err
+	}
+	want := &netlink.Vxlan{
+		LinkAttrs: netlink.LinkAttrs{Name: VXLANDevice, HardwareAddr: v.MAC, MTU: mtu - VXLANOverhead},
+		VxlanId:   VXLANVNI, Port: VXLANPort, SrcAddr: v.Parent.AsSlice(), VtepDevIndex: parent.Attrs().Index,
+	}
+	if cur != nil {
+		if have, ok := cur.(*netlink.Vxlan); !ok || have.VxlanId != VXLANVNI || have.Port != VXLANPort ||
+			!have.SrcAddr.Equal(want.SrcAddr) || have.VtepDevIndex != want.VtepDevIndex {
+			dr.log.Info("recreating the VXLAN device: its parameters changed")
+			if err := dr.h.LinkDel(cur); err != nil {
+				return fmt.Errorf("removing misconfigured %s: %w", VXLANDevice, err)
+			}
+			cur = nil
+		}
+	}
+	if cur == nil {
+		st.DevicesChanged++
+		if err := dr.h.LinkAdd(want); err != nil {
+			return fmt.Errorf("creating %s: %w", VXLANDevice, err)
+		}
+		if cur, err = dr.h.LinkByName(VXLANDevice); err != nil {
+			return fmt.Errorf("reading the new %s: %w", VXLANDevice, err)
+		}
+	}
+	if cur.Attrs().HardwareAddr.String() != v.MAC.String() {
+		st.DevicesChanged++
+		if err := dr.h.LinkSetHardwareAddr(cur, v.MAC); err != nil {
+			return fmt.Errorf("setting %s's MAC: %w", VXLANDevice, err)
+		}
+	}
+	if cur.Attrs().MTU != want.MTU {
+		if err := dr.h.LinkSetMTU(cur, want.MTU); err != nil {
+			return fmt.Errorf("setting %s's MTU: %w", VXLANDevice, err)
+		}
+	}
+	if err := dr.syncAddr(cur, v.Addr, st); err != nil {
+		return err
+	}
+	if cur.Attrs().Flags&net.FlagUp == 0 {
+		if err := dr.h.LinkSetUp(cur); err != nil {
+			return fmt.Errorf("bringing %s up: %w", VXLANDevice, err)
+		}
+	}
+	return nil
+}
+
+// syncIPIP gives tunl0 its address, or takes it away when no pool uses
+// IPIP (tunl0 is the ipip module's fallback device: it cannot be deleted,
+// only emptied and brought down).
+func (dr *Driver) syncIPIP(addr netip.Addr, st *Stats) error {
+	cur, err := dr.h.LinkByName(IPIPDevice)
+	var notFound netlink.LinkNotFoundError
+	if err != nil && !errors.As(err, &notFound) {
+		return fmt.Errorf("reading %s: %w", IPIPDevice, err)
+	}
+	if !addr.IsValid() {
+		if cur == nil {
+			return nil
+		}
+		if err := dr.syncAddr(cur, netip.Addr{}, st); err != nil {
+			return err
+		}
+		if cur.Attrs().Flags&net.FlagUp != 0 {
+			st.DevicesChanged++
+			return dr.h.LinkSetDown(cur)
+		}
+		return nil
+	}
+	if cur == nil {
+		st.DevicesChanged++
+		if err := dr.h.LinkAdd(&netlink.Iptun{LinkAttrs: netlink.LinkAttrs{Name: IPIPDevice}}); err != nil {
+			return fmt.Errorf("creating %s (does the kernel have ipip?): %w", IPIPDevice, err)
+		}
+		if cur, err = dr.h.LinkByName(IPIPDevice); err != nil {
+			return fmt.Errorf("reading the new %s: %w", IPIPDevice, err)
+		}
+	}
+	if err := dr.syncAddr(cur, addr, st); err != nil {
+		return err
+	}
+	if cur.Attrs().Flags&net.FlagUp == 0 {
+		st.DevicesChanged++
+		return dr.h.LinkSetUp(cur)
+	}
+	return nil
+}
+
+// syncAddr leaves exactly addr/32 (none when invalid) on link.
+func (dr *Driver) syncAddr(link netlink.Link, addr netip.Addr, st *Stats) error {
+	have, err := dr.h.AddrList(link, netlink.FAMILY_V4)
+	if err != nil {
+		return fmt.Errorf("listing %s's addresses: %w", link.Attrs().Name, err)
+	}
+	found := false
+	for _, h := range have {
+		if a, ok := netip.AddrFromSlice(h.IP.To4()); ok && a == addr && maskBits(h.IPNet) == 32 {
+			found = true
+			continue
+		}
+		st.DevicesChanged++
+		if err := dr.h.AddrDel(link, &h); err != nil {
+			return fmt.Errorf("removing %s from %s: %w", h.IPNet, link.Attrs().Name, err)
+		}
+	}
+	if !found && addr.IsValid() {
+		st.DevicesChanged++
+		if err := dr.h.AddrAdd(link, &netlink.Addr{IPNet: &net.IPNet{IP: addr.AsSlice(), Mask: net.CIDRMask(32, 32)}}); err != nil {
+			return fmt.Errorf("adding %s to %s: %w", addr, link.Attrs().Name, err)
+		}
+	}
+	return nil
+}
+
+func maskBits(n *net.IPNet) int { b, _ := n.Mask.Size(); return b }
+
+// interfaceOf finds the interface holding addr and its MTU.
+func (dr *Driver) interfaceOf(addr netip.Addr) (netlink.Link, int, error) {
+	addrs, err := dr.h.AddrList(nil, netlink.FAMILY_V4)
+	if err != nil {
+		return nil, 0, fmt.Errorf("listing addresses: %w", err)
+	}
+	for _, a := range addrs {
+		if ip, ok := netip.AddrFromSlice(a.IP.To4()); ok && ip == addr {
+			l, err := dr.h.LinkByIndex(a.LinkIndex)
+			if err != nil {
+				return nil, 0, fmt.Errorf("reading the interface of %s: %w", addr, err)
+			}
+			return l, l.Attrs().MTU, nil
+		}
+	}
+	return nil, 0, fmt.Errorf("no interface has the node's address %s", addr)
+}
+
+// syncNeighbors keeps vxlan.calico's permanent ARP and FDB entries equal
+// to d's.
+func (dr *Driver) syncNeighbors(d Desired, st *Stats) error {
+	link, err := dr.h.LinkByName(VXLANDevice)
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", VXLANDevice, err)
+	}
+	idx := link.Attrs().Index
+	var errs []error
+	// ARP: remote VTEP address -> MAC.
+	want := map[netip.Addr]string{}
+	for _, n := range d.Neighbors {
+		want[n.IP] = n.MAC
+	}
+	have, err := dr.h.NeighList(idx, netlink.FAMILY_V4)
+	if err != nil {
+		return fmt.Errorf("listing %s's neighbours: %w", VXLANDevice, err)
+	}
+	for _, n := range have {
+		ip, _ := netip.AddrFromSlice(n.IP.To4())
+		if mac, ok := want[ip]; ok && mac == n.HardwareAddr.String() && n.State&netlink.NUD_PERMANENT != 0 {
+			delete(want, ip)
+			continue
+		}
+		if _, ok := want[ip]; ok || n.State&netlink.NUD_PERMANENT != 0 {
+			st.NeighborsChanged++
+			if err := dr.h.NeighDel(&n); err != nil && !errors.Is(err, syscall.ENOENT) {
+				errs = append(errs, fmt.Errorf("removing neighbour %s: %w", ip, err))
+			}
+		}
+	}
+	for ip, mac := range want {
+		st.NeighborsChanged++
+		hw, _ := net.ParseMAC(mac)
+		if err := dr.h.NeighSet(&netlink.Neigh{LinkIndex: idx, Family: netlink.FAMILY_V4, State: netlink.NUD_PERMANENT,
+			Type: unix.RTN_UNICAST, IP: ip.AsSlice(), HardwareAddr: hw}); err != nil {
+			errs = append(errs, fmt.Errorf("adding neighbour %s %s: %w", ip, mac, err))
+		}
+	}
+	// FDB: remote VTEP MAC -> remote node address.
+	wantFDB := map[string]netip.Addr{}
+	for _, f := range d.FDB {
+		wantFDB[f.MAC] = f.Dst
+	}
+	fdb, err := dr.h.NeighList(idx, unix.AF_BRIDGE)
+	if err != nil {
+		return errors.Join(append(errs, fmt.Errorf("listing %s's FDB: %w", VXLANDevice, err))...)
+	}
+	for _, f := range fdb {
+		if f.HardwareAddr == nil || isZeroMAC(f.HardwareAddr) {
+			continue
+		}
+		mac := f.HardwareAddr.String()
+		dst, _ := netip.AddrFromSlice(f.IP.To4())
+		if w, ok := wantFDB[mac]; ok && w == dst {
+			delete(wantFDB, mac)
+			continue
+		}
+		if f.State&netlink.NUD_PERMANENT == 0 {
+			continue // learnt entries age out on their own
+		}
+		st.NeighborsChanged++
+		if err := dr.h.NeighDel(&f); err != nil && !errors.Is(err, syscall.ENOENT) {
+			errs = append(errs, fmt.Errorf("removing FDB entry %s: %w", mac, err))
+		}
+	}
+	for mac, dst := range wantFDB {
+		st.NeighborsChanged++
+		hw, _ := net.ParseMAC(mac)
+		if err := dr.h.NeighSet(&netlink.Neigh{LinkIndex: idx, Family: unix.AF_BRIDGE, State: netlink.NUD_PERMANENT,
+			Flags: netlink.NTF_SELF, IP: dst.AsSlice(), HardwareAddr: hw}); err != nil {
+			errs = append(errs, fmt.Errorf("adding FDB entry %s -> %s: %w", mac, dst, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func isZeroMAC(m net.HardwareAddr) bool {
+	for _, b := range m {
+		if b != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// routeKey identifies a route for the diff.
+type routeKey struct {
+	dst    netip.Prefix
+	gw     netip.Addr
+	dev    string
+	onlink bool
+}
+
+// syncRoutes adds the missing routes and removes the ones it owns that
+// are not wanted.
+func (dr *Driver) syncRoutes(want []Route, st *Stats) error {
+	links, err := dr.h.LinkList()
+	if err != nil {
+		return fmt.Errorf("listing links: %w", err)
+	}
+	names := map[int]string{}
+	for _, l := range links {
+		names[l.Attrs().Index] = l.Attrs().Name
+	}
+	have, err := dr.h.RouteListFiltered(netlink.FAMILY_V4, &netlink.Route{Table: unix.RT_TABLE_MAIN, Protocol: RouteProtocol},
+		netlink.RT_FILTER_TABLE|netlink.RT_FILTER_PROTOCOL)
+	if err != nil {
+		return fmt.Errorf("listing routes: %w", err)
+	}
+	wantKeys := map[routeKey]Route{}
+	wantDst := map[netip.Prefix]routeKey{}
+	for _, r := range want {
+		k := routeKey{dst: r.Dst, gw: r.Gw, dev: r.Dev, onlink: r.OnLink}
+		wantKeys[k] = r
+		wantDst[r.Dst] = k
+	}
+	var errs []error
+	for _, r := range have {
+		if r.Dst == nil {
+			continue // a default route is never ours
+		}
+		dst, ok := netip.AddrFromSlice(r.Dst.IP.To4())
+		if !ok {
+			continue
+		}
+		k := routeKey{dst: netip.PrefixFrom(dst, maskBits(r.Dst)), dev: names[r.LinkIndex], onlink: r.Flags&unix.RTNH_F_ONLINK != 0}
+		if r.Gw != nil {
+			k.gw, _ = netip.AddrFromSlice(r.Gw.To4())
+		}
+		if !dr.owns(k) {
+			continue
+		}
+		w, wanted := wantDst[k.dst]
+		if wanted && (w == k || (w.dev == "" && w.gw == k.gw && w.onlink == k.onlink)) {
+			delete(wantKeys, w)
+			continue
+		}
+		st.RoutesRemoved++
+		dr.log.Debug("removing route", "dst", k.dst, "gw", k.gw, "dev", k.dev)
+		if err := dr.h.RouteDel(&r); err != nil && !errors.Is(err, syscall.ESRCH) {
+			errs = append(errs, fmt.Errorf("removing route to %s: %w", k.dst, err))
+		}
+	}
+	keys := make([]routeKey, 0, len(wantKeys))
+	for k := range wantKeys {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b routeKey) int { return comparePrefix(a.dst, b.dst) })
+	for _, k := range keys {
+		r := &netlink.Route{Dst: &net.IPNet{IP: k.dst.Addr().AsSlice(), Mask: net.CIDRMask(k.dst.Bits(), 32)},
+			Gw: k.gw.AsSlice(), Protocol: RouteProtocol, Table: unix.RT_TABLE_MAIN}
+		if k.dev != "" {
+			l, err := dr.h.LinkByName(k.dev)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("route to %s: device %s: %w", k.dst, k.dev, err))
+				continue
+			}
+			r.LinkIndex = l.Attrs().Index
+		}
+		if k.onlink {
+			r.Flags = int(netlink.FLAG_ONLINK)
+		}
+		st.RoutesAdded++
+		if err := dr.h.RouteReplace(r); err != nil {
+			errs = append(errs, fmt.Errorf("adding route to %s via %s %s: %w", k.dst, k.gw, k.dev, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// owns says whether a kernel route (already of felix's protocol) is the
+// manager's: through a tunnel device, or via a gateway into a pool it has
+// seen, and never on a workload interface.
+func (dr *Driver) owns(k routeKey) bool {
+	for _, p := range dr.WorkloadPrefixes {
+		if strings.HasPrefix(k.dev, p) {
+			return false
+		}
+	}
+	if k.dev == VXLANDevice || k.dev == IPIPDevice {
+		return true
+	}
+	if !k.gw.IsValid() {
+		return false
+	}
+	for p := range dr.knownPools {
+		if p.Contains(k.dst.Addr()) && p.Bits() <= k.dst.Bits() {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,176 @@
+//go:build privileged
+
+package routes
+
+import (
+	"net"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/containernetworking/plugins/pkg/ns"
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+
+	v3 "github.com/tabbynet/tabby/api/v3"
+	"github.com/tabbynet/tabby/internal/netnstest"
+)
+
+// driverNS is a fresh namespace with eth0 (a veth; its peer stays
+// inside) at 172.30.1.10/24, a foreign route via a gateway outside every
+// pool, and a workload route on a cali interface, both of felix's
+// protocol: the driver must leave those alone.
+func driverNS(t *testing.T) (ns.NetNS, *netlink.Handle) {
+	t.Helper()
+	n := netnstest.New(t)
+	h, err := netlink.NewHandleAt(netns.NsHandle(int(n.Fd())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.Close)
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(h.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "eth0"}, PeerName: "eth0-peer"}))
+	must(h.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "cali12345"}, PeerName: "cali-peer"}))
+	for _, name := range []string{"lo", "eth0", "eth0-peer", "cali12345", "cali-peer"} {
+		l, err := h.LinkByName(name)
+		must(err)
+		must(h.LinkSetUp(l))
+	}
+	eth0, _ := h.LinkByName("eth0")
+	addr, _ := netlink.ParseAddr("172.30.1.10/24")
+	must(h.AddrAdd(eth0, addr))
+	_, foreign, _ := net.ParseCIDR("192.168.50.0/24")
+	must(h.RouteAdd(&netlink.Route{Dst: foreign, Gw: net.ParseIP("172.30.1.1"), Protocol: RouteProtocol}))
+	cali, _ := h.LinkByName("cali12345")
+	_, pod, _ := net.ParseCIDR("10.70.0.5/32")
+	must(h.RouteAdd(&netlink.Route{Dst: pod, LinkIndex: cali.Attrs().Index, Scope: netlink.SCOPE_LINK, Protocol: RouteProtocol}))
+	return n, h
+}
+
+func ipOut(t *testing.T, n ns.NetNS, args ...string) string {
+	t.Helper()
+	var out []byte
+	err := n.Do(func(ns.NetNS) error {
+		var err error
+		out, err = exec.Command("ip", args...).CombinedOutput()
+		return err
+	})
+	if err != nil {
+		t.Fatalf("ip %v: %v: %s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// TestPrivilegedDriverVXLANLifecycle programs VXLAN Always for three
+// peers, then CrossSubnet (one route turns direct), then drops a node,
+// then switches VXLAN off: each step leaves exactly the desired device,
+// routes, ARP and FDB entries, and never touches the foreign and
+// workload routes.
+func TestPrivilegedDriverVXLANLifecycle(t *testing.T) {
+	n, h := driverNS(t)
+	dr := NewDriver(h, nil)
+	in := Input{ThisNode: "n0", Nodes: threeNodes(), Blocks: threeBlocks(), Pools: []*v3.IPPool{ippool("10.70.0.0/16", "Never", "Always")}}
+	apply := func() {
+		t.Helper()
+		d, probs := Compute(in)
+		if len(probs) != 0 {
+			t.Fatalf("problems: %v", probs)
+		}
+		if _, err := dr.Apply(d); err != nil {
+			t.Fatalf("Apply: %v", err)
+		}
+		// A second Apply finds nothing to do.
+		st, err := dr.Apply(d)
+		if err != nil || st != (Stats{}) {
+			t.Fatalf("second Apply changed %+v, %v; want nothing", st, err)
+		}
+	}
+	foreign := "192.168.50.0/24 via 172.30.1.1 dev eth0"
+	workload := "10.70.0.5 dev cali12345 scope link"
+	checkRoutes := func(want ...string) {
+		t.Helper()
+		got := ipOut(t, n, "-4", "route", "show", "proto", "boot")
+		want = append(want, foreign, workload)
+		for _, w := range want {
+			if !strings.Contains(got, w) {
+				t.Errorf("route %q missing from:\n%s", w, got)
+			}
+		}
+		if lines := len(strings.Split(got, "\n")); lines != len(want) {
+			t.Errorf("%d felix-protocol routes, want %d:\n%s", lines, len(want), got)
+		}
+	}
+
+	apply()
+	dev := ipOut(t, n, "-d", "link", "show", VXLANDevice)
+	for _, w := range []string{"vxlan id 4096", "local 172.30.1.10", "dev eth0", "dstport 4789", macA, "mtu 1450"} {
+		if !strings.Contains(dev, w) {
+			t.Errorf("%s lacks %q:\n%s", VXLANDevice, w, dev)
+		}
+	}
+	if got := ipOut(t, n, "-4", "addr", "show", "dev", VXLANDevice); !strings.Contains(got, "10.70.0.1/32") {
+		t.Errorf("VTEP address missing:\n%s", got)
+	}
+	checkRoutes("10.70.1.0/26 via 10.70.1.1 dev vxlan.calico onlink", "10.70.2.0/26 via 10.70.2.1 dev vxlan.calico onlink")
+	neigh := ipOut(t, n, "neigh", "show", "dev", VXLANDevice)
+	for _, w := range []string{"10.70.1.1 lladdr " + macB + " PERMANENT", "10.70.2.1 lladdr " + macC + " PERMANENT"} {
+		if !strings.Contains(neigh, w) {
+			t.Errorf("neighbour %q missing:\n%s", w, neigh)
+		}
+	}
+	fdb := bridgeFDB(t, n)
+	for _, w := range []string{macB + " dst 172.30.1.11", macC + " dst 172.30.2.12"} {
+		if !strings.Contains(fdb, w) {
+			t.Errorf("FDB entry %q missing:\n%s", w, fdb)
+		}
+	}
+
+	in.Pools[0].Spec.VXLANMode = "CrossSubnet"
+	apply()
+	checkRoutes("10.70.1.0/26 via 172.30.1.11 dev eth0", "10.70.2.0/26 via 10.70.2.1 dev vxlan.calico onlink")
+
+	in.Nodes = in.Nodes[:2] // n2 deleted
+	apply()
+	checkRoutes("10.70.1.0/26 via 172.30.1.11 dev eth0")
+	if got := ipOut(t, n, "neigh", "show", "dev", VXLANDevice); strings.Contains(got, "10.70.2.1") {
+		t.Errorf("the deleted node's neighbour is left:\n%s", got)
+	}
+	if got := bridgeFDB(t, n); strings.Contains(got, macC) {
+		t.Errorf("the deleted node's FDB entry is left:\n%s", got)
+	}
+
+	in.Pools[0].Spec.VXLANMode = "Never"
+	apply()
+	checkRoutes()
+	if got := ipOut(t, n, "link", "show"); strings.Contains(got, VXLANDevice) {
+		t.Errorf("%s left after VXLAN was switched off:\n%s", VXLANDevice, got)
+	}
+
+	// The pool is deleted while a route into it is still there (say from
+	// before a restart of the pool): the route is still recognised as
+	// felix's through the pools seen.
+	in.Pools[0].Spec.VXLANMode = "CrossSubnet"
+	apply()
+	in.Pools = nil
+	apply()
+	checkRoutes()
+}
+
+func bridgeFDB(t *testing.T, n ns.NetNS) string {
+	t.Helper()
+	var out []byte
+	err := n.Do(func(ns.NetNS) error {
+		var err error
+		out, err = exec.Command("bridge", "fdb", "show", "dev", VXLANDevice).CombinedOutput()
+		return err
+	})
+	if err != nil {
+		t.Fatalf("bridge fdb: %v: %s", err, out)
+	}
+	return string(out)
+}

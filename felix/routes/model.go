@@ -1,0 +1,75 @@
+package routes
+
+import (
+	"net"
+	"net/netip"
+)
+
+// Calico's device names and VXLAN parameters.
+const (
+	VXLANDevice = "vxlan.calico"
+	IPIPDevice  = "tunl0"
+	VXLANVNI    = 4096
+	VXLANPort   = 4789
+	// VXLANOverhead and IPIPOverhead are what encapsulation adds to a
+	// packet (Calico's MTU arithmetic).
+	VXLANOverhead = 50
+	IPIPOverhead  = 20
+	// RouteProtocol is Calico's default DeviceRouteProtocol (RTPROT_BOOT).
+	RouteProtocol = 3
+)
+
+// Desired is the routing state one node should have.
+type Desired struct {
+	// VXLAN is the node's VTEP; nil when no pool uses VXLAN (the device
+	// is then removed).
+	VXLAN *VTEP
+	// IPIP is tunl0's address; invalid when no pool uses IPIP.
+	IPIP netip.Addr
+	// Routes to remote blocks, sorted by destination.
+	Routes []Route
+	// Neighbors are the permanent ARP entries on vxlan.calico (remote
+	// VTEP address -> MAC), FDB the forwarding entries (remote VTEP MAC ->
+	// the remote node's address); both sorted.
+	Neighbors []Neighbor
+	FDB       []FDBEntry
+	// Pools are the IPv4 pool CIDRs: routes via a gateway into them are
+	// the manager's.
+	Pools []netip.Prefix
+}
+
+// VTEP is a VXLAN tunnel endpoint: the device's address, its MAC and
+// the node address the UDP packets leave from.
+type VTEP struct {
+	Addr   netip.Addr
+	MAC    net.HardwareAddr
+	Parent netip.Addr
+}
+
+// Route is one route to a remote block. Dev "" means the kernel chooses
+// the interface towards Gw (a direct route on the underlay).
+type Route struct {
+	Dst    netip.Prefix
+	Gw     netip.Addr
+	Dev    string
+	OnLink bool
+	// Node is the block's node (for logs and tests).
+	Node string
+}
+
+// Neighbor is a permanent ARP entry on vxlan.calico.
+type Neighbor struct {
+	IP  netip.Addr
+	MAC string
+}
+
+// FDBEntry tells vxlan.calico where a remote VTEP MAC lives.
+type FDBEntry struct {
+	MAC string
+	Dst netip.Addr
+}
+
+// Problem is input the computation had to skip.
+type Problem struct {
+	Kind, Name, Reason string
+}

@@ -1,0 +1,47 @@
+package multinode
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/tabbynet/tabby/felix/daemon"
+	"github.com/tabbynet/tabby/felix/dataplane"
+	"github.com/tabbynet/tabby/felix/routes"
+	"github.com/tabbynet/tabby/felix/rules"
+)
+
+// Felix is one node's in-process felix.
+type Felix struct {
+	Dataplane *dataplane.Dataplane
+	Daemon    *daemon.Daemon
+	Routes    *routes.Manager
+}
+
+// StartFelix runs felix for the node (datastore syncer -> calc -> rules ->
+// iptables/ipset drivers in the node's namespace) until the test ends.
+func (n *Node) StartFelix() *Felix {
+	t := n.c.t
+	t.Helper()
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})).With("node", n.Name)
+	dp := dataplane.New(dataplane.Config{
+		Runner: dataplane.ExecRunner{NetnsPath: n.Path()}, V4: dataplane.BackendDefaultV4,
+		RefreshInterval: 10 * time.Second, Logger: log,
+	})
+	rm := routes.NewManager(routes.ManagerConfig{NodeName: n.Name, Driver: routes.NewDriver(n.NL, log), RefreshInterval: 10 * time.Second, Logger: log})
+	d := daemon.New(daemon.Config{NodeName: n.Name, Rules: rules.DefaultConfig(), Dataplane: dp, Logger: log, Routes: rm})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 2)
+	go func() { done <- d.Run(ctx, daemon.NewSyncer(n.c.Client, d)) }()
+	go func() { done <- rm.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		for range 2 {
+			if err := <-done; err != nil {
+				t.Errorf("felix on %s: %v", n.Name, err)
+			}
+		}
+	})
+	return &Felix{Dataplane: dp, Daemon: d, Routes: rm}
+}
