@@ -118,6 +118,9 @@ type Daemon struct {
 	renderers []*rules.Renderer
 	rulesCfg  rules.Config
 
+	// natPools are the IP pools of the last input (for NAT outgoing).
+	natPools []rules.NATPool
+
 	// ipOnlyHEPs says the last computation had a local host endpoint
 	// given by expectedIPs only (Run then re-reads the addresses).
 	ipOnlyHEPs atomic.Bool
@@ -173,8 +176,8 @@ func (d *Daemon) OnUpdates(ups []datastore.Update) {
 	policy := false
 	d.mu.Lock()
 	for _, u := range ups {
-		if routes.IsKind(u.Key.Kind) {
-			continue
+		if u.Key.Kind == v3.KindNode || u.Key.Kind == v3.KindIPAMBlock {
+			continue // the route manager's only
 		}
 		policy = true
 		if u.Type == datastore.EventDeleted {
@@ -205,11 +208,16 @@ func (d *Daemon) input() (in calc.Input, global, node *v3.FelixConfigurationSpec
 	if !d.inSync {
 		return in, nil, nil, false
 	}
+	d.natPools = d.natPools[:0]
 	for _, o := range d.objs {
 		if in.Add(o) {
 			continue
 		}
 		switch o := o.(type) {
+		case *v3.IPPool:
+			if cidr, err := netip.ParsePrefix(o.Spec.CIDR); err == nil {
+				d.natPools = append(d.natPools, rules.NATPool{CIDR: cidr, NATOutgoing: o.Spec.NATOutgoing})
+			}
 		case *v3.FelixConfiguration:
 			switch o.Name {
 			case "default":
@@ -245,7 +253,7 @@ func (d *Daemon) Recompute() bool {
 	d.resolveHostInterfaces(res)
 	var rss []*rules.Ruleset
 	for _, r := range d.renderers {
-		rss = append(rss, r.Render(res))
+		rss = append(rss, rules.WithNATOutgoing(r.Render(res), rules.NATConfig{Pools: d.natPools, OutgoingAddress: d.rulesCfg.NATOutgoingAddress}))
 	}
 	d.cfg.Dataplane.SetDesired(rss...)
 	// Log each problem once, when it appears.

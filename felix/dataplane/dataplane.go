@@ -80,6 +80,18 @@ func newTables(b Backend, run Runner) []*Table {
 	return ts
 }
 
+// addTables appends a driver for each table of rs beyond the standard
+// ones (nat, for NAT outgoing) the first time it has content; once there
+// it stays, so its chains are removed when the content goes.
+func addTables(tables []*Table, b Backend, run Runner, rs *rules.Ruleset) []*Table {
+	for _, nt := range rs.Tables() {
+		if !slices.ContainsFunc(tables, func(t *Table) bool { return t.name == nt.Name }) {
+			tables = append(tables, NewTable(nt.Name, b, run))
+		}
+	}
+	return tables
+}
+
 // setDesired hands each table of one IP version its part of rs.
 func setDesired(tables []*Table, rs *rules.Ruleset) {
 	byName := map[string]rules.NamedTable{}
@@ -153,11 +165,13 @@ func (d *Dataplane) Apply(ctx context.Context) (Result, error) {
 		for _, rs := range pending {
 			switch rs.IPVersion {
 			case 4:
+				d.v4 = addTables(d.v4, d.cfg.V4, d.cfg.Runner, rs)
 				setDesired(d.v4, rs)
 			case 6:
 				if d.v6 == nil {
 					continue
 				}
+				d.v6 = addTables(d.v6, d.cfg.V6, d.cfg.Runner, rs)
 				setDesired(d.v6, rs)
 			}
 			specs = append(specs, rs.IPSets...)

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"os"
 	"strconv"
 	"strings"
@@ -29,6 +30,7 @@ type config struct {
 	ifacePrefixes   []string
 	endpointToHost  string
 	iptablesBackend string // Auto, NFT or Legacy
+	natOutgoingAddr string
 	netnsPath       string // not Calico's: program this network namespace instead of our own
 	// failsafeIn/Out are nil for Calico's defaults.
 	failsafeIn, failsafeOut []rules.ProtoPort
@@ -161,6 +163,12 @@ func loadConfig(getenv func(string) string) (config, error) {
 	default:
 		bad("FELIX_IPTABLESBACKEND", c.iptablesBackend, "use Auto, NFT or Legacy")
 	}
+	if v := getenv("FELIX_NATOUTGOINGADDRESS"); v != "" {
+		if _, err := netip.ParseAddr(v); err != nil {
+			bad("FELIX_NATOUTGOINGADDRESS", v, "use an IP address")
+		}
+		c.natOutgoingAddr = v
+	}
 	c.netnsPath = getenv("TABBY_FELIX_NETNS")
 	if len(errs) > 0 {
 		return c, fmt.Errorf("bad configuration: %s", strings.Join(errs, "; "))
@@ -189,6 +197,12 @@ func rulesConfig(env config, global, node *v3.FelixConfigurationSpec) rules.Conf
 		if spec.FailsafeOutboundHostPorts != nil {
 			rc.FailsafeOutbound = fromAPIPorts(*spec.FailsafeOutboundHostPorts)
 		}
+		if spec.NATOutgoingAddress != "" {
+			rc.NATOutgoingAddress = spec.NATOutgoingAddress
+		}
+	}
+	if env.natOutgoingAddr != "" {
+		rc.NATOutgoingAddress = env.natOutgoingAddr
 	}
 	if env.ifacePrefixes != nil {
 		rc.WorkloadIfacePrefixes = env.ifacePrefixes

@@ -79,8 +79,14 @@ func run() error {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	dpCfg.Metrics = dataplane.NewMetrics(reg)
 	dp := dataplane.New(dpCfg)
+	rm, closeRoutes, err := newRouteManager(cfg, log, reg)
+	if err != nil {
+		return err
+	}
+	defer closeRoutes()
+	go func() { _ = rm.Run(ctx) }()
 	d := daemon.New(daemon.Config{NodeName: cfg.hostname, Rules: rulesConfig(cfg, nil, nil), IPVersions: versions,
-		Dataplane: dp, Logger: log, Metrics: daemon.NewMetrics(reg),
+		Dataplane: dp, Logger: log, Metrics: daemon.NewMetrics(reg), Routes: rm,
 		RulesConfig: func(global, node *v3.FelixConfigurationSpec) rules.Config { return rulesConfig(cfg, global, node) }})
 
 	var servers []*http.Server

@@ -1,0 +1,33 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+
+	"github.com/tabbynet/tabby/felix/routes"
+)
+
+// newRouteManager returns the route manager of the namespace felix
+// programs (TABBY_FELIX_NETNS, or its own) and the function closing its
+// netlink handle.
+func newRouteManager(cfg config, log *slog.Logger, reg prometheus.Registerer) (*routes.Manager, func(), error) {
+	h, err := netlink.NewHandle()
+	if cfg.netnsPath != "" {
+		var nsh netns.NsHandle
+		if nsh, err = netns.GetFromPath(cfg.netnsPath); err != nil {
+			return nil, nil, fmt.Errorf("opening %s: %w", cfg.netnsPath, err)
+		}
+		defer nsh.Close()
+		h, err = netlink.NewHandleAt(nsh)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("netlink handle for the route manager: %w", err)
+	}
+	rm := routes.NewManager(routes.ManagerConfig{NodeName: cfg.hostname, Driver: routes.NewDriver(h, log),
+		Logger: log, Metrics: routes.NewMetrics(reg)})
+	return rm, h.Close, nil
+}
