@@ -34,6 +34,11 @@ type lab struct {
 // allocated, felix started, one pod per node serving "whoami" on 8080.
 func newLab(t *testing.T, subnetOf func(int) int, pool multinode.PoolOptions) *lab {
 	t.Helper()
+	return newLabTB(t, subnetOf, pool)
+}
+
+func newLabTB(t testing.TB, subnetOf func(int) int, pool multinode.PoolOptions) *lab {
+	t.Helper()
 	c := multinode.New(t, multinode.Options{Nodes: 3, SubnetOf: subnetOf, NoNodeResources: true})
 	l := &lab{Cluster: c}
 	c.CreatePool("pool", poolCIDR, pool)
@@ -64,7 +69,7 @@ func newLab(t *testing.T, subnetOf func(int) int, pool multinode.PoolOptions) *l
 
 // serveWhoami answers each TCP connection with the source address it
 // came from.
-func serveWhoami(t *testing.T, n ns.NetNS, addr string) {
+func serveWhoami(t testing.TB, n ns.NetNS, addr string) {
 	t.Helper()
 	var ln net.Listener
 	if err := n.Do(func(ns.NetNS) error {
