@@ -26,6 +26,10 @@ type Driver struct {
 	// WorkloadPrefixes name the CNI's interfaces, whose routes are never
 	// touched [default cali].
 	WorkloadPrefixes []string
+	// Sysctl, when set, writes a sysctl (e.g. "net/ipv4/ip_forward") in
+	// the namespace; every Apply makes sure forwarding is on, as felix
+	// does at start (routing pods is the node's job).
+	Sysctl func(key, value string) error
 }
 
 // NewDriver returns a driver over h (see netlink.NewHandleAt).
@@ -49,6 +53,11 @@ func (dr *Driver) Apply(d Desired) (Stats, error) {
 	var errs []error
 	for _, p := range d.Pools {
 		dr.knownPools[p] = true
+	}
+	if dr.Sysctl != nil {
+		if err := dr.Sysctl("net/ipv4/ip_forward", "1"); err != nil {
+			errs = append(errs, fmt.Errorf("enabling IPv4 forwarding: %w", err))
+		}
 	}
 	if err := dr.syncVXLAN(d.VXLAN, &st); err != nil {
 		errs = append(errs, err)

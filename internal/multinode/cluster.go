@@ -141,7 +141,7 @@ func New(t testing.TB, o Options) *Cluster {
 		c.must(c.Underlay.NL.LinkSetUp(pl))
 		c.must(addrUp(n.NL, "eth0", n.Addr))
 		c.must(defaultRoute(n.NL, subnetRouter(s).Addr()))
-		c.must(n.Sysctl("net.ipv4.ip_forward", "1"))
+		// ip_forward stays off: felix (the route manager) turns it on.
 		if !o.NoNodeResources {
 			c.Create(&v3.Node{TypeMeta: metav1.TypeMeta{Kind: v3.KindNode}, ObjectMeta: metav1.ObjectMeta{Name: n.Name},
 				Spec: v3.NodeSpec{BGP: &v3.NodeBGPSpec{IPv4Address: n.Addr.String()}}})

@@ -29,7 +29,9 @@ func (n *Node) StartFelix() *Felix {
 		Runner: dataplane.ExecRunner{NetnsPath: n.Path()}, V4: dataplane.BackendDefaultV4,
 		RefreshInterval: 10 * time.Second, Logger: log,
 	})
-	rm := routes.NewManager(routes.ManagerConfig{NodeName: n.Name, Driver: routes.NewDriver(n.NL, log), RefreshInterval: 10 * time.Second, Logger: log})
+	drv := routes.NewDriver(n.NL, log)
+	drv.Sysctl = n.Sysctl
+	rm := routes.NewManager(routes.ManagerConfig{NodeName: n.Name, Driver: drv, RefreshInterval: 10 * time.Second, Logger: log})
 	d := daemon.New(daemon.Config{NodeName: n.Name, Rules: rules.DefaultConfig(), Dataplane: dp, Logger: log, Routes: rm})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 2)

@@ -66,7 +66,7 @@ func newNamespace(t testing.TB, name string) *Namespace {
 	return nsp
 }
 
-// Sysctl writes value to /proc/sys/<key> (dots as slashes) inside the
+// Sysctl writes value to /proc/sys/<key> (dots or slashes) inside the
 // namespace: /proc/sys/net follows the writing thread's namespace.
 func (n *Namespace) Sysctl(key, value string) error {
 	return n.Do(func(ns.NetNS) error {

@@ -3,6 +3,10 @@ package main
 import (
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/containernetworking/plugins/pkg/ns"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/vishvananda/netlink"
@@ -27,7 +31,14 @@ func newRouteManager(cfg config, log *slog.Logger, reg prometheus.Registerer) (*
 	if err != nil {
 		return nil, nil, fmt.Errorf("netlink handle for the route manager: %w", err)
 	}
-	rm := routes.NewManager(routes.ManagerConfig{NodeName: cfg.hostname, Driver: routes.NewDriver(h, log),
-		Logger: log, Metrics: routes.NewMetrics(reg)})
+	drv := routes.NewDriver(h, log)
+	drv.Sysctl = func(key, value string) error {
+		write := func() error { return os.WriteFile(filepath.Join("/proc/sys", key), []byte(value), 0o644) }
+		if cfg.netnsPath == "" {
+			return write()
+		}
+		return ns.WithNetNSPath(cfg.netnsPath, func(ns.NetNS) error { return write() })
+	}
+	rm := routes.NewManager(routes.ManagerConfig{NodeName: cfg.hostname, Driver: drv, Logger: log, Metrics: routes.NewMetrics(reg)})
 	return rm, h.Close, nil
 }
