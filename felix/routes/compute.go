@@ -1,6 +1,7 @@
 package routes
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"fmt"
 	"net"
@@ -20,19 +21,32 @@ type Input struct {
 	Pools    []*v3.IPPool
 }
 
-// pool is an IPv4 pool's CIDR and encapsulation.
+// pool is a pool's CIDR and encapsulation.
 type pool struct {
 	cidr  netip.Prefix
 	ipip  v3.IPIPMode
 	vxlan v3.VXLANMode
 }
 
-// nodeInfo is what a node contributes to routes.
-type nodeInfo struct {
-	addr     netip.Prefix // the node's address with its subnet's length
+// famInfo is a node's address of one IP version (with its subnet's
+// length) and its VTEP of that version.
+type famInfo struct {
+	addr     netip.Prefix
 	vtepAddr netip.Addr
 	vtepMAC  net.HardwareAddr
+}
+
+// nodeInfo is what a node contributes to routes.
+type nodeInfo struct {
+	v4, v6   famInfo
 	ipipAddr netip.Addr
+}
+
+func (n nodeInfo) fam(v6 bool) famInfo {
+	if v6 {
+		return n.v6
+	}
+	return n.v4
 }
 
 // Compute returns the desired routing state of in.ThisNode. It is pure
@@ -45,21 +59,22 @@ func Compute(in Input) (Desired, []Problem) {
 	}
 
 	var pools []pool
-	anyIPIP, anyVXLAN := false, false
+	anyIPIP := false
+	anyVXLAN := map[bool]bool{} // by v6
 	for _, p := range in.Pools {
 		cidr, err := netip.ParsePrefix(p.Spec.CIDR)
 		if err != nil {
 			bad(v3.KindIPPool, p.Name, "cidr %q: %v", p.Spec.CIDR, err)
 			continue
 		}
-		if !cidr.Addr().Is4() {
-			continue // IPv6 pools: VXLAN-v6 is not done yet
-		}
 		pl := pool{cidr: cidr.Masked(), ipip: p.Spec.IPIPMode, vxlan: p.Spec.VXLANMode}
+		if cidr.Addr().Is6() {
+			pl.ipip = "" // IPIP is IPv4 only
+		}
 		pools = append(pools, pl)
 		d.Pools = append(d.Pools, pl.cidr)
 		anyIPIP = anyIPIP || encaps(string(pl.ipip))
-		anyVXLAN = anyVXLAN || encaps(string(pl.vxlan))
+		anyVXLAN[cidr.Addr().Is6()] = anyVXLAN[cidr.Addr().Is6()] || encaps(string(pl.vxlan))
 	}
 	slices.SortFunc(d.Pools, comparePrefix)
 
@@ -75,13 +90,18 @@ func Compute(in Input) (Desired, []Problem) {
 	me, haveMe := nodes[in.ThisNode]
 	if !haveMe {
 		// Without our own address nothing can be decided (subnets, VTEP).
-		return d, append(probs, Problem{Kind: v3.KindNode, Name: in.ThisNode, Reason: "this node has no Node resource with an IPv4 address yet"})
+		return d, append(probs, Problem{Kind: v3.KindNode, Name: in.ThisNode, Reason: "this node has no Node resource with an address yet"})
 	}
-	if anyVXLAN {
-		if me.vtepAddr.IsValid() {
-			d.VXLAN = &VTEP{Addr: me.vtepAddr, MAC: me.vtepMAC, Parent: me.addr.Addr()}
+	vteps := map[bool]**VTEP{false: &d.VXLAN, true: &d.VXLANv6}
+	for _, v6 := range []bool{false, true} {
+		if !anyVXLAN[v6] {
+			continue
+		}
+		f := me.fam(v6)
+		if f.vtepAddr.IsValid() && f.addr.IsValid() {
+			*vteps[v6] = &VTEP{Addr: f.vtepAddr, MAC: f.vtepMAC, Parent: f.addr.Addr()}
 		} else {
-			bad(v3.KindNode, in.ThisNode, "a pool uses VXLAN but this node has no ipv4VXLANTunnelAddr yet")
+			bad(v3.KindNode, in.ThisNode, "a pool uses IPv%d VXLAN but this node has no IPv%d VXLAN tunnel address or no IPv%d address yet", ipVersion(v6), ipVersion(v6), ipVersion(v6))
 		}
 	}
 	if anyIPIP {
@@ -98,7 +118,7 @@ func Compute(in Input) (Desired, []Problem) {
 			continue
 		}
 		cidr, err := netip.ParsePrefix(b.Spec.CIDR)
-		if err != nil || !cidr.Addr().Is4() {
+		if err != nil {
 			continue
 		}
 		pl, ok := poolOf(pools, cidr)
@@ -109,27 +129,32 @@ func Compute(in Input) (Desired, []Problem) {
 		if !ok {
 			continue // the node is gone: its blocks lose their routes
 		}
-		same := me.addr.Contains(peer.addr.Addr())
+		v6 := cidr.Addr().Is6()
+		mine, theirs := me.fam(v6), peer.fam(v6)
+		if !mine.addr.IsValid() || !theirs.addr.IsValid() {
+			continue
+		}
+		same := mine.addr.Contains(theirs.addr.Addr())
 		r := Route{Dst: cidr.Masked(), Node: node}
 		switch {
 		case wants(string(pl.vxlan), same):
-			if d.VXLAN == nil {
+			if *vteps[v6] == nil {
 				continue
 			}
-			if !peer.vtepAddr.IsValid() {
-				bad(v3.KindNode, node, "no ipv4VXLANTunnelAddr: no VXLAN route to its block %s", cidr)
+			if !theirs.vtepAddr.IsValid() {
+				bad(v3.KindNode, node, "no IPv%d VXLAN tunnel address: no VXLAN route to its block %s", ipVersion(v6), cidr)
 				continue
 			}
-			r.Gw, r.Dev, r.OnLink = peer.vtepAddr, VXLANDevice, true
+			r.Gw, r.Dev, r.OnLink = theirs.vtepAddr, vxlanDev(v6), true
 		case wants(string(pl.ipip), same):
 			if !d.IPIP.IsValid() {
 				continue
 			}
-			r.Gw, r.Dev, r.OnLink = peer.addr.Addr(), IPIPDevice, true
+			r.Gw, r.Dev, r.OnLink = theirs.addr.Addr(), IPIPDevice, true
 		case encaps(string(pl.vxlan)) || encaps(string(pl.ipip)):
 			// CrossSubnet to a node on our subnet: straight over the
 			// underlay to the node's address.
-			r.Gw = peer.addr.Addr()
+			r.Gw = theirs.addr.Addr()
 		default:
 			continue // Never: BGP's job
 		}
@@ -139,21 +164,39 @@ func Compute(in Input) (Desired, []Problem) {
 	// Two nodes claiming one block: keep the first (sorted) only.
 	d.Routes = slices.CompactFunc(d.Routes, func(a, b Route) bool { return a.Dst == b.Dst })
 
-	if d.VXLAN != nil {
-		// Every remote VTEP gets its ARP and FDB entries, not only those
-		// with a block right now: a node's VTEP is reachable before its
-		// first pod (Calico programs them per VTEP, too).
+	// Every remote VTEP gets its ARP/NDP and FDB entries, not only those
+	// with a block right now: a node's VTEP is reachable before its first
+	// pod (Calico programs them per VTEP, too).
+	for _, v6 := range []bool{false, true} {
+		if *vteps[v6] == nil {
+			continue
+		}
 		for name, peer := range nodes {
-			if name == in.ThisNode || !peer.vtepAddr.IsValid() {
+			f := peer.fam(v6)
+			if name == in.ThisNode || !f.vtepAddr.IsValid() || !f.addr.IsValid() {
 				continue
 			}
-			d.Neighbors = append(d.Neighbors, Neighbor{IP: peer.vtepAddr, MAC: peer.vtepMAC.String()})
-			d.FDB = append(d.FDB, FDBEntry{MAC: peer.vtepMAC.String(), Dst: peer.addr.Addr()})
+			d.Neighbors = append(d.Neighbors, Neighbor{Dev: vxlanDev(v6), IP: f.vtepAddr, MAC: f.vtepMAC.String()})
+			d.FDB = append(d.FDB, FDBEntry{Dev: vxlanDev(v6), MAC: f.vtepMAC.String(), Dst: f.addr.Addr()})
 		}
-		slices.SortFunc(d.Neighbors, func(a, b Neighbor) int { return a.IP.Compare(b.IP) })
-		slices.SortFunc(d.FDB, func(a, b FDBEntry) int { return strings.Compare(a.MAC, b.MAC) })
 	}
+	slices.SortFunc(d.Neighbors, func(a, b Neighbor) int { return cmp.Or(strings.Compare(a.Dev, b.Dev), a.IP.Compare(b.IP)) })
+	slices.SortFunc(d.FDB, func(a, b FDBEntry) int { return cmp.Or(strings.Compare(a.Dev, b.Dev), strings.Compare(a.MAC, b.MAC)) })
 	return d, probs
+}
+
+func ipVersion(v6 bool) int {
+	if v6 {
+		return 6
+	}
+	return 4
+}
+
+func vxlanDev(v6 bool) string {
+	if v6 {
+		return VXLANDeviceV6
+	}
+	return VXLANDevice
 }
 
 func encaps(mode string) bool { return mode == "Always" || mode == "CrossSubnet" }
@@ -180,42 +223,65 @@ func affineNode(b *v3.IPAMBlock) (string, bool) {
 	return strings.CutPrefix(*b.Spec.Affinity, "host:")
 }
 
-// parseNode reads a Node's IPv4 address and tunnel settings.
+// parseNode reads a Node's addresses and tunnel settings.
 func parseNode(n *v3.Node) (nodeInfo, error) {
 	var info nodeInfo
-	if n.Spec.BGP == nil || n.Spec.BGP.IPv4Address == "" {
-		return info, fmt.Errorf("no bgp.ipv4Address")
+	if n.Spec.BGP == nil || (n.Spec.BGP.IPv4Address == "" && n.Spec.BGP.IPv6Address == "") {
+		return info, fmt.Errorf("no bgp.ipv4Address or bgp.ipv6Address")
 	}
-	a := n.Spec.BGP.IPv4Address
-	p, err := netip.ParsePrefix(a)
-	if err != nil {
-		ip, err2 := netip.ParseAddr(a)
-		if err2 != nil {
-			return info, fmt.Errorf("bgp.ipv4Address %q: %w", a, err)
-		}
-		p = netip.PrefixFrom(ip, 32)
+	var err error
+	if info.v4.addr, err = parseNodeAddr("bgp.ipv4Address", n.Spec.BGP.IPv4Address, false); err != nil {
+		return info, err
 	}
-	if !p.Addr().Is4() {
-		return info, fmt.Errorf("bgp.ipv4Address %q is not IPv4", a)
+	if info.v6.addr, err = parseNodeAddr("bgp.ipv6Address", n.Spec.BGP.IPv6Address, true); err != nil {
+		return info, err
 	}
-	info.addr = p
 	if s := n.Spec.BGP.IPv4IPIPTunnelAddr; s != "" {
 		if info.ipipAddr, err = netip.ParseAddr(s); err != nil {
 			return info, fmt.Errorf("bgp.ipv4IPIPTunnelAddr %q: %w", s, err)
 		}
 	}
-	if s := n.Spec.IPv4VXLANTunnelAddr; s != "" {
-		if info.vtepAddr, err = netip.ParseAddr(s); err != nil {
-			return info, fmt.Errorf("ipv4VXLANTunnelAddr %q: %w", s, err)
+	for _, v := range []struct {
+		field, addr, macField, mac, seed string
+		dst                              *famInfo
+	}{
+		{"ipv4VXLANTunnelAddr", n.Spec.IPv4VXLANTunnelAddr, "vxlanTunnelMACAddr", n.Spec.VXLANTunnelMACAddr, n.Name, &info.v4},
+		{"ipv6VXLANTunnelAddr", n.Spec.IPv6VXLANTunnelAddr, "vxlanTunnelMACAddrV6", n.Spec.VXLANTunnelMACAddrV6, "v6/" + n.Name, &info.v6},
+	} {
+		if v.addr == "" {
+			continue
 		}
-		info.vtepMAC = DefaultVTEPMAC(n.Name)
-		if m := n.Spec.VXLANTunnelMACAddr; m != "" {
-			if info.vtepMAC, err = net.ParseMAC(m); err != nil {
-				return info, fmt.Errorf("vxlanTunnelMACAddr %q: %w", m, err)
+		if v.dst.vtepAddr, err = netip.ParseAddr(v.addr); err != nil {
+			return info, fmt.Errorf("%s %q: %w", v.field, v.addr, err)
+		}
+		v.dst.vtepMAC = DefaultVTEPMAC(v.seed)
+		if v.mac != "" {
+			if v.dst.vtepMAC, err = net.ParseMAC(v.mac); err != nil {
+				return info, fmt.Errorf("%s %q: %w", v.macField, v.mac, err)
 			}
 		}
 	}
 	return info, nil
+}
+
+// parseNodeAddr parses an address with prefix length (a bare address is
+// taken as a host route); "" is no address.
+func parseNodeAddr(field, s string, v6 bool) (netip.Prefix, error) {
+	if s == "" {
+		return netip.Prefix{}, nil
+	}
+	p, err := netip.ParsePrefix(s)
+	if err != nil {
+		ip, err2 := netip.ParseAddr(s)
+		if err2 != nil {
+			return p, fmt.Errorf("%s %q: %w", field, s, err)
+		}
+		p = netip.PrefixFrom(ip, ip.BitLen())
+	}
+	if p.Addr().Is6() != v6 {
+		return p, fmt.Errorf("%s %q is not IPv%d", field, s, ipVersion(v6))
+	}
+	return p, nil
 }
 
 // DefaultVTEPMAC is the VTEP MAC of a node whose Node resource records

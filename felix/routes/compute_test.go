@@ -49,8 +49,8 @@ func threeBlocks() []*v3.IPAMBlock {
 }
 
 func TestCompute(t *testing.T) {
-	vxlanNeigh := []Neighbor{{IP: a("10.70.1.1"), MAC: macB}, {IP: a("10.70.2.1"), MAC: macC}}
-	vxlanFDB := []FDBEntry{{MAC: macB, Dst: a("172.30.1.11")}, {MAC: macC, Dst: a("172.30.2.12")}}
+	vxlanNeigh := []Neighbor{{Dev: VXLANDevice, IP: a("10.70.1.1"), MAC: macB}, {Dev: VXLANDevice, IP: a("10.70.2.1"), MAC: macC}}
+	vxlanFDB := []FDBEntry{{Dev: VXLANDevice, MAC: macB, Dst: a("172.30.1.11")}, {Dev: VXLANDevice, MAC: macC, Dst: a("172.30.2.12")}}
 	vtep := &VTEP{Addr: a("10.70.0.1"), MAC: mustMAC(macA), Parent: a("172.30.1.10")}
 	pools := []netip.Prefix{pfx("10.70.0.0/16")}
 	for _, tc := range []struct {
@@ -136,4 +136,42 @@ func mustMAC(s string) net.HardwareAddr {
 		panic(err)
 	}
 	return m
+}
+
+// TestComputeIPv6VXLAN: an IPv6 VXLAN pool gives vxlan-v6.calico routes,
+// NDP and FDB entries (with the nodes' IPv6 addresses and v6 VTEPs),
+// alongside an IPv4 pool that stays Never.
+func TestComputeIPv6VXLAN(t *testing.T) {
+	nodes := threeNodes()
+	for i, n := range nodes {
+		n.Spec.BGP.IPv6Address = []string{"fd00:30:1::10/64", "fd00:30:1::11/64", "fd00:30:2::12/64"}[i]
+		n.Spec.IPv6VXLANTunnelAddr = []string{"fd00:70::1", "fd00:70:0:1::1", "fd00:70:0:2::1"}[i]
+	}
+	nodes[1].Spec.VXLANTunnelMACAddrV6 = "66:00:00:00:06:0b"
+	aff := func(n string) *string { s := "host:" + n; return &s }
+	blocks := append(threeBlocks(),
+		&v3.IPAMBlock{Spec: v3.IPAMBlockSpec{CIDR: "fd00:70:0:1::/122", Affinity: aff("n1")}},
+		&v3.IPAMBlock{Spec: v3.IPAMBlockSpec{CIDR: "fd00:70:0:2::/122", Affinity: aff("n2")}})
+	got, probs := Compute(Input{ThisNode: "n0", Nodes: nodes, Blocks: blocks, Pools: []*v3.IPPool{
+		ippool("10.70.0.0/16", "Never", "Never"), ippool("fd00:70::/48", "", "CrossSubnet")}})
+	if len(probs) != 0 {
+		t.Fatalf("problems: %v", probs)
+	}
+	mac2 := DefaultVTEPMAC("v6/n2").String()
+	want := Desired{
+		VXLANv6: &VTEP{Addr: a("fd00:70::1"), MAC: DefaultVTEPMAC("v6/n0"), Parent: a("fd00:30:1::10")},
+		Pools:   []netip.Prefix{pfx("10.70.0.0/16"), pfx("fd00:70::/48")},
+		Routes: []Route{
+			{Dst: pfx("fd00:70:0:1::/122"), Gw: a("fd00:30:1::11"), Node: "n1"},
+			{Dst: pfx("fd00:70:0:2::/122"), Gw: a("fd00:70:0:2::1"), Dev: VXLANDeviceV6, OnLink: true, Node: "n2"},
+		},
+		Neighbors: []Neighbor{{Dev: VXLANDeviceV6, IP: a("fd00:70:0:1::1"), MAC: "66:00:00:00:06:0b"}, {Dev: VXLANDeviceV6, IP: a("fd00:70:0:2::1"), MAC: mac2}},
+		FDB:       []FDBEntry{{Dev: VXLANDeviceV6, MAC: "66:00:00:00:06:0b", Dst: a("fd00:30:1::11")}, {Dev: VXLANDeviceV6, MAC: mac2, Dst: a("fd00:30:2::12")}},
+	}
+	if mac2 < "66:00:00:00:06:0b" {
+		want.FDB[0], want.FDB[1] = want.FDB[1], want.FDB[0]
+	}
+	if diff := cmp.Diff(want, got, cmp.Comparer(func(x, y netip.Addr) bool { return x == y }), cmp.Comparer(func(x, y netip.Prefix) bool { return x == y })); diff != "" {
+		t.Errorf("Compute (-want +got):\n%s", diff)
+	}
 }

@@ -59,55 +59,72 @@ func (dr *Driver) Apply(d Desired) (Stats, error) {
 			errs = append(errs, fmt.Errorf("enabling IPv4 forwarding: %w", err))
 		}
 	}
-	if err := dr.syncVXLAN(d.VXLAN, &st); err != nil {
-		errs = append(errs, err)
+	if d.VXLANv6 != nil && dr.Sysctl != nil {
+		if err := dr.Sysctl("net/ipv6/conf/all/forwarding", "1"); err != nil {
+			errs = append(errs, fmt.Errorf("enabling IPv6 forwarding: %w", err))
+		}
+	}
+	for _, v6 := range []bool{false, true} {
+		vtep := d.VXLAN
+		if v6 {
+			vtep = d.VXLANv6
+		}
+		if err := dr.syncVXLAN(vxlanDev(v6), v6, vtep, &st); err != nil {
+			errs = append(errs, err)
+		} else if vtep != nil {
+			if err := dr.syncNeighbors(vxlanDev(v6), v6, d, &st); err != nil {
+				errs = append(errs, err)
+			}
+		}
 	}
 	if err := dr.syncIPIP(d.IPIP, &st); err != nil {
 		errs = append(errs, err)
 	}
-	if d.VXLAN != nil {
-		if err := dr.syncNeighbors(d, &st); err != nil {
+	for _, v6 := range []bool{false, true} {
+		if err := dr.syncRoutes(v6, d.Routes, &st); err != nil {
 			errs = append(errs, err)
 		}
-	}
-	if err := dr.syncRoutes(d.Routes, &st); err != nil {
-		errs = append(errs, err)
 	}
 	return st, errors.Join(errs...)
 }
 
-// syncVXLAN creates, reconfigures or removes vxlan.calico.
-func (dr *Driver) syncVXLAN(v *VTEP, st *Stats) error {
-	cur, err := dr.h.LinkByName(VXLANDevice)
+// syncVXLAN creates, reconfigures or removes a VXLAN device
+// (vxlan.calico, or vxlan-v6.calico when v6).
+func (dr *Driver) syncVXLAN(dev string, v6 bool, v *VTEP, st *Stats) error {
+	cur, err := dr.h.LinkByName(dev)
 	var notFound netlink.LinkNotFoundError
 	if err != nil && !errors.As(err, &notFound) {
-		return fmt.Errorf("reading %s: %w", VXLANDevice, err)
+		return fmt.Errorf("reading %s: %w", dev, err)
 	}
 	if v == nil {
 		if cur == nil {
 			return nil
 		}
 		st.DevicesChanged++
-		dr.log.Info("removing the VXLAN device: no pool uses VXLAN")
+		dr.log.Info("removing a VXLAN device: no pool uses it", "device", dev)
 		if err := dr.h.LinkDel(cur); err != nil {
-			return fmt.Errorf("removing %s: %w", VXLANDevice, err)
+			return fmt.Errorf("removing %s: %w", dev, err)
 		}
 		return nil
+	}
+	overhead := VXLANOverhead
+	if v6 {
+		overhead = VXLANOverheadV6
 	}
 	parent, mtu, err := dr.interfaceOf(v.Parent)
 	if err != nil {
 		return err
 	}
 	want := &netlink.Vxlan{
-		LinkAttrs: netlink.LinkAttrs{Name: VXLANDevice, HardwareAddr: v.MAC, MTU: mtu - VXLANOverhead},
+		LinkAttrs: netlink.LinkAttrs{Name: dev, HardwareAddr: v.MAC, MTU: mtu - overhead},
 		VxlanId:   VXLANVNI, Port: VXLANPort, SrcAddr: v.Parent.AsSlice(), VtepDevIndex: parent.Attrs().Index,
 	}
 	if cur != nil {
 		if have, ok := cur.(*netlink.Vxlan); !ok || have.VxlanId != VXLANVNI || have.Port != VXLANPort ||
 			!have.SrcAddr.Equal(want.SrcAddr) || have.VtepDevIndex != want.VtepDevIndex {
-			dr.log.Info("recreating the VXLAN device: its parameters changed")
+			dr.log.Info("recreating a VXLAN device: its parameters changed", "device", dev)
 			if err := dr.h.LinkDel(cur); err != nil {
-				return fmt.Errorf("removing misconfigured %s: %w", VXLANDevice, err)
+				return fmt.Errorf("removing misconfigured %s: %w", dev, err)
 			}
 			cur = nil
 		}
@@ -115,21 +132,21 @@ func (dr *Driver) syncVXLAN(v *VTEP, st *Stats) error {
 	if cur == nil {
 		st.DevicesChanged++
 		if err := dr.h.LinkAdd(want); err != nil {
-			return fmt.Errorf("creating %s: %w", VXLANDevice, err)
+			return fmt.Errorf("creating %s: %w", dev, err)
 		}
-		if cur, err = dr.h.LinkByName(VXLANDevice); err != nil {
-			return fmt.Errorf("reading the new %s: %w", VXLANDevice, err)
+		if cur, err = dr.h.LinkByName(dev); err != nil {
+			return fmt.Errorf("reading the new %s: %w", dev, err)
 		}
 	}
 	if cur.Attrs().HardwareAddr.String() != v.MAC.String() {
 		st.DevicesChanged++
 		if err := dr.h.LinkSetHardwareAddr(cur, v.MAC); err != nil {
-			return fmt.Errorf("setting %s's MAC: %w", VXLANDevice, err)
+			return fmt.Errorf("setting %s's MAC: %w", dev, err)
 		}
 	}
 	if cur.Attrs().MTU != want.MTU {
 		if err := dr.h.LinkSetMTU(cur, want.MTU); err != nil {
-			return fmt.Errorf("setting %s's MTU: %w", VXLANDevice, err)
+			return fmt.Errorf("setting %s's MTU: %w", dev, err)
 		}
 	}
 	if err := dr.syncAddr(cur, v.Addr, st); err != nil {
@@ -137,7 +154,7 @@ func (dr *Driver) syncVXLAN(v *VTEP, st *Stats) error {
 	}
 	if cur.Attrs().Flags&net.FlagUp == 0 {
 		if err := dr.h.LinkSetUp(cur); err != nil {
-			return fmt.Errorf("bringing %s up: %w", VXLANDevice, err)
+			return fmt.Errorf("bringing %s up: %w", dev, err)
 		}
 	}
 	return nil
@@ -184,16 +201,27 @@ func (dr *Driver) syncIPIP(addr netip.Addr, st *Stats) error {
 	return nil
 }
 
-// syncAddr leaves exactly addr/32 (none when invalid) on link.
+// syncAddr leaves exactly addr as a host address (none when invalid:
+// then the IPv4 ones go) on link, of addr's IP version; link-local IPv6
+// addresses stay.
 func (dr *Driver) syncAddr(link netlink.Link, addr netip.Addr, st *Stats) error {
-	have, err := dr.h.AddrList(link, netlink.FAMILY_V4)
+	family, bits := netlink.FAMILY_V4, 32
+	if addr.Is6() {
+		family, bits = netlink.FAMILY_V6, 128
+	}
+	have, err := dr.h.AddrList(link, family)
 	if err != nil {
 		return fmt.Errorf("listing %s's addresses: %w", link.Attrs().Name, err)
 	}
 	found := false
 	for _, h := range have {
-		if a, ok := netip.AddrFromSlice(h.IP.To4()); ok && a == addr && maskBits(h.IPNet) == 32 {
+		a, _ := netip.AddrFromSlice(h.IP)
+		a = a.Unmap()
+		if a == addr && maskBits(h.IPNet) == bits {
 			found = true
+			continue
+		}
+		if a.IsLinkLocalUnicast() {
 			continue
 		}
 		st.DevicesChanged++
@@ -203,7 +231,7 @@ func (dr *Driver) syncAddr(link netlink.Link, addr netip.Addr, st *Stats) error 
 	}
 	if !found && addr.IsValid() {
 		st.DevicesChanged++
-		if err := dr.h.AddrAdd(link, &netlink.Addr{IPNet: &net.IPNet{IP: addr.AsSlice(), Mask: net.CIDRMask(32, 32)}}); err != nil {
+		if err := dr.h.AddrAdd(link, &netlink.Addr{IPNet: &net.IPNet{IP: addr.AsSlice(), Mask: net.CIDRMask(bits, bits)}, Flags: unix.IFA_F_NODAD}); err != nil {
 			return fmt.Errorf("adding %s to %s: %w", addr, link.Attrs().Name, err)
 		}
 	}
@@ -214,12 +242,12 @@ func maskBits(n *net.IPNet) int { b, _ := n.Mask.Size(); return b }
 
 // interfaceOf finds the interface holding addr and its MTU.
 func (dr *Driver) interfaceOf(addr netip.Addr) (netlink.Link, int, error) {
-	addrs, err := dr.h.AddrList(nil, netlink.FAMILY_V4)
+	addrs, err := dr.h.AddrList(nil, netlink.FAMILY_ALL)
 	if err != nil {
 		return nil, 0, fmt.Errorf("listing addresses: %w", err)
 	}
 	for _, a := range addrs {
-		if ip, ok := netip.AddrFromSlice(a.IP.To4()); ok && ip == addr {
+		if ip, ok := netip.AddrFromSlice(a.IP); ok && ip.Unmap() == addr {
 			l, err := dr.h.LinkByIndex(a.LinkIndex)
 			if err != nil {
 				return nil, 0, fmt.Errorf("reading the interface of %s: %w", addr, err)
@@ -230,26 +258,33 @@ func (dr *Driver) interfaceOf(addr netip.Addr) (netlink.Link, int, error) {
 	return nil, 0, fmt.Errorf("no interface has the node's address %s", addr)
 }
 
-// syncNeighbors keeps vxlan.calico's permanent ARP and FDB entries equal
-// to d's.
-func (dr *Driver) syncNeighbors(d Desired, st *Stats) error {
-	link, err := dr.h.LinkByName(VXLANDevice)
+// syncNeighbors keeps a VXLAN device's permanent ARP/NDP and FDB
+// entries equal to d's entries for it.
+func (dr *Driver) syncNeighbors(dev string, v6 bool, d Desired, st *Stats) error {
+	link, err := dr.h.LinkByName(dev)
 	if err != nil {
-		return fmt.Errorf("reading %s: %w", VXLANDevice, err)
+		return fmt.Errorf("reading %s: %w", dev, err)
 	}
 	idx := link.Attrs().Index
+	family := netlink.FAMILY_V4
+	if v6 {
+		family = netlink.FAMILY_V6
+	}
 	var errs []error
-	// ARP: remote VTEP address -> MAC.
+	// ARP/NDP: remote VTEP address -> MAC.
 	want := map[netip.Addr]string{}
 	for _, n := range d.Neighbors {
-		want[n.IP] = n.MAC
+		if n.Dev == dev {
+			want[n.IP] = n.MAC
+		}
 	}
-	have, err := dr.h.NeighList(idx, netlink.FAMILY_V4)
+	have, err := dr.h.NeighList(idx, family)
 	if err != nil {
-		return fmt.Errorf("listing %s's neighbours: %w", VXLANDevice, err)
+		return fmt.Errorf("listing %s's neighbours: %w", dev, err)
 	}
 	for _, n := range have {
-		ip, _ := netip.AddrFromSlice(n.IP.To4())
+		ip, _ := netip.AddrFromSlice(n.IP)
+		ip = ip.Unmap()
 		if mac, ok := want[ip]; ok && mac == n.HardwareAddr.String() && n.State&netlink.NUD_PERMANENT != 0 {
 			delete(want, ip)
 			continue
@@ -264,7 +299,7 @@ func (dr *Driver) syncNeighbors(d Desired, st *Stats) error {
 	for ip, mac := range want {
 		st.NeighborsChanged++
 		hw, _ := net.ParseMAC(mac)
-		if err := dr.h.NeighSet(&netlink.Neigh{LinkIndex: idx, Family: netlink.FAMILY_V4, State: netlink.NUD_PERMANENT,
+		if err := dr.h.NeighSet(&netlink.Neigh{LinkIndex: idx, Family: family, State: netlink.NUD_PERMANENT,
 			Type: unix.RTN_UNICAST, IP: ip.AsSlice(), HardwareAddr: hw}); err != nil {
 			errs = append(errs, fmt.Errorf("adding neighbour %s %s: %w", ip, mac, err))
 		}
@@ -272,19 +307,21 @@ func (dr *Driver) syncNeighbors(d Desired, st *Stats) error {
 	// FDB: remote VTEP MAC -> remote node address.
 	wantFDB := map[string]netip.Addr{}
 	for _, f := range d.FDB {
-		wantFDB[f.MAC] = f.Dst
+		if f.Dev == dev {
+			wantFDB[f.MAC] = f.Dst
+		}
 	}
 	fdb, err := dr.h.NeighList(idx, unix.AF_BRIDGE)
 	if err != nil {
-		return errors.Join(append(errs, fmt.Errorf("listing %s's FDB: %w", VXLANDevice, err))...)
+		return errors.Join(append(errs, fmt.Errorf("listing %s's FDB: %w", dev, err))...)
 	}
 	for _, f := range fdb {
 		if f.HardwareAddr == nil || isZeroMAC(f.HardwareAddr) {
 			continue
 		}
 		mac := f.HardwareAddr.String()
-		dst, _ := netip.AddrFromSlice(f.IP.To4())
-		if w, ok := wantFDB[mac]; ok && w == dst {
+		dst, _ := netip.AddrFromSlice(f.IP)
+		if w, ok := wantFDB[mac]; ok && w == dst.Unmap() {
 			delete(wantFDB, mac)
 			continue
 		}
@@ -324,9 +361,19 @@ type routeKey struct {
 	onlink bool
 }
 
-// syncRoutes adds the missing routes and removes the ones it owns that
-// are not wanted.
-func (dr *Driver) syncRoutes(want []Route, st *Stats) error {
+// syncRoutes adds the missing routes of one IP version and removes the
+// ones it owns that are not wanted.
+func (dr *Driver) syncRoutes(v6 bool, all []Route, st *Stats) error {
+	family, bits := netlink.FAMILY_V4, 32
+	if v6 {
+		family, bits = netlink.FAMILY_V6, 128
+	}
+	var want []Route
+	for _, r := range all {
+		if r.Dst.Addr().Is6() == v6 {
+			want = append(want, r)
+		}
+	}
 	links, err := dr.h.LinkList()
 	if err != nil {
 		return fmt.Errorf("listing links: %w", err)
@@ -335,7 +382,7 @@ func (dr *Driver) syncRoutes(want []Route, st *Stats) error {
 	for _, l := range links {
 		names[l.Attrs().Index] = l.Attrs().Name
 	}
-	have, err := dr.h.RouteListFiltered(netlink.FAMILY_V4, &netlink.Route{Table: unix.RT_TABLE_MAIN, Protocol: RouteProtocol},
+	have, err := dr.h.RouteListFiltered(family, &netlink.Route{Table: unix.RT_TABLE_MAIN, Protocol: RouteProtocol},
 		netlink.RT_FILTER_TABLE|netlink.RT_FILTER_PROTOCOL)
 	if err != nil {
 		return fmt.Errorf("listing routes: %w", err)
@@ -352,13 +399,15 @@ func (dr *Driver) syncRoutes(want []Route, st *Stats) error {
 		if r.Dst == nil {
 			continue // a default route is never ours
 		}
-		dst, ok := netip.AddrFromSlice(r.Dst.IP.To4())
+		dst, ok := netip.AddrFromSlice(r.Dst.IP)
 		if !ok {
 			continue
 		}
+		dst = dst.Unmap()
 		k := routeKey{dst: netip.PrefixFrom(dst, maskBits(r.Dst)), dev: names[r.LinkIndex], onlink: r.Flags&unix.RTNH_F_ONLINK != 0}
 		if r.Gw != nil {
-			k.gw, _ = netip.AddrFromSlice(r.Gw.To4())
+			k.gw, _ = netip.AddrFromSlice(r.Gw)
+			k.gw = k.gw.Unmap()
 		}
 		if !dr.owns(k) {
 			continue
@@ -380,7 +429,7 @@ func (dr *Driver) syncRoutes(want []Route, st *Stats) error {
 	}
 	slices.SortFunc(keys, func(a, b routeKey) int { return comparePrefix(a.dst, b.dst) })
 	for _, k := range keys {
-		r := &netlink.Route{Dst: &net.IPNet{IP: k.dst.Addr().AsSlice(), Mask: net.CIDRMask(k.dst.Bits(), 32)},
+		r := &netlink.Route{Dst: &net.IPNet{IP: k.dst.Addr().AsSlice(), Mask: net.CIDRMask(k.dst.Bits(), bits)},
 			Gw: k.gw.AsSlice(), Protocol: RouteProtocol, Table: unix.RT_TABLE_MAIN}
 		if k.dev != "" {
 			l, err := dr.h.LinkByName(k.dev)
@@ -410,7 +459,7 @@ func (dr *Driver) owns(k routeKey) bool {
 			return false
 		}
 	}
-	if k.dev == VXLANDevice || k.dev == IPIPDevice {
+	if k.dev == VXLANDevice || k.dev == VXLANDeviceV6 || k.dev == IPIPDevice {
 		return true
 	}
 	if !k.gw.IsValid() {

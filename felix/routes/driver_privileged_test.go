@@ -11,6 +11,7 @@ import (
 	"github.com/containernetworking/plugins/pkg/ns"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
 
 	v3 "github.com/tabbynet/tabby/api/v3"
 	"github.com/tabbynet/tabby/internal/netnstest"
@@ -173,4 +174,72 @@ func bridgeFDB(t *testing.T, n ns.NetNS) string {
 		t.Fatalf("bridge fdb: %v: %s", err, out)
 	}
 	return string(out)
+}
+
+// TestPrivilegedDriverVXLANv6: an IPv6 VXLAN pool gets vxlan-v6.calico
+// with the v6 VTEP, its routes, NDP and FDB entries; switching it off
+// removes all of it.
+func TestPrivilegedDriverVXLANv6(t *testing.T) {
+	n, h := driverNS(t)
+	eth0, _ := h.LinkByName("eth0")
+	addr, _ := netlink.ParseAddr("fd00:30:1::10/64")
+	addr.Flags = unix.IFA_F_NODAD
+	if err := h.AddrAdd(eth0, addr); err != nil {
+		t.Fatal(err)
+	}
+	nodes := threeNodes()
+	for i, nd := range nodes {
+		nd.Spec.BGP.IPv6Address = []string{"fd00:30:1::10/64", "fd00:30:1::11/64", "fd00:30:2::12/64"}[i]
+		nd.Spec.IPv6VXLANTunnelAddr = []string{"fd00:70::1", "fd00:70:0:1::1", "fd00:70:0:2::1"}[i]
+	}
+	aff := func(n string) *string { s := "host:" + n; return &s }
+	blocks := []*v3.IPAMBlock{{Spec: v3.IPAMBlockSpec{CIDR: "fd00:70:0:1::/122", Affinity: aff("n1")}},
+		{Spec: v3.IPAMBlockSpec{CIDR: "fd00:70:0:2::/122", Affinity: aff("n2")}}}
+	in := Input{ThisNode: "n0", Nodes: nodes, Blocks: blocks, Pools: []*v3.IPPool{ippool("fd00:70::/48", "", "Always")}}
+	dr := NewDriver(h, nil)
+	d, probs := Compute(in)
+	if len(probs) != 0 {
+		t.Fatal(probs)
+	}
+	if _, err := dr.Apply(d); err != nil {
+		t.Fatalf("Apply: %v", err)
+	}
+	if st, err := dr.Apply(d); err != nil || st != (Stats{}) {
+		t.Fatalf("second Apply changed %+v, %v", st, err)
+	}
+	dev := ipOut(t, n, "-d", "link", "show", VXLANDeviceV6)
+	for _, w := range []string{"vxlan id 4096", "local fd00:30:1::10", "dstport 4789", "mtu 1430"} {
+		if !strings.Contains(dev, w) {
+			t.Errorf("%s lacks %q:\n%s", VXLANDeviceV6, w, dev)
+		}
+	}
+	r := ipOut(t, n, "-6", "route", "show", "proto", "boot")
+	for _, w := range []string{"fd00:70:0:1::/122 via fd00:70:0:1::1 dev vxlan-v6.calico", "fd00:70:0:2::/122 via fd00:70:0:2::1 dev vxlan-v6.calico"} {
+		if !strings.Contains(r, w) {
+			t.Errorf("route %q missing:\n%s", w, r)
+		}
+	}
+	neigh := ipOut(t, n, "-6", "neigh", "show", "dev", VXLANDeviceV6)
+	if !strings.Contains(neigh, "fd00:70:0:2::1 lladdr "+DefaultVTEPMAC("v6/n2").String()+" PERMANENT") {
+		t.Errorf("NDP entry missing:\n%s", neigh)
+	}
+	var fdb []byte
+	_ = n.Do(func(ns.NetNS) error {
+		fdb, _ = exec.Command("bridge", "fdb", "show", "dev", VXLANDeviceV6).CombinedOutput()
+		return nil
+	})
+	if !strings.Contains(string(fdb), "dst fd00:30:2::12") {
+		t.Errorf("FDB entry missing:\n%s", fdb)
+	}
+	in.Pools[0].Spec.VXLANMode = "Never"
+	d, _ = Compute(in)
+	if _, err := dr.Apply(d); err != nil {
+		t.Fatal(err)
+	}
+	if got := ipOut(t, n, "link", "show"); strings.Contains(got, VXLANDeviceV6) {
+		t.Errorf("%s left:\n%s", VXLANDeviceV6, got)
+	}
+	if got := ipOut(t, n, "-6", "route", "show", "proto", "boot"); strings.Contains(got, "fd00:70") {
+		t.Errorf("v6 routes left:\n%s", got)
+	}
 }

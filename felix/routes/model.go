@@ -7,14 +7,16 @@ import (
 
 // Calico's device names and VXLAN parameters.
 const (
-	VXLANDevice = "vxlan.calico"
-	IPIPDevice  = "tunl0"
-	VXLANVNI    = 4096
-	VXLANPort   = 4789
+	VXLANDevice   = "vxlan.calico"
+	VXLANDeviceV6 = "vxlan-v6.calico"
+	IPIPDevice    = "tunl0"
+	VXLANVNI      = 4096
+	VXLANPort     = 4789
 	// VXLANOverhead and IPIPOverhead are what encapsulation adds to a
 	// packet (Calico's MTU arithmetic).
-	VXLANOverhead = 50
-	IPIPOverhead  = 20
+	VXLANOverhead   = 50
+	VXLANOverheadV6 = 70
+	IPIPOverhead    = 20
 	// RouteProtocol is Calico's default DeviceRouteProtocol (RTPROT_BOOT).
 	RouteProtocol = 3
 )
@@ -22,19 +24,19 @@ const (
 // Desired is the routing state one node should have.
 type Desired struct {
 	// VXLAN is the node's VTEP; nil when no pool uses VXLAN (the device
-	// is then removed).
-	VXLAN *VTEP
+	// is then removed). VXLANv6 likewise for IPv6 (vxlan-v6.calico).
+	VXLAN, VXLANv6 *VTEP
 	// IPIP is tunl0's address; invalid when no pool uses IPIP.
 	IPIP netip.Addr
-	// Routes to remote blocks, sorted by destination.
+	// Routes to remote blocks of both IP versions, sorted by destination.
 	Routes []Route
-	// Neighbors are the permanent ARP entries on vxlan.calico (remote
-	// VTEP address -> MAC), FDB the forwarding entries (remote VTEP MAC ->
-	// the remote node's address); both sorted.
+	// Neighbors are the permanent ARP/NDP entries on the VXLAN devices
+	// (remote VTEP address -> MAC), FDB the forwarding entries (remote
+	// VTEP MAC -> the remote node's address); both sorted.
 	Neighbors []Neighbor
 	FDB       []FDBEntry
-	// Pools are the IPv4 pool CIDRs: routes via a gateway into them are
-	// the manager's.
+	// Pools are the pool CIDRs: routes via a gateway into them are the
+	// manager's.
 	Pools []netip.Prefix
 }
 
@@ -57,14 +59,16 @@ type Route struct {
 	Node string
 }
 
-// Neighbor is a permanent ARP entry on vxlan.calico.
+// Neighbor is a permanent ARP/NDP entry on a VXLAN device.
 type Neighbor struct {
+	Dev string
 	IP  netip.Addr
 	MAC string
 }
 
-// FDBEntry tells vxlan.calico where a remote VTEP MAC lives.
+// FDBEntry tells a VXLAN device where a remote VTEP MAC lives.
 type FDBEntry struct {
+	Dev string
 	MAC string
 	Dst netip.Addr
 }
