@@ -19,6 +19,8 @@ const (
 	AttributeType      = "type"
 	AttributeTypeIPIP  = "ipipTunnelAddress"
 	AttributeTypeVXLAN = "vxlanTunnelAddress"
+	// AttributeTypeVXLANV6 is the IPv6 VXLAN tunnel address's type.
+	AttributeTypeVXLANV6 = "vxlanV6TunnelAddress"
 )
 
 // IPIPHandle and VXLANHandle are the IPAM handles of a node's tunnel
@@ -26,8 +28,12 @@ const (
 func IPIPHandle(node string) string  { return "ipip-tunnel-addr-" + node }
 func VXLANHandle(node string) string { return "vxlan-tunnel-addr-" + node }
 
+// VXLANV6Handle is the IPAM handle of a node's IPv6 VXLAN tunnel address.
+func VXLANV6Handle(node string) string { return "vxlan-v6-tunnel-addr-" + node }
+
 // tunnelKind is one kind of tunnel address.
 type tunnelKind struct {
+	v6       bool
 	handle   func(string) string
 	attrType string
 	// needed says whether a pool wants this kind of tunnel.
@@ -56,13 +62,19 @@ var tunnelKinds = []tunnelKind{{
 	needed: func(p *v3.IPPool) bool { return p.Spec.VXLANMode == "Always" || p.Spec.VXLANMode == "CrossSubnet" },
 	get:    func(n *v3.Node) string { return n.Spec.IPv4VXLANTunnelAddr },
 	set:    func(n *v3.Node, a string) { n.Spec.IPv4VXLANTunnelAddr = a },
+}, {
+	v6: true, handle: VXLANV6Handle, attrType: AttributeTypeVXLANV6,
+	needed: func(p *v3.IPPool) bool { return p.Spec.VXLANMode == "Always" || p.Spec.VXLANMode == "CrossSubnet" },
+	get:    func(n *v3.Node) string { return n.Spec.IPv6VXLANTunnelAddr },
+	set:    func(n *v3.Node, a string) { n.Spec.IPv6VXLANTunnelAddr = a },
 }}
 
-// EnsureTunnelAddrs gives the node an IPIP and/or a VXLAN tunnel address
-// when an enabled IPv4 pool uses that encapsulation (allocated from such
+// EnsureTunnelAddrs gives the node an IPIP, a VXLAN and/or an IPv6 VXLAN
+// tunnel address when an enabled pool of that IP version uses that
+// encapsulation (allocated from such
 // a pool under Calico's handle) and releases it when none does; the
-// Node's bgp.ipv4IPIPTunnelAddr, ipv4VXLANTunnelAddr and
-// vxlanTunnelMACAddr follow. An address already recorded that is still in
+// Node's bgp.ipv4IPIPTunnelAddr, ipv4VXLANTunnelAddr, vxlanTunnelMACAddr,
+// ipv6VXLANTunnelAddr and vxlanTunnelMACAddrV6 follow. An address already recorded that is still in
 // a pool of its kind is kept.
 func EnsureTunnelAddrs(ctx context.Context, c datastore.Client, alloc *ipam.Allocator, nodeName string) error {
 	list, err := c.List(ctx, v3.KindIPPool, datastore.ListOptions{})
@@ -75,7 +87,7 @@ func EnsureTunnelAddrs(ctx context.Context, c datastore.Client, alloc *ipam.Allo
 		for _, r := range list.Items {
 			p := r.(*v3.IPPool)
 			cidr, err := netip.ParsePrefix(p.Spec.CIDR)
-			if err != nil || !cidr.Addr().Is4() || p.Spec.Disabled || !k.needed(p) {
+			if err != nil || cidr.Addr().Is6() != k.v6 || p.Spec.Disabled || !k.needed(p) {
 				continue
 			}
 			pools = append(pools, p.Name)
@@ -113,10 +125,16 @@ func ensureTunnel(ctx context.Context, c datastore.Client, alloc *ipam.Allocator
 	if _, err := alloc.ReleaseByHandle(ctx, handle); err != nil && !errors.Is(err, ipam.ErrHandleNotFound) {
 		return fmt.Errorf("releasing the old %s: %w", handle, err)
 	}
-	ips, err := alloc.AutoAssign(ctx, ipam.AutoAssignArgs{
-		Num4: 1, HandleID: handle, Hostname: nodeName, IPv4Pools: pools, Use: v3.IPPoolAllowedUseTunnel,
+	args := ipam.AutoAssignArgs{
+		HandleID: handle, Hostname: nodeName, Use: v3.IPPoolAllowedUseTunnel,
 		Attrs: map[string]string{AttributeNode: nodeName, AttributeType: k.attrType},
-	})
+	}
+	if k.v6 {
+		args.Num6, args.IPv6Pools = 1, pools
+	} else {
+		args.Num4, args.IPv4Pools = 1, pools
+	}
+	ips, err := alloc.AutoAssign(ctx, args)
 	if err != nil {
 		return fmt.Errorf("allocating the %s address of node %s: %w", k.attrType, nodeName, err)
 	}
@@ -127,14 +145,19 @@ func ensureTunnel(ctx context.Context, c datastore.Client, alloc *ipam.Allocator
 	return ensureMAC(ctx, c, nodeName, k)
 }
 
-// ensureMAC records a VTEP MAC for a node with a VXLAN address and none.
+// ensureMAC records a VTEP MAC for a node with a VXLAN address and none
+// (vxlanTunnelMACAddr, vxlanTunnelMACAddrV6).
 func ensureMAC(ctx context.Context, c datastore.Client, nodeName string, k tunnelKind) error {
-	if k.attrType != AttributeTypeVXLAN {
-		return nil
-	}
 	return updateNode(ctx, c, nodeName, func(n *v3.Node) {
-		if n.Spec.VXLANTunnelMACAddr == "" {
-			n.Spec.VXLANTunnelMACAddr = randomMAC().String()
+		switch k.attrType {
+		case AttributeTypeVXLAN:
+			if n.Spec.VXLANTunnelMACAddr == "" {
+				n.Spec.VXLANTunnelMACAddr = randomMAC().String()
+			}
+		case AttributeTypeVXLANV6:
+			if n.Spec.VXLANTunnelMACAddrV6 == "" {
+				n.Spec.VXLANTunnelMACAddrV6 = randomMAC().String()
+			}
 		}
 	})
 }
