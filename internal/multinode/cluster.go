@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v3 "github.com/tabbynet/tabby/api/v3"
@@ -19,10 +20,22 @@ import (
 // Addressing of the lab. Subnet s (0 or 1) is 172.30.<s+1>.0/24 with the
 // router at .1 and node i at .<10+i>; the external namespace is
 // 198.51.100.2 behind the router's 198.51.100.1.
+// With IPv6, subnet s is also fd00:30:<s+1>::/64 (router ::1, node i
+// ::<10+i>) and the external namespace fd00:51::2 behind fd00:51::1.
 var (
-	ExternalIP = netip.MustParseAddr("198.51.100.2")
-	routerExt  = netip.MustParsePrefix("198.51.100.1/24")
+	ExternalIP   = netip.MustParseAddr("198.51.100.2")
+	ExternalIPv6 = netip.MustParseAddr("fd00:51::2")
+	routerExt    = netip.MustParsePrefix("198.51.100.1/24")
+	routerExt6   = netip.MustParsePrefix("fd00:51::1/64")
 )
+
+func subnetRouter6(s int) netip.Prefix {
+	return netip.MustParsePrefix(fmt.Sprintf("fd00:30:%d::1/64", s+1))
+}
+
+func nodeAddr6(s, i int) netip.Prefix {
+	return netip.MustParsePrefix(fmt.Sprintf("fd00:30:%d::%d/64", s+1, 10+i))
+}
 
 func subnetRouter(s int) netip.Prefix {
 	return netip.PrefixFrom(netip.AddrFrom4([4]byte{172, 30, byte(s + 1), 1}), 24)
@@ -43,6 +56,9 @@ type Options struct {
 	// register them through node/registration). By default each node's
 	// Node is created with its BGP IPv4 address.
 	NoNodeResources bool
+	// IPv6 adds IPv6 to the underlay, the nodes (and their Node
+	// resources), felix and the pods (the CNI assigns IPv6 too).
+	IPv6 bool
 }
 
 // TwoSubnets puts node 0 and 1 in subnet 0 and the others in subnet 1:
@@ -63,6 +79,7 @@ type Cluster struct {
 	Nodes    []*Node
 	Etcd     *testservers.Etcd
 	Client   datastore.Client
+	ipv6     bool
 }
 
 // Node is one node namespace: eth0 on the underlay, its Node resource
@@ -72,9 +89,10 @@ type Node struct {
 	Name string // the Node resource's name
 	*Namespace
 	Subnet int
-	// Addr is eth0's address with its prefix length.
-	Addr netip.Prefix
-	cni  *nodeCNI
+	// Addr is eth0's address with its prefix length; Addr6 the IPv6 one
+	// (with Options.IPv6).
+	Addr, Addr6 netip.Prefix
+	cni         *nodeCNI
 }
 
 // New builds a cluster and removes all of it when the test ends.
@@ -87,7 +105,7 @@ func New(t testing.TB, o Options) *Cluster {
 	if o.SubnetOf == nil {
 		o.SubnetOf = func(int) int { return 0 }
 	}
-	c := &Cluster{t: t, Prefix: newPrefix()}
+	c := &Cluster{t: t, Prefix: newPrefix(), ipv6: o.IPv6}
 	t.Logf("multinode cluster %s: %d nodes", c.Prefix, o.Nodes)
 	c.Underlay = newNamespace(t, c.Prefix+"-underlay")
 	c.External = newNamespace(t, c.Prefix+"-external")
@@ -104,11 +122,20 @@ func New(t testing.TB, o Options) *Cluster {
 			t.Fatalf("bridge in underlay: %v", err)
 		}
 		c.must(addrUp(c.Underlay.NL, br.Name, subnetRouter(s)))
+		if o.IPv6 {
+			c.must(addrUp(c.Underlay.NL, br.Name, subnetRouter6(s)))
+		}
 	}
 	c.must(c.link(c.Underlay, "ext", c.External, "eth0"))
 	c.must(addrUp(c.Underlay.NL, "ext", routerExt))
 	c.must(addrUp(c.External.NL, "eth0", netip.PrefixFrom(ExternalIP, 24)))
 	c.must(defaultRoute(c.External.NL, routerExt.Addr()))
+	if o.IPv6 {
+		c.must(c.Underlay.Sysctl("net.ipv6.conf.all.forwarding", "1"))
+		c.must(addrUp(c.Underlay.NL, "ext", routerExt6))
+		c.must(addrUp(c.External.NL, "eth0", netip.PrefixFrom(ExternalIPv6, 64)))
+		c.must(defaultRoute(c.External.NL, routerExt6.Addr()))
+	}
 
 	// The plugins (exec'd by libcni with this process's environment) keep
 	// their IPAM block hints in the test's folder.
@@ -142,9 +169,16 @@ func New(t testing.TB, o Options) *Cluster {
 		c.must(addrUp(n.NL, "eth0", n.Addr))
 		c.must(defaultRoute(n.NL, subnetRouter(s).Addr()))
 		// ip_forward stays off: felix (the route manager) turns it on.
+		bgp := &v3.NodeBGPSpec{IPv4Address: n.Addr.String()}
+		if o.IPv6 {
+			n.Addr6 = nodeAddr6(s, i)
+			c.must(addrUp(n.NL, "eth0", n.Addr6))
+			c.must(defaultRoute(n.NL, subnetRouter6(s).Addr()))
+			bgp.IPv6Address = n.Addr6.String()
+		}
 		if !o.NoNodeResources {
 			c.Create(&v3.Node{TypeMeta: metav1.TypeMeta{Kind: v3.KindNode}, ObjectMeta: metav1.ObjectMeta{Name: n.Name},
-				Spec: v3.NodeSpec{BGP: &v3.NodeBGPSpec{IPv4Address: n.Addr.String()}}})
+				Spec: v3.NodeSpec{BGP: bgp}})
 		}
 		c.Nodes = append(c.Nodes, n)
 	}
@@ -176,7 +210,7 @@ type PoolOptions struct {
 	BlockSize   int
 }
 
-// CreatePool creates an IPv4 IPPool.
+// CreatePool creates an IPPool (IPv4 or IPv6 by its CIDR).
 func (c *Cluster) CreatePool(name, cidr string, o PoolOptions) *v3.IPPool {
 	c.t.Helper()
 	p := &v3.IPPool{TypeMeta: metav1.TypeMeta{Kind: v3.KindIPPool}, ObjectMeta: metav1.ObjectMeta{Name: name},
@@ -214,6 +248,9 @@ func addrUp(h *netlink.Handle, link string, p netip.Prefix) error {
 	a, err := netlink.ParseAddr(p.String())
 	if err != nil {
 		return err
+	}
+	if p.Addr().Is6() {
+		a.Flags = unix.IFA_F_NODAD // usable at once
 	}
 	if err := h.AddrAdd(l, a); err != nil {
 		return fmt.Errorf("adding %s to %s: %w", p, link, err)

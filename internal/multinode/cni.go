@@ -56,10 +56,14 @@ func (n *Node) cniConf() *nodeCNI {
 	if n.cni != nil {
 		return n.cni
 	}
+	ipamConf := map[string]any{"type": "calico-ipam"}
+	if n.c.ipv6 {
+		ipamConf["assign_ipv6"] = "true"
+	}
 	conf, _ := json.Marshal(map[string]any{"cniVersion": "1.0.0", "name": "k8s-pod-network", "plugins": []any{map[string]any{
 		"type": "calico", "log_level": "info", "datastore_type": "etcdv3",
 		"etcd_endpoints": n.c.Etcd.UnixEndpoint(), "nodename": n.Name, "mtu": 1400,
-		"ipam": map[string]any{"type": "calico-ipam"},
+		"ipam": ipamConf, "container_settings": map[string]any{"allow_ip_forwarding": true},
 	}}})
 	list, err := libcni.ConfListFromBytes(conf)
 	if err != nil {
@@ -74,8 +78,9 @@ type Pod struct {
 	*Namespace
 	Node *Node
 	Name string
-	IP   netip.Addr
-	rt   *libcni.RuntimeConf
+	// IP and IP6 are the pod's addresses (IP6 with Options.IPv6).
+	IP, IP6 netip.Addr
+	rt      *libcni.RuntimeConf
 }
 
 // AddPod creates a pod namespace and runs CNI ADD for it from inside the
@@ -114,6 +119,8 @@ func (n *Node) TryAddPod(name string) (*Pod, error) {
 	for _, ip := range res.IPs {
 		if a, ok := netip.AddrFromSlice(ip.Address.IP.To4()); ok {
 			p.IP = a
+		} else if a, ok := netip.AddrFromSlice(ip.Address.IP); ok {
+			p.IP6 = a
 		}
 	}
 	return p, nil

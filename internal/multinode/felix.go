@@ -25,14 +25,20 @@ func (n *Node) StartFelix() *Felix {
 	t := n.c.t
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})).With("node", n.Name)
-	dp := dataplane.New(dataplane.Config{
+	dpCfg := dataplane.Config{
 		Runner: dataplane.ExecRunner{NetnsPath: n.Path()}, V4: dataplane.BackendDefaultV4,
 		RefreshInterval: 10 * time.Second, Logger: log,
-	})
+	}
+	versions := []int{4}
+	if n.c.ipv6 {
+		dpCfg.V6 = dataplane.BackendDefaultV6
+		versions = append(versions, 6)
+	}
+	dp := dataplane.New(dpCfg)
 	drv := routes.NewDriver(n.NL, log)
 	drv.Sysctl = n.Sysctl
 	rm := routes.NewManager(routes.ManagerConfig{NodeName: n.Name, Driver: drv, RefreshInterval: 10 * time.Second, Logger: log})
-	d := daemon.New(daemon.Config{NodeName: n.Name, Rules: rules.DefaultConfig(), Dataplane: dp, Logger: log, Routes: rm})
+	d := daemon.New(daemon.Config{NodeName: n.Name, Rules: rules.DefaultConfig(), IPVersions: versions, Dataplane: dp, Logger: log, Routes: rm})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 2)
 	go func() { done <- d.Run(ctx, daemon.NewSyncer(n.c.Client, d)) }()

@@ -4,6 +4,7 @@ package crossnode
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"strings"
 	"testing"
@@ -152,4 +153,46 @@ func TestPrivilegedNATOutgoing(t *testing.T) {
 			t.Errorf("nat table lacks %q:\n%s", w, nat)
 		}
 	}
+}
+
+// TestPrivilegedCrossNodeIPv6VXLAN: dual-stack nodes and pods, an IPv4
+// and an IPv6 pool, both VXLAN CrossSubnet across two subnets: IPv6 TCP
+// and ICMPv6 between pods on all nodes; node0 reaches node2's pods
+// through vxlan-v6.calico (its TX counter moves) and node1's directly.
+func TestPrivilegedCrossNodeIPv6VXLAN(t *testing.T) {
+	l := newLabWith(t, multinode.Options{Nodes: 3, SubnetOf: multinode.TwoSubnets, IPv6: true}, map[string]multinode.PoolOptions{
+		poolCIDR:   {VXLAN: v3.VXLANModeCrossSubnet, IPIP: v3.IPIPModeNever},
+		poolCIDRv6: {VXLAN: v3.VXLANModeCrossSubnet},
+	})
+	for _, p := range l.pods {
+		if !p.IP6.IsValid() {
+			t.Fatalf("pod on %s got no IPv6 address", p.Node.Name)
+		}
+	}
+	for i := range l.pods {
+		for j := range l.pods {
+			if i != j {
+				eventually(t, fmt.Sprintf("IPv6 pod on node%d -> node%d", i, j), func() string { return l.podToPod6(i, j) })
+			}
+		}
+	}
+	n0 := l.Nodes[0]
+	before := txPackets(t, n0, routes.VXLANDeviceV6)
+	for range 3 {
+		if why := l.podToPod6(0, 1); why != "" {
+			t.Fatal(why)
+		}
+	}
+	if after := txPackets(t, n0, routes.VXLANDeviceV6); after != before {
+		t.Errorf("same-subnet IPv6 traffic went through vxlan-v6.calico (%d packets)", after-before)
+	}
+	for range 3 {
+		if why := l.podToPod6(0, 2); why != "" {
+			t.Fatal(why)
+		}
+	}
+	if after := txPackets(t, n0, routes.VXLANDeviceV6); after <= before {
+		t.Error("cross-subnet IPv6 traffic did not go through vxlan-v6.calico")
+	}
+	l.allPodToPod(t) // IPv4 alongside
 }

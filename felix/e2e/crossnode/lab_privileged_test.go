@@ -39,9 +39,25 @@ func newLab(t *testing.T, subnetOf func(int) int, pool multinode.PoolOptions) *l
 
 func newLabTB(t testing.TB, subnetOf func(int) int, pool multinode.PoolOptions) *lab {
 	t.Helper()
-	c := multinode.New(t, multinode.Options{Nodes: 3, SubnetOf: subnetOf, NoNodeResources: true})
+	return newLabWith(t, multinode.Options{Nodes: 3, SubnetOf: subnetOf}, map[string]multinode.PoolOptions{poolCIDR: pool})
+}
+
+const poolCIDRv6 = "fd00:70::/48"
+
+// newLabWith is newLab with cluster options and pools by CIDR (the first
+// IPv4 one is named "pool", an IPv6 one "pool6").
+func newLabWith(t testing.TB, o multinode.Options, pools map[string]multinode.PoolOptions) *lab {
+	t.Helper()
+	o.NoNodeResources = true
+	c := multinode.New(t, o)
 	l := &lab{Cluster: c}
-	c.CreatePool("pool", poolCIDR, pool)
+	for cidr, p := range pools {
+		name := "pool"
+		if strings.Contains(cidr, ":") {
+			name = "pool6"
+		}
+		c.CreatePool(name, cidr, p)
+	}
 	ctx := context.Background()
 	alloc := ipam.New(c.Client, ipam.Config{})
 	for _, n := range c.Nodes {
@@ -49,7 +65,11 @@ func newLabTB(t testing.TB, subnetOf func(int) int, pool multinode.PoolOptions) 
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := registration.Register(ctx, c.Client, registration.Config{NodeName: n.Name, IPv4Method: "interface=eth0"}, env); err != nil {
+		rc := registration.Config{NodeName: n.Name, IPv4Method: "interface=eth0"}
+		if o.IPv6 {
+			rc.IPv6, rc.IPv6Method = "autodetect", "interface=eth0"
+		}
+		if _, err := registration.Register(ctx, c.Client, rc, env); err != nil {
 			t.Fatal(err)
 		}
 		if err := registration.EnsureTunnelAddrs(ctx, c.Client, alloc, n.Name); err != nil {
@@ -62,6 +82,9 @@ func newLabTB(t testing.TB, subnetOf func(int) int, pool multinode.PoolOptions) 
 	for _, n := range c.Nodes {
 		p := n.AddPod("pod")
 		serveWhoami(t, p.NetNS, net.JoinHostPort(p.IP.String(), "8080"))
+		if p.IP6.IsValid() {
+			serveWhoami(t, p.NetNS, net.JoinHostPort(p.IP6.String(), "8080"))
+		}
 		l.pods = append(l.pods, p)
 	}
 	return l
@@ -129,6 +152,22 @@ func (l *lab) podToPod(i, j int) string {
 	}
 	if err := netnstest.Ping(from.NetNS, to.IP.String(), 7, time.Second); err != nil {
 		return fmt.Sprintf("ICMP %s -> %s: %v", from.IP, to.IP, err)
+	}
+	return ""
+}
+
+// podToPod6 is podToPod over IPv6.
+func (l *lab) podToPod6(i, j int) string {
+	from, to := l.pods[i], l.pods[j]
+	got, err := whoami(from.NetNS, net.JoinHostPort(to.IP6.String(), "8080"))
+	if err != nil {
+		return fmt.Sprintf("TCP %s -> %s: %v", from.IP6, to.IP6, err)
+	}
+	if got != from.IP6.String() {
+		return fmt.Sprintf("TCP %s -> %s seen from %s, want the pod's own address", from.IP6, to.IP6, got)
+	}
+	if err := netnstest.Ping(from.NetNS, to.IP6.String(), 8, time.Second); err != nil {
+		return fmt.Sprintf("ICMPv6 %s -> %s: %v", from.IP6, to.IP6, err)
 	}
 	return ""
 }
