@@ -21,6 +21,7 @@ import (
 	v3 "github.com/tabbynet/tabby/api/v3"
 	"github.com/tabbynet/tabby/datastore"
 	"github.com/tabbynet/tabby/felix/calc"
+	"github.com/tabbynet/tabby/felix/epstatus"
 	"github.com/tabbynet/tabby/felix/routes"
 	"github.com/tabbynet/tabby/felix/rules"
 )
@@ -36,6 +37,11 @@ var Kinds = append([]string{
 type Dataplane interface {
 	SetDesired(rulesets ...*rules.Ruleset)
 	Run(ctx context.Context) error
+}
+
+// EndpointStatusReporter is what the daemon needs of epstatus.Reporter.
+type EndpointStatusReporter interface {
+	Desired(gen uint64, names []string)
 }
 
 // HostInterfaceLister lists the node's interfaces and their addresses
@@ -72,6 +78,11 @@ type Config struct {
 	Logger                *slog.Logger
 	// Metrics, if set, records calculations and bad input.
 	Metrics *Metrics
+	// EndpointStatus, if set, is told after each computation which local
+	// workload endpoints (by status file name) the ruleset generation
+	// handed to the Dataplane holds; the Dataplane must then have a
+	// Generation() method (dataplane.Dataplane has).
+	EndpointStatus EndpointStatusReporter
 	// Routes, if set, receives the sync status and the updates of the
 	// route manager's kinds (routes.Kinds), which the policy path does
 	// not keep.
@@ -118,8 +129,10 @@ type Daemon struct {
 	renderers []*rules.Renderer
 	rulesCfg  rules.Config
 
-	// natPools are the IP pools of the last input (for NAT outgoing).
-	natPools []rules.NATPool
+	// natPools are the IP pools of the last input (for NAT outgoing),
+	// localWEPs this node's workload endpoints by calc key.
+	natPools  []rules.NATPool
+	localWEPs map[string]*v3.WorkloadEndpoint
 
 	// ipOnlyHEPs says the last computation had a local host endpoint
 	// given by expectedIPs only (Run then re-reads the addresses).
@@ -209,7 +222,14 @@ func (d *Daemon) input() (in calc.Input, global, node *v3.FelixConfigurationSpec
 		return in, nil, nil, false
 	}
 	d.natPools = d.natPools[:0]
+	clear(d.localWEPs)
+	if d.localWEPs == nil {
+		d.localWEPs = map[string]*v3.WorkloadEndpoint{}
+	}
 	for _, o := range d.objs {
+		if w, ok := o.(*v3.WorkloadEndpoint); ok && w.Spec.Node == d.cfg.NodeName {
+			d.localWEPs[w.Namespace+"/"+w.Name] = w
+		}
 		if in.Add(o) {
 			continue
 		}
@@ -256,6 +276,7 @@ func (d *Daemon) Recompute() bool {
 		rss = append(rss, rules.WithNATOutgoing(r.Render(res), rules.NATConfig{Pools: d.natPools, OutgoingAddress: d.rulesCfg.NATOutgoingAddress}))
 	}
 	d.cfg.Dataplane.SetDesired(rss...)
+	d.reportEndpoints(res)
 	// Log each problem once, when it appears.
 	current := map[calc.Problem]bool{}
 	for _, p := range res.Problems {
@@ -271,6 +292,26 @@ func (d *Daemon) Recompute() bool {
 	}
 	d.log.Debug("recomputed", "duration", time.Since(start), "endpoints", len(res.Endpoints), "policies", len(res.Policies))
 	return true
+}
+
+// reportEndpoints tells the endpoint status reporter which local
+// workload endpoints the ruleset just handed over programs.
+func (d *Daemon) reportEndpoints(res *calc.Result) {
+	if d.cfg.EndpointStatus == nil {
+		return
+	}
+	g, ok := d.cfg.Dataplane.(interface{ Generation() uint64 })
+	if !ok {
+		d.log.Warn("endpoint status needs a dataplane with generations")
+		return
+	}
+	var names []string
+	for _, ep := range res.Endpoints {
+		if w := d.localWEPs[ep.Key]; ep.Kind == calc.Workload && w != nil {
+			names = append(names, epstatus.Filename(w))
+		}
+	}
+	d.cfg.EndpointStatus.Desired(g.Generation(), names)
 }
 
 // resolveHostInterfaces reads the node's interface addresses when a local

@@ -56,6 +56,9 @@ type Options struct {
 	// register them through node/registration). By default each node's
 	// Node is created with its BGP IPv4 address.
 	NoNodeResources bool
+	// PolicySetupTimeoutSeconds sets the CNI's policy_setup_timeout_seconds
+	// (ADD waits for felix's endpoint status file) [default 0: no wait].
+	PolicySetupTimeoutSeconds int
 	// IPv6 adds IPv6 to the underlay, the nodes (and their Node
 	// resources), felix and the pods (the CNI assigns IPv6 too).
 	IPv6 bool
@@ -80,6 +83,7 @@ type Cluster struct {
 	Etcd     *testservers.Etcd
 	Client   datastore.Client
 	ipv6     bool
+	opts     Options
 }
 
 // Node is one node namespace: eth0 on the underlay, its Node resource
@@ -93,6 +97,9 @@ type Node struct {
 	// (with Options.IPv6).
 	Addr, Addr6 netip.Prefix
 	cni         *nodeCNI
+	// StatusPrefix is felix's EndpointStatusPathPrefix on this node (the
+	// CNI's endpoint_status_dir is <StatusPrefix>/endpoint-status).
+	StatusPrefix string
 }
 
 // New builds a cluster and removes all of it when the test ends.
@@ -105,7 +112,7 @@ func New(t testing.TB, o Options) *Cluster {
 	if o.SubnetOf == nil {
 		o.SubnetOf = func(int) int { return 0 }
 	}
-	c := &Cluster{t: t, Prefix: newPrefix(), ipv6: o.IPv6}
+	c := &Cluster{t: t, Prefix: newPrefix(), ipv6: o.IPv6, opts: o}
 	t.Logf("multinode cluster %s: %d nodes", c.Prefix, o.Nodes)
 	c.Underlay = newNamespace(t, c.Prefix+"-underlay")
 	c.External = newNamespace(t, c.Prefix+"-external")
@@ -156,7 +163,7 @@ func New(t testing.TB, o Options) *Cluster {
 
 	for i := 0; i < o.Nodes; i++ {
 		s := o.SubnetOf(i)
-		n := &Node{c: c, Name: fmt.Sprintf("node%d", i), Subnet: s, Addr: nodeAddr(s, i)}
+		n := &Node{c: c, Name: fmt.Sprintf("node%d", i), Subnet: s, Addr: nodeAddr(s, i), StatusPrefix: t.TempDir()}
 		n.Namespace = newNamespace(t, c.Prefix+"-"+n.Name)
 		port := fmt.Sprintf("n%d", i)
 		c.must(c.link(c.Underlay, port, n.Namespace, "eth0"))

@@ -15,6 +15,8 @@ import (
 	"github.com/containernetworking/cni/libcni"
 	current "github.com/containernetworking/cni/pkg/types/100"
 	"github.com/containernetworking/plugins/pkg/ns"
+
+	"github.com/tabbynet/tabby/felix/epstatus"
 )
 
 var (
@@ -64,6 +66,8 @@ func (n *Node) cniConf() *nodeCNI {
 		"type": "calico", "log_level": "info", "datastore_type": "etcdv3",
 		"etcd_endpoints": n.c.Etcd.UnixEndpoint(), "nodename": n.Name, "mtu": 1400,
 		"ipam": ipamConf, "container_settings": map[string]any{"allow_ip_forwarding": true},
+		"policy_setup_timeout_seconds": n.c.opts.PolicySetupTimeoutSeconds,
+		"endpoint_status_dir":          filepath.Join(n.StatusPrefix, epstatus.DirName),
 	}}})
 	list, err := libcni.ConfListFromBytes(conf)
 	if err != nil {

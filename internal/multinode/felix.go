@@ -8,6 +8,7 @@ import (
 
 	"github.com/tabbynet/tabby/felix/daemon"
 	"github.com/tabbynet/tabby/felix/dataplane"
+	"github.com/tabbynet/tabby/felix/epstatus"
 	"github.com/tabbynet/tabby/felix/routes"
 	"github.com/tabbynet/tabby/felix/rules"
 )
@@ -25,9 +26,10 @@ func (n *Node) StartFelix() *Felix {
 	t := n.c.t
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})).With("node", n.Name)
+	status := epstatus.NewReporter(n.StatusPrefix, log)
 	dpCfg := dataplane.Config{
 		Runner: dataplane.ExecRunner{NetnsPath: n.Path()}, V4: dataplane.BackendDefaultV4,
-		RefreshInterval: 10 * time.Second, Logger: log,
+		RefreshInterval: 10 * time.Second, Logger: log, OnApplied: status.Applied,
 	}
 	versions := []int{4}
 	if n.c.ipv6 {
@@ -38,14 +40,16 @@ func (n *Node) StartFelix() *Felix {
 	drv := routes.NewDriver(n.NL, log)
 	drv.Sysctl = n.Sysctl
 	rm := routes.NewManager(routes.ManagerConfig{NodeName: n.Name, Driver: drv, RefreshInterval: 10 * time.Second, Logger: log})
-	d := daemon.New(daemon.Config{NodeName: n.Name, Rules: rules.DefaultConfig(), IPVersions: versions, Dataplane: dp, Logger: log, Routes: rm})
+	d := daemon.New(daemon.Config{NodeName: n.Name, Rules: rules.DefaultConfig(), IPVersions: versions, Dataplane: dp, Logger: log, Routes: rm,
+		EndpointStatus: status})
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 2)
+	done := make(chan error, 3)
 	go func() { done <- d.Run(ctx, daemon.NewSyncer(n.c.Client, d)) }()
 	go func() { done <- rm.Run(ctx) }()
+	go func() { done <- status.Run(ctx) }()
 	t.Cleanup(func() {
 		cancel()
-		for range 2 {
+		for range 3 {
 			if err := <-done; err != nil {
 				t.Errorf("felix on %s: %v", n.Name, err)
 			}
