@@ -31,6 +31,7 @@ type config struct {
 	endpointToHost  string
 	iptablesBackend string // Auto, NFT or Legacy
 	natOutgoingAddr string
+	statusPrefix    string // EndpointStatusPathPrefix; "" disables the status files
 	netnsPath       string // not Calico's: program this network namespace instead of our own
 	// failsafeIn/Out are nil for Calico's defaults.
 	failsafeIn, failsafeOut []rules.ProtoPort
@@ -168,6 +169,13 @@ func loadConfig(getenv func(string) string) (config, error) {
 			bad("FELIX_NATOUTGOINGADDRESS", v, "use an IP address")
 		}
 		c.natOutgoingAddr = v
+	}
+	c.statusPrefix = "/var/run/calico" // Calico's default
+	if v := getenv("FELIX_ENDPOINTSTATUSPATHPREFIX"); v != "" {
+		c.statusPrefix = v
+		if v == "none" { // not Calico's: an environment cannot say ""
+			c.statusPrefix = ""
+		}
 	}
 	c.netnsPath = getenv("TABBY_FELIX_NETNS")
 	if len(errs) > 0 {

@@ -12,6 +12,8 @@ import (
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 
+	"github.com/tabbynet/tabby/felix/daemon"
+	"github.com/tabbynet/tabby/felix/epstatus"
 	"github.com/tabbynet/tabby/felix/routes"
 )
 
@@ -41,4 +43,13 @@ func newRouteManager(cfg config, log *slog.Logger, reg prometheus.Registerer) (*
 	}
 	rm := routes.NewManager(routes.ManagerConfig{NodeName: cfg.hostname, Driver: drv, Logger: log, Metrics: routes.NewMetrics(reg)})
 	return rm, h.Close, nil
+}
+
+// endpointStatus is r as the daemon's reporter, nil (no interface
+// holding a nil pointer) when the status files are off.
+func endpointStatus(r *epstatus.Reporter) daemon.EndpointStatusReporter {
+	if r == nil {
+		return nil
+	}
+	return r
 }
