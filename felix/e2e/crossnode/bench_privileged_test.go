@@ -18,8 +18,9 @@ import (
 // the time from the start of a pod's CNI ADD on node0 to the first
 // successful TCP connection to it from a pod on node2 (another subnet in
 // CrossSubnet), over 50 pods: the CNI, felix's policy for the new
-// endpoint on node0, and (for a pod in a new block) the route manager's
-// route on node2 are all on that path. Reported as p50-ms and p99-ms.
+// endpoint on node0, and (for a pod in a new block, every 8th with /29
+// blocks) the route to it on node2 -- the route manager's, or with BGP
+// confd + BIRD's -- are all on that path. Reported as p50-ms and p99-ms.
 //
 //	go test -tags privileged,integration -run '^$' -bench PodFirstConnection -benchtime 1x ./felix/e2e/crossnode/
 func BenchmarkPrivilegedPodFirstConnection(b *testing.B) {
@@ -27,21 +28,37 @@ func BenchmarkPrivilegedPodFirstConnection(b *testing.B) {
 		name     string
 		subnetOf func(int) int
 		vxlan    v3.VXLANMode
+		bgp      bool
 	}{
-		{"VXLANAlways", nil, v3.VXLANModeAlways},
-		{"VXLANCrossSubnet", multinode.TwoSubnets, v3.VXLANModeCrossSubnet},
+		{"VXLANAlways", nil, v3.VXLANModeAlways, false},
+		{"VXLANCrossSubnet", multinode.TwoSubnets, v3.VXLANModeCrossSubnet, false},
+		{"BGP", nil, v3.VXLANModeNever, true},
 	} {
 		b.Run(mode.name, func(b *testing.B) {
 			for range b.N {
-				benchFirstConnection(b, mode.subnetOf, mode.vxlan)
+				benchFirstConnection(b, mode.subnetOf, mode.vxlan, mode.bgp)
 			}
 		})
 	}
 }
 
-func benchFirstConnection(b *testing.B, subnetOf func(int) int, vxlan v3.VXLANMode) {
+func benchFirstConnection(b *testing.B, subnetOf func(int) int, vxlan v3.VXLANMode, bgp bool) {
 	b.StopTimer()
 	l := newLabTB(b, subnetOf, multinode.PoolOptions{VXLAN: vxlan, IPIP: v3.IPIPModeNever, BlockSize: 29})
+	if bgp {
+		startConfd(b, l)
+		deadline := time.Now().Add(time.Minute)
+		for i := range l.pods {
+			for j := range l.pods {
+				for i != j && l.podToPod(i, j) != "" {
+					if time.Now().After(deadline) {
+						b.Fatal("BGP never converged")
+					}
+					time.Sleep(50 * time.Millisecond)
+				}
+			}
+		}
+	}
 	client := l.pods[2]
 	const pods = 50
 	var took []time.Duration

@@ -23,7 +23,7 @@ import (
 
 // startConfd runs BIRD and confd on every node of the lab (the BGP
 // full mesh, Calico's default), until the test ends.
-func startConfd(t *testing.T, l *lab) {
+func startConfd(t testing.TB, l *lab) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
