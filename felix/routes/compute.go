@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	v3 "github.com/tabbynet/tabby/api/v3"
+	"github.com/tabbynet/tabby/ipam"
 )
 
 // Input is what the routes of one node depend on.
@@ -112,43 +113,33 @@ func Compute(in Input) (Desired, []Problem) {
 		}
 	}
 
-	for _, b := range in.Blocks {
-		node, ok := affineNode(b)
-		if !ok || node == in.ThisNode || b.Spec.Deleted {
-			continue
-		}
-		cidr, err := netip.ParsePrefix(b.Spec.CIDR)
-		if err != nil {
-			continue
-		}
-		pl, ok := poolOf(pools, cidr)
-		if !ok {
-			continue // not in any pool: no route (as Calico)
-		}
+	// routeTo is the route to dst (a block, or a borrowed address) on
+	// node, by the encapsulation of its pool pl.
+	routeTo := func(dst netip.Prefix, node string, pl pool) (Route, bool) {
 		peer, ok := nodes[node]
 		if !ok {
-			continue // the node is gone: its blocks lose their routes
+			return Route{}, false // the node is gone: no route
 		}
-		v6 := cidr.Addr().Is6()
+		v6 := dst.Addr().Is6()
 		mine, theirs := me.fam(v6), peer.fam(v6)
 		if !mine.addr.IsValid() || !theirs.addr.IsValid() {
-			continue
+			return Route{}, false
 		}
 		same := mine.addr.Contains(theirs.addr.Addr())
-		r := Route{Dst: cidr.Masked(), Node: node}
+		r := Route{Dst: dst, Node: node}
 		switch {
 		case wants(string(pl.vxlan), same):
 			if *vteps[v6] == nil {
-				continue
+				return Route{}, false
 			}
 			if !theirs.vtepAddr.IsValid() {
-				bad(v3.KindNode, node, "no IPv%d VXLAN tunnel address: no VXLAN route to its block %s", ipVersion(v6), cidr)
-				continue
+				bad(v3.KindNode, node, "no IPv%d VXLAN tunnel address: no VXLAN route to %s", ipVersion(v6), dst)
+				return Route{}, false
 			}
 			r.Gw, r.Dev, r.OnLink = theirs.vtepAddr, vxlanDev(v6), true
 		case wants(string(pl.ipip), same):
 			if !d.IPIP.IsValid() {
-				continue
+				return Route{}, false
 			}
 			r.Gw, r.Dev, r.OnLink = theirs.addr.Addr(), IPIPDevice, true
 		case encaps(string(pl.vxlan)) || encaps(string(pl.ipip)):
@@ -156,9 +147,45 @@ func Compute(in Input) (Desired, []Problem) {
 			// underlay to the node's address.
 			r.Gw = theirs.addr.Addr()
 		default:
-			continue // Never: BGP's job
+			return Route{}, false // Never: BGP's job
 		}
-		d.Routes = append(d.Routes, r)
+		return r, true
+	}
+	for _, b := range in.Blocks {
+		if b.Spec.Deleted {
+			continue
+		}
+		cidr, err := netip.ParsePrefix(b.Spec.CIDR)
+		if err != nil {
+			continue
+		}
+		cidr = cidr.Masked()
+		pl, ok := poolOf(pools, cidr)
+		if !ok {
+			continue // not in any pool: no route (as Calico)
+		}
+		node, affine := affineNode(b)
+		if affine && node != in.ThisNode {
+			if r, ok := routeTo(cidr, node, pl); ok {
+				d.Routes = append(d.Routes, r)
+			}
+		}
+		// Borrowed addresses: an address of the block used by another
+		// node than the block's gets a host route to that node (as
+		// Calico's route resolver); ours are the CNI's.
+		for o, a := range b.Spec.Allocations {
+			if a == nil || *a < 0 || *a >= len(b.Spec.Attributes) {
+				continue
+			}
+			owner := b.Spec.Attributes[*a].ActiveOwnerAttrs[ipam.AttrNode]
+			if owner == "" || owner == node || owner == in.ThisNode {
+				continue
+			}
+			ip := ipam.OrdinalToIP(cidr, o)
+			if r, ok := routeTo(netip.PrefixFrom(ip, ip.BitLen()), owner, pl); ok {
+				d.Routes = append(d.Routes, r)
+			}
+		}
 	}
 	slices.SortFunc(d.Routes, func(a, b Route) int { return comparePrefix(a.Dst, b.Dst) })
 	// Two nodes claiming one block: keep the first (sorted) only.

@@ -175,3 +175,37 @@ func TestComputeIPv6VXLAN(t *testing.T) {
 		t.Errorf("Compute (-want +got):\n%s", diff)
 	}
 }
+
+// TestComputeBorrowedAddresses: an address of node0's block used on node2
+// (borrowed, as IPAM does when node2 can claim no block) gets a host route
+// to node2 on every other node -- node0 included -- while node2 itself
+// leaves it to the CNI; an unaffine block's allocations are routed the
+// same way.
+func TestComputeBorrowedAddresses(t *testing.T) {
+	idx := func(i int) *int { return &i }
+	blk := block("10.70.0.0/26", "n0")
+	blk.Spec.Allocations = make([]*int, 64)
+	blk.Spec.Allocations[1] = idx(0) // n0's own
+	blk.Spec.Allocations[5] = idx(1) // borrowed by n2
+	blk.Spec.Attributes = []v3.AllocationAttribute{{ActiveOwnerAttrs: map[string]string{"node": "n0"}}, {ActiveOwnerAttrs: map[string]string{"node": "n2"}}}
+	unaffine := &v3.IPAMBlock{Spec: v3.IPAMBlockSpec{CIDR: "10.70.9.0/26", Allocations: []*int{idx(0)},
+		Attributes: []v3.AllocationAttribute{{ActiveOwnerAttrs: map[string]string{"node": "n1"}}}}}
+	pools := []*v3.IPPool{ippool("10.70.0.0/16", "Never", "Always")}
+	routesOf := func(node string) []string {
+		d, _ := Compute(Input{ThisNode: node, Nodes: threeNodes(), Blocks: []*v3.IPAMBlock{blk, unaffine}, Pools: pools})
+		var out []string
+		for _, r := range d.Routes {
+			out = append(out, r.Dst.String()+" via "+r.Gw.String())
+		}
+		return out
+	}
+	for node, want := range map[string][]string{
+		"n0": {"10.70.0.5/32 via 10.70.2.1", "10.70.9.0/32 via 10.70.1.1"},
+		"n1": {"10.70.0.0/26 via 10.70.0.1", "10.70.0.5/32 via 10.70.2.1"},
+		"n2": {"10.70.0.0/26 via 10.70.0.1", "10.70.9.0/32 via 10.70.1.1"},
+	} {
+		if diff := cmp.Diff(want, routesOf(node)); diff != "" {
+			t.Errorf("routes on %s (-want +got):\n%s", node, diff)
+		}
+	}
+}

@@ -196,3 +196,28 @@ func TestPrivilegedCrossNodeIPv6VXLAN(t *testing.T) {
 	}
 	l.allPodToPod(t) // IPv4 alongside
 }
+
+// TestPrivilegedCrossNodeBorrowedAddresses: a pool of two /30 blocks for
+// three nodes: node0 and node1 claim one each, node2 must borrow its
+// tunnel address and its pod's address from them. Host routes to the
+// borrowed addresses (towards node2, not the block's node) carry
+// pod-to-pod traffic in every direction.
+func TestPrivilegedCrossNodeBorrowedAddresses(t *testing.T) {
+	l := newLabWith(t, multinode.Options{Nodes: 3}, map[string]multinode.PoolOptions{
+		"10.72.0.0/29": {VXLAN: v3.VXLANModeAlways, IPIP: v3.IPIPModeNever, BlockSize: 30},
+	})
+	p2 := l.pods[2].IP
+	blocks, err := l.Client.List(context.Background(), v3.KindIPAMBlock, datastore.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range blocks.Items {
+		if aff := b.(*v3.IPAMBlock).Spec.Affinity; aff != nil && *aff == "host:node2" {
+			t.Fatalf("node2 claimed block %s: the test needs it to borrow", b.(*v3.IPAMBlock).Spec.CIDR)
+		}
+	}
+	l.allPodToPod(t)
+	if r := routeTable(t, l.Nodes[1]); !strings.Contains(r, p2.String()+" via ") {
+		t.Errorf("node1 has no host route to node2's borrowed %s:\n%s", p2, r)
+	}
+}
