@@ -133,6 +133,8 @@ type Daemon struct {
 	// localWEPs this node's workload endpoints by calc key.
 	natPools  []rules.NATPool
 	localWEPs map[string]*v3.WorkloadEndpoint
+	// tunnels is the encapsulated traffic the node accepts, and from whom.
+	tunnels rules.TunnelConfig
 
 	// ipOnlyHEPs says the last computation had a local host endpoint
 	// given by expectedIPs only (Run then re-reads the addresses).
@@ -189,7 +191,7 @@ func (d *Daemon) OnUpdates(ups []datastore.Update) {
 	policy := false
 	d.mu.Lock()
 	for _, u := range ups {
-		if u.Key.Kind == v3.KindNode || u.Key.Kind == v3.KindIPAMBlock {
+		if u.Key.Kind == v3.KindIPAMBlock {
 			continue // the route manager's only
 		}
 		policy = true
@@ -222,6 +224,7 @@ func (d *Daemon) input() (in calc.Input, global, node *v3.FelixConfigurationSpec
 		return in, nil, nil, false
 	}
 	d.natPools = d.natPools[:0]
+	d.tunnels = rules.TunnelConfig{}
 	clear(d.localWEPs)
 	if d.localWEPs == nil {
 		d.localWEPs = map[string]*v3.WorkloadEndpoint{}
@@ -237,6 +240,22 @@ func (d *Daemon) input() (in calc.Input, global, node *v3.FelixConfigurationSpec
 		case *v3.IPPool:
 			if cidr, err := netip.ParsePrefix(o.Spec.CIDR); err == nil {
 				d.natPools = append(d.natPools, rules.NATPool{CIDR: cidr, NATOutgoing: o.Spec.NATOutgoing})
+				d.tunnels.IPIP = d.tunnels.IPIP || (cidr.Addr().Is4() && (o.Spec.IPIPMode == v3.IPIPModeAlways || o.Spec.IPIPMode == v3.IPIPModeCrossSubnet))
+				d.tunnels.VXLAN = d.tunnels.VXLAN || o.Spec.VXLANMode == v3.VXLANModeAlways || o.Spec.VXLANMode == v3.VXLANModeCrossSubnet
+			}
+		case *v3.Node:
+			if o.Spec.BGP == nil {
+				continue
+			}
+			for _, s := range []string{o.Spec.BGP.IPv4Address, o.Spec.BGP.IPv6Address} {
+				p, err := netip.ParsePrefix(s)
+				if err != nil {
+					continue
+				}
+				d.tunnels.AllHosts = append(d.tunnels.AllHosts, p.Addr())
+				if (p.Addr().Is4() && o.Spec.IPv4VXLANTunnelAddr != "") || (p.Addr().Is6() && o.Spec.IPv6VXLANTunnelAddr != "") {
+					d.tunnels.VXLANHosts = append(d.tunnels.VXLANHosts, p.Addr())
+				}
 			}
 		case *v3.FelixConfiguration:
 			switch o.Name {
@@ -273,7 +292,8 @@ func (d *Daemon) Recompute() bool {
 	d.resolveHostInterfaces(res)
 	var rss []*rules.Ruleset
 	for _, r := range d.renderers {
-		rss = append(rss, rules.WithNATOutgoing(r.Render(res), rules.NATConfig{Pools: d.natPools, OutgoingAddress: d.rulesCfg.NATOutgoingAddress}))
+		rs := rules.WithNATOutgoing(r.Render(res), rules.NATConfig{Pools: d.natPools, OutgoingAddress: d.rulesCfg.NATOutgoingAddress})
+		rss = append(rss, rules.WithTunnelInput(rs, d.tunnels))
 	}
 	d.cfg.Dataplane.SetDesired(rss...)
 	d.reportEndpoints(res)
