@@ -221,3 +221,40 @@ func TestPrivilegedCrossNodeBorrowedAddresses(t *testing.T) {
 		t.Errorf("node1 has no host route to node2's borrowed %s:\n%s", p2, r)
 	}
 }
+
+// TestPrivilegedNATOutgoingIPv6: dual stack; with natOutgoing on the IPv6
+// pool a pod reaches the external namespace over IPv6 as its node's IPv6
+// address (ip6tables nat, cali60 sets), and pod-to-pod IPv6 traffic keeps
+// the pod's own address.
+func TestPrivilegedNATOutgoingIPv6(t *testing.T) {
+	l := newLabWith(t, multinode.Options{Nodes: 3, IPv6: true}, map[string]multinode.PoolOptions{
+		poolCIDR:   {VXLAN: v3.VXLANModeAlways, IPIP: v3.IPIPModeNever},
+		poolCIDRv6: {VXLAN: v3.VXLANModeAlways, NATOutgoing: true},
+	})
+	ext := net.JoinHostPort(multinode.ExternalIPv6.String(), "9000")
+	serveWhoami(t, l.External.NetNS, ext)
+	for i, p := range l.pods {
+		want := l.Nodes[i].Addr6.Addr().String()
+		eventually(t, "IPv6 pod on "+l.Nodes[i].Name+" reaches external as its node", func() string {
+			got, err := whoami(p.NetNS, ext)
+			if err != nil {
+				return err.Error()
+			}
+			if got != want {
+				return "external saw " + got + ", want " + want
+			}
+			return ""
+		})
+	}
+	for i := range l.pods {
+		for j := range l.pods {
+			if i != j {
+				eventually(t, fmt.Sprintf("IPv6 pod on node%d -> node%d unmasqueraded", i, j), func() string { return l.podToPod6(i, j) })
+			}
+		}
+	}
+	// IPv4 has no natOutgoing pool: no IPv4 nat chains.
+	if nat, _ := l.Nodes[0].Exec("iptables-save", "-t", "nat"); strings.Contains(nat, "cali-nat-outgoing") {
+		t.Errorf("IPv4 nat-outgoing chain without an IPv4 natOutgoing pool:\n%s", nat)
+	}
+}
