@@ -6,7 +6,11 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"os"
+	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -30,6 +34,12 @@ type Driver struct {
 	// the namespace; every Apply makes sure forwarding is on, as felix
 	// does at start (routing pods is the node's job).
 	Sysctl func(key, value string) error
+	// MTUFile, when set, receives the pods' MTU (PodMTU over the
+	// interfaces matching MTUIfacePattern, default Calico's), as Calico
+	// writes /var/lib/calico/mtu for its CNI plugin.
+	MTUFile         string
+	MTUIfacePattern *regexp.Regexp
+	lastMTU         int
 }
 
 // NewDriver returns a driver over h (see netlink.NewHandleAt).
@@ -84,6 +94,9 @@ func (dr *Driver) Apply(d Desired) (Stats, error) {
 		if err := dr.syncRoutes(v6, d.Routes, &st); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if err := dr.syncMTUFile(d); err != nil {
+		errs = append(errs, err)
 	}
 	return st, errors.Join(errs...)
 }
@@ -471,4 +484,41 @@ func (dr *Driver) owns(k routeKey) bool {
 		}
 	}
 	return false
+}
+
+// syncMTUFile writes the pods' MTU to MTUFile (atomically) when it
+// changed.
+func (dr *Driver) syncMTUFile(d Desired) error {
+	if dr.MTUFile == "" {
+		return nil
+	}
+	links, err := dr.h.LinkList()
+	if err != nil {
+		return fmt.Errorf("listing links for the MTU: %w", err)
+	}
+	mtus := map[string]int{}
+	for _, l := range links {
+		mtus[l.Attrs().Name] = l.Attrs().MTU
+	}
+	pattern := dr.MTUIfacePattern
+	if pattern == nil {
+		pattern = DefaultMTUIfacePattern
+	}
+	mtu, ok := PodMTU(mtus, pattern, d)
+	if !ok || mtu == dr.lastMTU {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(dr.MTUFile), 0o755); err != nil {
+		return fmt.Errorf("writing the MTU file: %w", err)
+	}
+	tmp := dr.MTUFile + ".tmp"
+	if err := os.WriteFile(tmp, []byte(strconv.Itoa(mtu)), 0o644); err != nil {
+		return fmt.Errorf("writing the MTU file: %w", err)
+	}
+	if err := os.Rename(tmp, dr.MTUFile); err != nil {
+		return fmt.Errorf("writing the MTU file: %w", err)
+	}
+	dr.log.Info("pod MTU", "mtu", mtu, "file", dr.MTUFile)
+	dr.lastMTU = mtu
+	return nil
 }

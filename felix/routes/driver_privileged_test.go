@@ -4,7 +4,9 @@ package routes
 
 import (
 	"net"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -75,7 +77,16 @@ func ipOut(t *testing.T, n ns.NetNS, args ...string) string {
 func TestPrivilegedDriverVXLANLifecycle(t *testing.T) {
 	n, h := driverNS(t)
 	dr := NewDriver(h, nil)
+	dr.MTUFile = filepath.Join(t.TempDir(), "calico", "mtu")
 	in := Input{ThisNode: "n0", Nodes: threeNodes(), Blocks: threeBlocks(), Pools: []*v3.IPPool{ippool("10.70.0.0/16", "Never", "Always")}}
+	mtuFile := func() string {
+		t.Helper()
+		b, err := os.ReadFile(dr.MTUFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
 	apply := func() {
 		t.Helper()
 		d, probs := Compute(in)
@@ -118,6 +129,9 @@ func TestPrivilegedDriverVXLANLifecycle(t *testing.T) {
 		t.Errorf("VTEP address missing:\n%s", got)
 	}
 	checkRoutes("10.70.1.0/26 via 10.70.1.1 dev vxlan.calico onlink", "10.70.2.0/26 via 10.70.2.1 dev vxlan.calico onlink")
+	if got := mtuFile(); got != "1450" { // eth0's 1500 - VXLAN's 50
+		t.Errorf("MTU file %q with VXLAN, want 1450", got)
+	}
 	neigh := ipOut(t, n, "neigh", "show", "dev", VXLANDevice)
 	for _, w := range []string{"10.70.1.1 lladdr " + macB + " PERMANENT", "10.70.2.1 lladdr " + macC + " PERMANENT"} {
 		if !strings.Contains(neigh, w) {
@@ -148,6 +162,9 @@ func TestPrivilegedDriverVXLANLifecycle(t *testing.T) {
 	in.Pools[0].Spec.VXLANMode = "Never"
 	apply()
 	checkRoutes()
+	if got := mtuFile(); got != "1500" {
+		t.Errorf("MTU file %q without encapsulation, want 1500", got)
+	}
 	if got := ipOut(t, n, "link", "show"); strings.Contains(got, VXLANDevice) {
 		t.Errorf("%s left after VXLAN was switched off:\n%s", VXLANDevice, got)
 	}

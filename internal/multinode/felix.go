@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/tabbynet/tabby/felix/daemon"
@@ -39,6 +40,7 @@ func (n *Node) StartFelix() *Felix {
 	dp := dataplane.New(dpCfg)
 	drv := routes.NewDriver(n.NL, log)
 	drv.Sysctl = n.Sysctl
+	drv.MTUFile = filepath.Join(n.StatusPrefix, "mtu")
 	rm := routes.NewManager(routes.ManagerConfig{NodeName: n.Name, Driver: drv, RefreshInterval: 10 * time.Second, Logger: log})
 	d := daemon.New(daemon.Config{NodeName: n.Name, Rules: rules.DefaultConfig(), IPVersions: versions, Dataplane: dp, Logger: log, Routes: rm,
 		EndpointStatus: status})

@@ -32,6 +32,7 @@ type config struct {
 	iptablesBackend string // Auto, NFT or Legacy
 	natOutgoingAddr string
 	statusPrefix    string // EndpointStatusPathPrefix; "" disables the status files
+	mtuFile         string // not Calico's name: where the pods' MTU is written ("" = not)
 	netnsPath       string // not Calico's: program this network namespace instead of our own
 	// failsafeIn/Out are nil for Calico's defaults.
 	failsafeIn, failsafeOut []rules.ProtoPort
@@ -175,6 +176,13 @@ func loadConfig(getenv func(string) string) (config, error) {
 		c.statusPrefix = v
 		if v == "none" { // not Calico's: an environment cannot say ""
 			c.statusPrefix = ""
+		}
+	}
+	c.mtuFile = "/var/lib/calico/mtu" // where Calico's felix writes it
+	if v := getenv("TABBY_FELIX_MTU_FILE"); v != "" {
+		c.mtuFile = v
+		if v == "none" {
+			c.mtuFile = ""
 		}
 	}
 	c.netnsPath = getenv("TABBY_FELIX_NETNS")

@@ -11,11 +11,11 @@ import (
 // (Calico's /var/run/calico by default, "none" turns the files off).
 func TestRoutesAndStatusConfig(t *testing.T) {
 	c, err := loadConfig(env(map[string]string{"NODENAME": "n"}))
-	if err != nil || c.statusPrefix != "/var/run/calico" || c.natOutgoingAddr != "" {
+	if err != nil || c.statusPrefix != "/var/run/calico" || c.natOutgoingAddr != "" || c.mtuFile != "/var/lib/calico/mtu" {
 		t.Fatalf("defaults: %+v, %v", c, err)
 	}
-	c, err = loadConfig(env(map[string]string{"NODENAME": "n", "FELIX_ENDPOINTSTATUSPATHPREFIX": "none", "FELIX_NATOUTGOINGADDRESS": "192.0.2.7"}))
-	if err != nil || c.statusPrefix != "" || c.natOutgoingAddr != "192.0.2.7" {
+	c, err = loadConfig(env(map[string]string{"NODENAME": "n", "FELIX_ENDPOINTSTATUSPATHPREFIX": "none", "FELIX_NATOUTGOINGADDRESS": "192.0.2.7", "TABBY_FELIX_MTU_FILE": "none"}))
+	if err != nil || c.statusPrefix != "" || c.natOutgoingAddr != "192.0.2.7" || c.mtuFile != "" {
 		t.Fatalf("set: %+v, %v", c, err)
 	}
 	if rc := rulesConfig(c, &v3.FelixConfigurationSpec{NATOutgoingAddress: "192.0.2.1"}, nil); rc.NATOutgoingAddress != "192.0.2.7" {

@@ -34,6 +34,7 @@ func newRouteManager(cfg config, log *slog.Logger, reg prometheus.Registerer) (*
 		return nil, nil, fmt.Errorf("netlink handle for the route manager: %w", err)
 	}
 	drv := routes.NewDriver(h, log)
+	drv.MTUFile = cfg.mtuFile
 	drv.Sysctl = func(key, value string) error {
 		write := func() error { return os.WriteFile(filepath.Join("/proc/sys", key), []byte(value), 0o644) }
 		if cfg.netnsPath == "" {
