@@ -50,18 +50,18 @@ func TestPrivilegedCrossNodeVXLANCrossSubnet(t *testing.T) {
 	eventually(t, "node0 -> node1 pod", func() string { return l.podToPod(0, 1) })
 	eventually(t, "node0 -> node2 pod", func() string { return l.podToPod(0, 2) })
 	before := txPackets(t, n0, routes.VXLANDevice)
+	// Traffic again (retried: a lone lost packet under load must not fail the
+	// test; retries take the same path, so the counters still tell).
 	for range 5 {
-		if why := l.podToPod(0, 1); why != "" {
-			t.Fatal(why)
-		}
+		eventually(t, "traffic 0 -> 1", func() string { return l.podToPod(0, 1) })
 	}
 	if after := txPackets(t, n0, routes.VXLANDevice); after != before {
 		t.Errorf("same-subnet traffic went through vxlan.calico (%d packets), want direct", after-before)
 	}
+	// Traffic again (retried: a lone lost packet under load must not fail the
+	// test; retries take the same path, so the counters still tell).
 	for range 5 {
-		if why := l.podToPod(0, 2); why != "" {
-			t.Fatal(why)
-		}
+		eventually(t, "traffic 0 -> 2", func() string { return l.podToPod(0, 2) })
 	}
 	if after := txPackets(t, n0, routes.VXLANDevice); after <= before {
 		t.Error("cross-subnet traffic did not go through vxlan.calico")
@@ -178,18 +178,18 @@ func TestPrivilegedCrossNodeIPv6VXLAN(t *testing.T) {
 	}
 	n0 := l.Nodes[0]
 	before := txPackets(t, n0, routes.VXLANDeviceV6)
+	// Traffic again (retried: a lone lost packet under load must not fail the
+	// test; retries take the same path, so the counters still tell).
 	for range 3 {
-		if why := l.podToPod6(0, 1); why != "" {
-			t.Fatal(why)
-		}
+		eventually(t, "traffic 0 -> 1", func() string { return l.podToPod6(0, 1) })
 	}
 	if after := txPackets(t, n0, routes.VXLANDeviceV6); after != before {
 		t.Errorf("same-subnet IPv6 traffic went through vxlan-v6.calico (%d packets)", after-before)
 	}
+	// Traffic again (retried: a lone lost packet under load must not fail the
+	// test; retries take the same path, so the counters still tell).
 	for range 3 {
-		if why := l.podToPod6(0, 2); why != "" {
-			t.Fatal(why)
-		}
+		eventually(t, "traffic 0 -> 2", func() string { return l.podToPod6(0, 2) })
 	}
 	if after := txPackets(t, n0, routes.VXLANDeviceV6); after <= before {
 		t.Error("cross-subnet IPv6 traffic did not go through vxlan-v6.calico")

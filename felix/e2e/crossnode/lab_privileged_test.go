@@ -119,7 +119,7 @@ func serveWhoami(t testing.TB, n ns.NetNS, addr string) {
 // whoami connects from n to addr and returns the source address the
 // server saw.
 func whoami(n ns.NetNS, addr string) (string, error) {
-	return netnstest.DialTCPWithin(n, addr, time.Second)
+	return netnstest.DialTCPWithin(n, addr, 2*time.Second)
 }
 
 // eventually retries f (which returns "" when satisfied, else why not)
@@ -150,7 +150,7 @@ func (l *lab) podToPod(i, j int) string {
 	if got != from.IP.String() {
 		return fmt.Sprintf("TCP %s -> %s seen from %s, want the pod's own address", from.IP, to.IP, got)
 	}
-	if err := netnstest.Ping(from.NetNS, to.IP.String(), 7, time.Second); err != nil {
+	if err := netnstest.Ping(from.NetNS, to.IP.String(), 7, 2*time.Second); err != nil {
 		return fmt.Sprintf("ICMP %s -> %s: %v", from.IP, to.IP, err)
 	}
 	return ""
@@ -166,7 +166,7 @@ func (l *lab) podToPod6(i, j int) string {
 	if got != from.IP6.String() {
 		return fmt.Sprintf("TCP %s -> %s seen from %s, want the pod's own address", from.IP6, to.IP6, got)
 	}
-	if err := netnstest.Ping(from.NetNS, to.IP6.String(), 8, time.Second); err != nil {
+	if err := netnstest.Ping(from.NetNS, to.IP6.String(), 8, 2*time.Second); err != nil {
 		return fmt.Sprintf("ICMPv6 %s -> %s: %v", from.IP6, to.IP6, err)
 	}
 	return ""

@@ -8,11 +8,13 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	v3 "github.com/tabbynet/tabby/api/v3"
 	ct "github.com/tabbynet/tabby/felix/calc/calctest"
 	"github.com/tabbynet/tabby/felix/epstatus"
 	"github.com/tabbynet/tabby/internal/multinode"
+	"github.com/tabbynet/tabby/internal/netnstest"
 )
 
 // TestPrivilegedCNIWaitsForPolicy: with policy_setup_timeout_seconds the
@@ -43,10 +45,12 @@ func TestPrivilegedCNIWaitsForPolicy(t *testing.T) {
 		}
 		addr := net.JoinHostPort(p.IP.String(), "8080")
 		serveWhoami(t, p.NetNS, addr)
-		if got, err := whoami(allowed.NetNS, addr); err != nil || got != allowed.IP.String() {
+		// Within 900 ms: before TCP's first SYN retransmission (1 s), so
+		// only the very first SYN can have made it.
+		if got, err := netnstest.DialTCPWithin(allowed.NetNS, addr, 900*time.Millisecond); err != nil || got != allowed.IP.String() {
 			t.Errorf("first connection from the allowed pod to new pod %d: %q, %v", i, got, err)
 		}
-		if got, err := whoami(denied.NetNS, addr); err == nil {
+		if got, err := netnstest.DialTCPWithin(denied.NetNS, addr, 900*time.Millisecond); err == nil {
 			t.Errorf("first connection from the denied pod to new pod %d got through (seen as %s)", i, got)
 		}
 	}
