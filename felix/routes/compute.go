@@ -20,6 +20,9 @@ type Input struct {
 	Nodes    []*v3.Node
 	Blocks   []*v3.IPAMBlock
 	Pools    []*v3.IPPool
+	// Workloads are the WorkloadEndpoints; this node's give the local
+	// routes (address -> its host-side interface), as the CNI writes them.
+	Workloads []*v3.WorkloadEndpoint
 }
 
 // pool is a pool's CIDR and encapsulation.
@@ -185,6 +188,23 @@ func Compute(in Input) (Desired, []Problem) {
 			if r, ok := routeTo(netip.PrefixFrom(ip, ip.BitLen()), owner, pl); ok {
 				d.Routes = append(d.Routes, r)
 			}
+		}
+	}
+	for _, w := range in.Workloads {
+		if w.Spec.Node != in.ThisNode || w.Spec.InterfaceName == "" {
+			continue
+		}
+		for _, n := range w.Spec.IPNetworks {
+			p, err := netip.ParsePrefix(n)
+			if err != nil {
+				a, err2 := netip.ParseAddr(n)
+				if err2 != nil {
+					bad(v3.KindWorkloadEndpoint, w.Namespace+"/"+w.Name, "ipNetworks %q: %v", n, err)
+					continue
+				}
+				p = netip.PrefixFrom(a, a.BitLen())
+			}
+			d.Routes = append(d.Routes, Route{Dst: p.Masked(), Dev: w.Spec.InterfaceName, Workload: true, Node: in.ThisNode})
 		}
 	}
 	slices.SortFunc(d.Routes, func(a, b Route) int { return comparePrefix(a.Dst, b.Dst) })

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -40,6 +41,13 @@ type Driver struct {
 	MTUFile         string
 	MTUIfacePattern *regexp.Regexp
 	lastMTU         int
+	// WorkloadRouteGrace is how long a route on a workload interface
+	// that no local WorkloadEndpoint explains is left alone before it is
+	// removed (the CNI writes the route before felix hears of the
+	// endpoint) [default 30s]. Now is the clock [default time.Now].
+	WorkloadRouteGrace time.Duration
+	Now                func() time.Time
+	unknownSince       map[routeKey]time.Time
 }
 
 // NewDriver returns a driver over h (see netlink.NewHandleAt).
@@ -47,7 +55,8 @@ func NewDriver(h *netlink.Handle, log *slog.Logger) *Driver {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Driver{h: h, log: log, knownPools: map[netip.Prefix]bool{}, WorkloadPrefixes: []string{"cali"}}
+	return &Driver{h: h, log: log, knownPools: map[netip.Prefix]bool{}, WorkloadPrefixes: []string{"cali"},
+		WorkloadRouteGrace: 30 * time.Second, Now: time.Now, unknownSince: map[routeKey]time.Time{}}
 }
 
 // Stats count what one Apply changed.
@@ -408,6 +417,8 @@ func (dr *Driver) syncRoutes(v6 bool, all []Route, st *Stats) error {
 		wantDst[r.Dst] = k
 	}
 	var errs []error
+	now := dr.Now()
+	seenUnknown := map[routeKey]bool{}
 	for _, r := range have {
 		if r.Dst == nil {
 			continue // a default route is never ours
@@ -421,6 +432,32 @@ func (dr *Driver) syncRoutes(v6 bool, all []Route, st *Stats) error {
 		if r.Gw != nil {
 			k.gw, _ = netip.AddrFromSlice(r.Gw)
 			k.gw = k.gw.Unmap()
+		}
+		if dr.isWorkloadDev(k.dev) {
+			if k.gw.IsValid() || k.onlink {
+				continue // not the shape of a workload route: not ours
+			}
+			if _, ok := wantKeys[k]; ok {
+				delete(wantKeys, k)
+				continue
+			}
+			// Unknown: maybe the CNI's for an endpoint felix has not
+			// heard of yet. Removed only after the grace period.
+			seenUnknown[k] = true
+			since, ok := dr.unknownSince[k]
+			if !ok {
+				dr.unknownSince[k] = now
+				continue
+			}
+			if now.Sub(since) < dr.WorkloadRouteGrace {
+				continue
+			}
+			st.RoutesRemoved++
+			dr.log.Info("removing a workload route no endpoint explains", "dst", k.dst, "dev", k.dev, "unknownFor", now.Sub(since))
+			if err := dr.h.RouteDel(&r); err != nil && !errors.Is(err, syscall.ESRCH) {
+				errs = append(errs, fmt.Errorf("removing route to %s: %w", k.dst, err))
+			}
+			continue
 		}
 		if !dr.owns(k) {
 			continue
@@ -436,6 +473,11 @@ func (dr *Driver) syncRoutes(v6 bool, all []Route, st *Stats) error {
 			errs = append(errs, fmt.Errorf("removing route to %s: %w", k.dst, err))
 		}
 	}
+	for k := range dr.unknownSince {
+		if k.dst.Addr().Is6() == v6 && !seenUnknown[k] {
+			delete(dr.unknownSince, k)
+		}
+	}
 	keys := make([]routeKey, 0, len(wantKeys))
 	for k := range wantKeys {
 		keys = append(keys, k)
@@ -447,10 +489,17 @@ func (dr *Driver) syncRoutes(v6 bool, all []Route, st *Stats) error {
 		if k.dev != "" {
 			l, err := dr.h.LinkByName(k.dev)
 			if err != nil {
+				if wantKeys[k].Workload {
+					continue // the CNI has not made (or has removed) the interface
+				}
 				errs = append(errs, fmt.Errorf("route to %s: device %s: %w", k.dst, k.dev, err))
 				continue
 			}
 			r.LinkIndex = l.Attrs().Index
+		}
+		if wantKeys[k].Workload {
+			// As the CNI writes it (cni-plugin/wiring RouteMetric).
+			r.Scope, r.Priority = netlink.SCOPE_LINK, workloadRouteMetric
 		}
 		if k.onlink {
 			r.Flags = int(netlink.FLAG_ONLINK)
@@ -461,6 +510,18 @@ func (dr *Driver) syncRoutes(v6 bool, all []Route, st *Stats) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// workloadRouteMetric is the metric the CNI plugin gives workload routes.
+const workloadRouteMetric = 1024
+
+func (dr *Driver) isWorkloadDev(dev string) bool {
+	for _, p := range dr.WorkloadPrefixes {
+		if strings.HasPrefix(dev, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // owns says whether a kernel route (already of felix's protocol) is the

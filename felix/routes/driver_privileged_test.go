@@ -9,11 +9,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/containernetworking/plugins/pkg/ns"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v3 "github.com/tabbynet/tabby/api/v3"
 	"github.com/tabbynet/tabby/internal/netnstest"
@@ -258,5 +260,60 @@ func TestPrivilegedDriverVXLANv6(t *testing.T) {
 	}
 	if got := ipOut(t, n, "-6", "route", "show", "proto", "boot"); strings.Contains(got, "fd00:70") {
 		t.Errorf("v6 routes left:\n%s", got)
+	}
+}
+
+// TestPrivilegedDriverWorkloadRoutes: a local endpoint's route (the
+// CNI's) is kept, restored when missing, and written as the CNI writes it;
+// a route on a workload interface that no endpoint explains stays for the
+// grace period and then goes; an endpoint whose interface does not exist
+// yet is no error.
+func TestPrivilegedDriverWorkloadRoutes(t *testing.T) {
+	n, h := driverNS(t)
+	dr := NewDriver(h, nil)
+	now := time.Unix(1000, 0)
+	dr.Now = func() time.Time { return now }
+	wep := func(name, iface, ip string) *v3.WorkloadEndpoint {
+		return &v3.WorkloadEndpoint{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
+			Spec: v3.WorkloadEndpointSpec{Node: "n0", InterfaceName: iface, IPNetworks: []string{ip}}}
+	}
+	in := Input{ThisNode: "n0", Nodes: threeNodes(), Pools: []*v3.IPPool{ippool("10.70.0.0/16", "Never", "Never")},
+		Workloads: []*v3.WorkloadEndpoint{wep("a", "cali12345", "10.70.0.5/32"), wep("b", "calinothere", "10.70.0.6/32")}}
+	apply := func() Stats {
+		t.Helper()
+		d, probs := Compute(in)
+		if len(probs) != 0 {
+			t.Fatal(probs)
+		}
+		st, err := dr.Apply(d)
+		if err != nil {
+			t.Fatalf("Apply: %v", err)
+		}
+		return st
+	}
+	if st := apply(); st.RoutesAdded != 0 || st.RoutesRemoved != 0 {
+		t.Errorf("the CNI's route for a known endpoint was touched: %+v", st)
+	}
+	ipOut(t, n, "route", "del", "10.70.0.5/32", "dev", "cali12345")
+	apply()
+	if got := ipOut(t, n, "route", "show", "10.70.0.5"); !strings.Contains(got, "dev cali12345") || !strings.Contains(got, "scope link") || !strings.Contains(got, "metric 1024") {
+		t.Errorf("missing workload route not restored as the CNI writes it: %q", got)
+	}
+	ipOut(t, n, "route", "add", "10.70.0.9/32", "dev", "cali12345", "proto", "boot", "scope", "link")
+	apply()
+	now = now.Add(29 * time.Second)
+	apply()
+	if got := ipOut(t, n, "route", "show", "10.70.0.9"); got == "" {
+		t.Fatal("an unexplained workload route was removed within the grace period")
+	}
+	now = now.Add(2 * time.Second)
+	if st := apply(); st.RoutesRemoved != 1 {
+		t.Errorf("after the grace period: %+v, want one route removed", st)
+	}
+	if got := ipOut(t, n, "route", "show", "10.70.0.9"); got != "" {
+		t.Errorf("unexplained workload route left after the grace period: %q", got)
+	}
+	if got := ipOut(t, n, "route", "show", "10.70.0.5"); got == "" {
+		t.Error("the known endpoint's route went too")
 	}
 }

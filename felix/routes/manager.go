@@ -16,9 +16,10 @@ import (
 // Kinds are the resource kinds the route manager follows.
 var Kinds = []string{v3.KindNode, v3.KindIPAMBlock, v3.KindIPPool}
 
-// IsKind says whether kind is one of Kinds.
+// IsKind says whether kind is one the Manager uses: Kinds, and the
+// WorkloadEndpoints (which the policy path watches too) for local routes.
 func IsKind(kind string) bool {
-	return kind == v3.KindNode || kind == v3.KindIPAMBlock || kind == v3.KindIPPool
+	return kind == v3.KindNode || kind == v3.KindIPAMBlock || kind == v3.KindIPPool || kind == v3.KindWorkloadEndpoint
 }
 
 // Applier is what the Manager needs of a Driver.
@@ -113,6 +114,10 @@ func (m *Manager) OnUpdates(ups []datastore.Update) {
 		if !IsKind(u.Key.Kind) {
 			continue
 		}
+		if w, ok := u.Object.(*v3.WorkloadEndpoint); ok && w.Spec.Node != m.cfg.NodeName {
+			delete(m.objs, u.Key) // another node's (or moved away)
+			continue
+		}
 		changed = true
 		if u.Type == datastore.EventDeleted {
 			delete(m.objs, u.Key)
@@ -155,6 +160,10 @@ func (m *Manager) input() (Input, bool) {
 			in.Blocks = append(in.Blocks, o)
 		case *v3.IPPool:
 			in.Pools = append(in.Pools, o)
+		case *v3.WorkloadEndpoint:
+			if o.Spec.Node == m.cfg.NodeName {
+				in.Workloads = append(in.Workloads, o)
+			}
 		}
 	}
 	return in, true

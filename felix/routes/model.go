@@ -57,6 +57,10 @@ type Route struct {
 	OnLink bool
 	// Node is the block's node (for logs and tests).
 	Node string
+	// Workload marks a local workload's route (Dst on its host-side
+	// interface, scope link): the CNI's, which the driver only restores
+	// when missing and only removes when unknown for a grace period.
+	Workload bool
 }
 
 // Neighbor is a permanent ARP/NDP entry on a VXLAN device.
