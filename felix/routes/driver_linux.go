@@ -48,6 +48,9 @@ type Driver struct {
 	WorkloadRouteGrace time.Duration
 	Now                func() time.Time
 	unknownSince       map[routeKey]time.Time
+	// workloadDevs is the interface of each local workload address at
+	// the last Apply (for conntrack cleanup).
+	workloadDevs map[netip.Addr]string
 }
 
 // NewDriver returns a driver over h (see netlink.NewHandleAt).
@@ -105,6 +108,9 @@ func (dr *Driver) Apply(d Desired) (Stats, error) {
 		}
 	}
 	if err := dr.syncMTUFile(d); err != nil {
+		errs = append(errs, err)
+	}
+	if err := dr.syncConntrack(d); err != nil {
 		errs = append(errs, err)
 	}
 	return st, errors.Join(errs...)
@@ -505,7 +511,9 @@ func (dr *Driver) syncRoutes(v6 bool, all []Route, st *Stats) error {
 			r.Flags = int(netlink.FLAG_ONLINK)
 		}
 		st.RoutesAdded++
-		if err := dr.h.RouteReplace(r); err != nil {
+		if err := dr.h.RouteReplace(r); err != nil && wantKeys[k].Workload && errors.Is(err, syscall.ENETDOWN) {
+			continue // the CNI has not brought the interface up yet
+		} else if err != nil {
 			errs = append(errs, fmt.Errorf("adding route to %s via %s %s: %w", k.dst, k.gw, k.dev, err))
 		}
 	}

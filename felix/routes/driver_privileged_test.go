@@ -317,3 +317,75 @@ func TestPrivilegedDriverWorkloadRoutes(t *testing.T) {
 		t.Error("the known endpoint's route went too")
 	}
 }
+
+// TestPrivilegedDriverConntrackOnAddressMove: when a workload address
+// moves to another interface (another pod), or its endpoint goes, the
+// connections tracked for it are removed; other addresses' stay.
+func TestPrivilegedDriverConntrackOnAddressMove(t *testing.T) {
+	n, h := driverNS(t)
+	if err := h.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "cali99999"}, PeerName: "cali99999p"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"cali99999", "cali99999p"} {
+		l, _ := h.LinkByName(name)
+		if err := h.LinkSetUp(l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dr := NewDriver(h, nil)
+	wep := func(name, iface, ip string) *v3.WorkloadEndpoint {
+		return &v3.WorkloadEndpoint{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
+			Spec: v3.WorkloadEndpointSpec{Node: "n0", InterfaceName: iface, IPNetworks: []string{ip}}}
+	}
+	in := Input{ThisNode: "n0", Nodes: threeNodes(), Workloads: []*v3.WorkloadEndpoint{wep("a", "cali12345", "10.70.0.5/32"), wep("c", "cali99999", "10.70.0.8/32")}}
+	apply := func() {
+		t.Helper()
+		d, _ := Compute(in)
+		if _, err := dr.Apply(d); err != nil {
+			t.Fatalf("Apply: %v", err)
+		}
+	}
+	flow := func(src, dst string) {
+		t.Helper()
+		var out []byte
+		err := n.Do(func(ns.NetNS) error {
+			var err error
+			out, err = exec.Command("conntrack", "-I", "-s", src, "-d", dst, "-p", "udp", "--sport", "1000", "--dport", "2000", "--timeout", "100").CombinedOutput()
+			return err
+		})
+		if err != nil {
+			t.Fatalf("conntrack -I: %v: %s", err, out)
+		}
+	}
+	flows := func() string {
+		t.Helper()
+		var out []byte
+		_ = n.Do(func(ns.NetNS) error {
+			out, _ = exec.Command("conntrack", "-L").CombinedOutput()
+			return nil
+		})
+		return string(out)
+	}
+	apply()
+	flow("10.70.0.5", "192.0.2.7")    // from the pod
+	flow("198.51.100.2", "10.70.0.5") // to the pod
+	flow("10.70.0.8", "192.0.2.7")    // another pod's
+	apply()                           // nothing moved: nothing removed
+	if got := flows(); strings.Count(got, "udp") != 3 {
+		t.Fatalf("flows removed while nothing moved:\n%s", got)
+	}
+	in.Workloads[0] = wep("b", "cali99999", "10.70.0.5/32") // the address now belongs to another pod
+	apply()
+	got := flows()
+	if strings.Contains(got, "src=10.70.0.5 ") || strings.Contains(got, "dst=10.70.0.5 ") {
+		t.Errorf("flows of the moved address left:\n%s", got)
+	}
+	if !strings.Contains(got, "src=10.70.0.8 ") {
+		t.Errorf("another address's flow was removed:\n%s", got)
+	}
+	in.Workloads = in.Workloads[:1] // pod c goes
+	apply()
+	if got := flows(); strings.Contains(got, "10.70.0.8 ") {
+		t.Errorf("flows of a gone endpoint left:\n%s", got)
+	}
+}
