@@ -293,7 +293,8 @@ func (d *Daemon) Recompute() bool {
 	var rss []*rules.Ruleset
 	for _, r := range d.renderers {
 		rs := rules.WithNATOutgoing(r.Render(res), rules.NATConfig{Pools: d.natPools, OutgoingAddress: d.rulesCfg.NATOutgoingAddress})
-		rss = append(rss, rules.WithTunnelInput(rs, d.tunnels))
+		rs = rules.WithTunnelInput(rs, d.tunnels)
+		rss = append(rss, rules.WithWorkloadRPF(rs, d.rulesCfg.WorkloadIfacePrefixes))
 	}
 	d.cfg.Dataplane.SetDesired(rss...)
 	d.reportEndpoints(res)
