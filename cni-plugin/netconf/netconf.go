@@ -76,7 +76,17 @@ type NetConf struct {
 		FloatingIPs   bool `json:"floating_ips,omitempty"`
 	} `json:"feature_control,omitempty"`
 	NumQueues int `json:"num_queues,omitempty"`
+
+	// PolicySetupTimeoutSeconds > 0 makes ADD wait (up to that long) for
+	// felix's status file of the endpoint in EndpointStatusDir, i.e. for
+	// its policy to be programmed [default 0: no wait].
+	PolicySetupTimeoutSeconds int    `json:"policy_setup_timeout_seconds,omitempty"`
+	EndpointStatusDir         string `json:"endpoint_status_dir,omitempty"`
 }
+
+// DefaultEndpointStatusDir is where felix writes endpoint status files
+// (its EndpointStatusPathPrefix /var/run/calico + endpoint-status).
+const DefaultEndpointStatusDir = "/var/run/calico/endpoint-status"
 
 // Error is a configuration error carrying its CNI error code.
 type Error struct {
@@ -115,6 +125,12 @@ func Parse(data []byte) (*NetConf, error) {
 }
 
 func (c *NetConf) defaultAndValidate() error {
+	if c.PolicySetupTimeoutSeconds < 0 {
+		return invalid("policy_setup_timeout_seconds", "%d is negative (0 disables the wait)", c.PolicySetupTimeoutSeconds)
+	}
+	if c.EndpointStatusDir == "" {
+		c.EndpointStatusDir = DefaultEndpointStatusDir
+	}
 	if c.Name == "" {
 		return invalid("name", "is required (the network's name)")
 	}

@@ -173,6 +173,7 @@ func (p *Plugin) add(a *skel.CmdArgs) (res *current.Result, err error) {
 		err = fmt.Errorf("recording the WorkloadEndpoint: %w", recErr)
 		return nil, err
 	}
+	waitForPolicy(ctx, c, a.IfName)
 	return result(c, a, addrs, wired), nil
 }
 

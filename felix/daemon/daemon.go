@@ -20,19 +20,27 @@ import (
 	v3 "github.com/tabbynet/tabby/api/v3"
 	"github.com/tabbynet/tabby/datastore"
 	"github.com/tabbynet/tabby/felix/calc"
+	"github.com/tabbynet/tabby/felix/epstatus"
+	"github.com/tabbynet/tabby/felix/routes"
 	"github.com/tabbynet/tabby/felix/rules"
 )
 
-// Kinds are the resource kinds felix's policy path watches.
-var Kinds = []string{
+// Kinds are the resource kinds felix watches: the policy path's and the
+// route manager's (routes.Kinds, handed to Config.Routes).
+var Kinds = append([]string{
 	v3.KindWorkloadEndpoint, v3.KindHostEndpoint, v3.KindNetworkPolicy, v3.KindGlobalNetworkPolicy,
 	v3.KindTier, v3.KindProfile, v3.KindNetworkSet, v3.KindGlobalNetworkSet, v3.KindFelixConfiguration,
-}
+}, routes.Kinds...)
 
 // Dataplane is what the daemon needs of dataplane.Dataplane.
 type Dataplane interface {
 	SetDesired(rulesets ...*rules.Ruleset)
 	Run(ctx context.Context) error
+}
+
+// EndpointStatusReporter is what the daemon needs of epstatus.Reporter.
+type EndpointStatusReporter interface {
+	Desired(gen uint64, names []string)
 }
 
 // HostInterfaceLister lists the node's interfaces and their addresses
@@ -69,6 +77,15 @@ type Config struct {
 	Logger                *slog.Logger
 	// Metrics, if set, records calculations and bad input.
 	Metrics *Metrics
+	// EndpointStatus, if set, is told after each computation which local
+	// workload endpoints (by status file name) the ruleset generation
+	// handed to the Dataplane holds; the Dataplane must then have a
+	// Generation() method (dataplane.Dataplane has).
+	EndpointStatus EndpointStatusReporter
+	// Routes, if set, receives the sync status and the updates of the
+	// route manager's kinds (routes.Kinds), which the policy path does
+	// not keep.
+	Routes datastore.SyncerCallbacks
 }
 
 // Metrics are the calculation's Prometheus metrics.
@@ -128,6 +145,13 @@ type Daemon struct {
 	renderers []*rules.Renderer
 	rulesCfg  rules.Config
 
+	// natPools are the IP pools of the last input (for NAT outgoing),
+	// localWEPs this node's workload endpoints by calc key.
+	natPools  []rules.NATPool
+	localWEPs map[string]*v3.WorkloadEndpoint
+	// tunnels is the encapsulated traffic the node accepts, and from whom.
+	tunnels rules.TunnelConfig
+
 	// ipOnlyHEPs says the last computation had a local host endpoint
 	// given by expectedIPs only (Run then re-reads the addresses).
 	ipOnlyHEPs atomic.Bool
@@ -169,13 +193,24 @@ func (d *Daemon) OnStatusUpdated(s datastore.SyncStatus) {
 	d.inSync = s == datastore.StatusInSync
 	d.mu.Unlock()
 	d.log.Info("datastore sync status", "status", s)
+	if d.cfg.Routes != nil {
+		d.cfg.Routes.OnStatusUpdated(s)
+	}
 	d.kick()
 }
 
 // OnUpdates implements datastore.SyncerCallbacks.
 func (d *Daemon) OnUpdates(ups []datastore.Update) {
+	if d.cfg.Routes != nil {
+		d.cfg.Routes.OnUpdates(ups)
+	}
+	policy := false
 	d.mu.Lock()
 	for _, u := range ups {
+		if u.Key.Kind == v3.KindIPAMBlock {
+			continue // the route manager's only
+		}
+		policy = true
 		if u.Type == datastore.EventDeleted {
 			delete(d.objs, u.Key)
 		} else {
@@ -183,7 +218,9 @@ func (d *Daemon) OnUpdates(ups []datastore.Update) {
 		}
 	}
 	d.mu.Unlock()
-	d.kick()
+	if policy {
+		d.kick()
+	}
 }
 
 func (d *Daemon) kick() {
@@ -202,11 +239,40 @@ func (d *Daemon) input() (in calc.Input, global, node *v3.FelixConfigurationSpec
 	if !d.inSync {
 		return in, nil, nil, false
 	}
+	d.natPools = d.natPools[:0]
+	d.tunnels = rules.TunnelConfig{}
+	clear(d.localWEPs)
+	if d.localWEPs == nil {
+		d.localWEPs = map[string]*v3.WorkloadEndpoint{}
+	}
 	for _, o := range d.objs {
+		if w, ok := o.(*v3.WorkloadEndpoint); ok && w.Spec.Node == d.cfg.NodeName {
+			d.localWEPs[w.Namespace+"/"+w.Name] = w
+		}
 		if in.Add(o) {
 			continue
 		}
 		switch o := o.(type) {
+		case *v3.IPPool:
+			if cidr, err := netip.ParsePrefix(o.Spec.CIDR); err == nil {
+				d.natPools = append(d.natPools, rules.NATPool{CIDR: cidr, NATOutgoing: o.Spec.NATOutgoing})
+				d.tunnels.IPIP = d.tunnels.IPIP || (cidr.Addr().Is4() && (o.Spec.IPIPMode == v3.IPIPModeAlways || o.Spec.IPIPMode == v3.IPIPModeCrossSubnet))
+				d.tunnels.VXLAN = d.tunnels.VXLAN || o.Spec.VXLANMode == v3.VXLANModeAlways || o.Spec.VXLANMode == v3.VXLANModeCrossSubnet
+			}
+		case *v3.Node:
+			if o.Spec.BGP == nil {
+				continue
+			}
+			for _, s := range []string{o.Spec.BGP.IPv4Address, o.Spec.BGP.IPv6Address} {
+				p, err := netip.ParsePrefix(s)
+				if err != nil {
+					continue
+				}
+				d.tunnels.AllHosts = append(d.tunnels.AllHosts, p.Addr())
+				if (p.Addr().Is4() && o.Spec.IPv4VXLANTunnelAddr != "") || (p.Addr().Is6() && o.Spec.IPv6VXLANTunnelAddr != "") {
+					d.tunnels.VXLANHosts = append(d.tunnels.VXLANHosts, p.Addr())
+				}
+			}
 		case *v3.FelixConfiguration:
 			switch o.Name {
 			case "default":
@@ -242,9 +308,12 @@ func (d *Daemon) Recompute() bool {
 	d.resolveHostInterfaces(res)
 	var rss []*rules.Ruleset
 	for _, r := range d.renderers {
-		rss = append(rss, r.Render(res))
+		rs := rules.WithNATOutgoing(r.Render(res), rules.NATConfig{Pools: d.natPools, OutgoingAddress: d.rulesCfg.NATOutgoingAddress})
+		rs = rules.WithTunnelInput(rs, d.tunnels)
+		rss = append(rss, rules.WithWorkloadRPF(rs, d.rulesCfg.WorkloadIfacePrefixes))
 	}
 	d.cfg.Dataplane.SetDesired(rss...)
+	d.reportEndpoints(res)
 	// Log each problem once, when it appears.
 	current := map[calc.Problem]bool{}
 	for _, p := range res.Problems {
@@ -275,6 +344,26 @@ func (d *Daemon) Recompute() bool {
 	}
 	d.log.Debug("recomputed", "duration", time.Since(start), "endpoints", len(res.Endpoints), "policies", len(res.Policies))
 	return true
+}
+
+// reportEndpoints tells the endpoint status reporter which local
+// workload endpoints the ruleset just handed over programs.
+func (d *Daemon) reportEndpoints(res *calc.Result) {
+	if d.cfg.EndpointStatus == nil {
+		return
+	}
+	g, ok := d.cfg.Dataplane.(interface{ Generation() uint64 })
+	if !ok {
+		d.log.Warn("endpoint status needs a dataplane with generations")
+		return
+	}
+	var names []string
+	for _, ep := range res.Endpoints {
+		if w := d.localWEPs[ep.Key]; ep.Kind == calc.Workload && w != nil {
+			names = append(names, epstatus.Filename(w))
+		}
+	}
+	d.cfg.EndpointStatus.Desired(g.Generation(), names)
 }
 
 // resolveHostInterfaces reads the node's interface addresses when a local

@@ -26,6 +26,9 @@ type Config struct {
 	Logger                 *slog.Logger
 	// Metrics, if set, records syncs.
 	Metrics *Metrics
+	// OnApplied, if set, is called after each successful Apply with the
+	// generation (see Generation) of the rulesets now in the kernel.
+	OnApplied func(gen uint64)
 }
 
 // Dataplane sequences the iptables and ipset drivers of one network
@@ -41,7 +44,12 @@ type Dataplane struct {
 
 	mu      sync.Mutex
 	pending []*rules.Ruleset // nil: nothing new
+	setGen  uint64           // SetDesired calls so far
+	pendGen uint64           // generation of pending
 	kick    chan struct{}
+	// takenGen is the generation of the rulesets the tables hold (used
+	// by Apply only).
+	takenGen uint64
 
 	// inSync is true after a successful apply until the next failure.
 	inSync atomic.Bool
@@ -78,6 +86,18 @@ func newTables(b Backend, run Runner) []*Table {
 		ts[i] = NewTable(name, b, run)
 	}
 	return ts
+}
+
+// addTables appends a driver for each table of rs beyond the standard
+// ones (nat, for NAT outgoing) the first time it has content; once there
+// it stays, so its chains are removed when the content goes.
+func addTables(tables []*Table, b Backend, run Runner, rs *rules.Ruleset) []*Table {
+	for _, nt := range rs.Tables() {
+		if !slices.ContainsFunc(tables, func(t *Table) bool { return t.name == nt.Name }) {
+			tables = append(tables, NewTable(nt.Name, b, run))
+		}
+	}
+	return tables
 }
 
 // setDesired hands each table of one IP version its part of rs.
@@ -118,6 +138,8 @@ func (d *Dataplane) applyTables(ctx context.Context, tables []*Table, ipVersion 
 func (d *Dataplane) SetDesired(rulesets ...*rules.Ruleset) {
 	d.mu.Lock()
 	d.pending = rulesets
+	d.setGen++
+	d.pendGen = d.setGen
 	d.mu.Unlock()
 	select {
 	case d.kick <- struct{}{}:
@@ -147,17 +169,22 @@ func (d *Dataplane) Apply(ctx context.Context) (Result, error) {
 	d.mu.Lock()
 	pending := d.pending
 	d.pending = nil
+	if pending != nil {
+		d.takenGen = d.pendGen
+	}
 	d.mu.Unlock()
 	if pending != nil {
 		var specs []rules.IPSetSpec
 		for _, rs := range pending {
 			switch rs.IPVersion {
 			case 4:
+				d.v4 = addTables(d.v4, d.cfg.V4, d.cfg.Runner, rs)
 				setDesired(d.v4, rs)
 			case 6:
 				if d.v6 == nil {
 					continue
 				}
+				d.v6 = addTables(d.v6, d.cfg.V6, d.cfg.Runner, rs)
 				setDesired(d.v6, rs)
 			}
 			specs = append(specs, rs.IPSets...)
@@ -191,7 +218,18 @@ func (d *Dataplane) Apply(ctx context.Context) (Result, error) {
 		}
 		d.log.Warn("ipsets: keeping stale sets", "error", err)
 	}
+	if d.cfg.OnApplied != nil {
+		d.cfg.OnApplied(d.takenGen)
+	}
 	return res, nil
+}
+
+// Generation is the number of SetDesired calls so far: the generation of
+// the rulesets last handed over (OnApplied reports the applied one).
+func (d *Dataplane) Generation() uint64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.setGen
 }
 
 // Run applies on every SetDesired, re-reads the kernel every

@@ -378,7 +378,8 @@ func startFelix(t *testing.T, bin, kubeconfig, netnsPath string) func() bool {
 		"FELIX_DATASTORETYPE=kubernetes", "KUBECONFIG="+kubeconfig, "FELIX_FELIXHOSTNAME="+node,
 		"TABBY_FELIX_NETNS="+netnsPath, "FELIX_IPV6SUPPORT=false", "FELIX_IPTABLESREFRESHINTERVAL=5",
 		"FELIX_HEALTHENABLED=true", "FELIX_HEALTHHOST=127.0.0.1", "FELIX_HEALTHPORT="+strconv.Itoa(healthPort),
-		"FELIX_PROMETHEUSMETRICSENABLED=false", "FELIX_LOGSEVERITYSCREEN=Warning")
+		"FELIX_PROMETHEUSMETRICSENABLED=false", "FELIX_LOGSEVERITYSCREEN=Warning",
+		"FELIX_ENDPOINTSTATUSPATHPREFIX="+t.TempDir(), "TABBY_FELIX_MTU_FILE="+filepath.Join(t.TempDir(), "mtu"))
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -60,6 +60,9 @@ const (
 // Config is the rendering configuration (Calico's defaults from
 // DefaultConfig).
 type Config struct {
+	// NATOutgoingAddress is the source address of NAT outgoing traffic
+	// (natOutgoingAddress); "" masquerades to the interface's.
+	NATOutgoingAddress string
 	// MarkAccept and MarkPass are single bits of the packet mark.
 	MarkAccept, MarkPass uint32
 	// WorkloadIfacePrefixes are the host-side workload interface prefixes.
@@ -137,6 +140,9 @@ type Ruleset struct {
 	// the preDNAT policy and the egress policy of DNAT'd host traffic;
 	// each with its own hooks.
 	Raw, Mangle TableRules
+	// Nat holds NAT outgoing (see WithNATOutgoing); a table without
+	// content is left out of Tables.
+	Nat TableRules
 	// IPSets are the sets the chains of all tables reference, sorted by
 	// name.
 	IPSets []IPSetSpec
@@ -152,11 +158,15 @@ type TableRules struct {
 // Tables returns the ruleset's tables by kernel table name, filter last
 // (it accepts what raw and mangle accepted, so it goes in after them).
 func (rs *Ruleset) Tables() []NamedTable {
-	return []NamedTable{
+	ts := []NamedTable{
 		{Name: "raw", TableRules: rs.Raw},
 		{Name: "mangle", TableRules: rs.Mangle},
 		{Name: "filter", TableRules: TableRules{Chains: rs.Chains, Hooks: rs.Hooks}},
 	}
+	if len(rs.Nat.Chains) > 0 || len(rs.Nat.Hooks) > 0 {
+		ts = append(ts, NamedTable{Name: "nat", TableRules: rs.Nat})
+	}
+	return ts
 }
 
 // NamedTable is one table's rules with the table's kernel name.

@@ -227,7 +227,8 @@ func policyDemo(ctx context.Context, client datastore.Client, endpoint, bin stri
 	felix := exec.Command(filepath.Join(bin, "felix"))
 	felix.Env = append(os.Environ(), "DATASTORE_TYPE=etcdv3", "ETCD_ENDPOINTS="+endpoint, "FELIX_FELIXHOSTNAME=demo-node",
 		"TABBY_FELIX_NETNS="+node.Path(), "FELIX_HEALTHENABLED=false", "FELIX_PROMETHEUSMETRICSENABLED=false",
-		"FELIX_LOGSEVERITYSCREEN=Warning")
+		"FELIX_LOGSEVERITYSCREEN=Warning", "FELIX_ENDPOINTSTATUSPATHPREFIX="+filepath.Join(filepath.Dir(bin), "status"),
+		"TABBY_FELIX_MTU_FILE="+filepath.Join(filepath.Dir(bin), "mtu"))
 	felix.Stdout, felix.Stderr = os.Stdout, os.Stderr
 	if err := felix.Start(); err != nil {
 		return fmt.Errorf("starting felix: %w", err)

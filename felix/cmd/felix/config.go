@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"os"
 	"strconv"
 	"strings"
@@ -29,6 +30,9 @@ type config struct {
 	ifacePrefixes   []string
 	endpointToHost  string
 	iptablesBackend string // Auto, NFT or Legacy
+	natOutgoingAddr string
+	statusPrefix    string // EndpointStatusPathPrefix; "" disables the status files
+	mtuFile         string // not Calico's name: where the pods' MTU is written ("" = not)
 	netnsPath       string // not Calico's: program this network namespace instead of our own
 	// failsafeIn/Out are nil for Calico's defaults.
 	failsafeIn, failsafeOut []rules.ProtoPort
@@ -186,6 +190,26 @@ func loadConfig(getenv func(string) string) (config, error) {
 	default:
 		bad("FELIX_IPTABLESBACKEND", c.iptablesBackend, "use Auto, NFT or Legacy")
 	}
+	if v := getenv("FELIX_NATOUTGOINGADDRESS"); v != "" {
+		if _, err := netip.ParseAddr(v); err != nil {
+			bad("FELIX_NATOUTGOINGADDRESS", v, "use an IP address")
+		}
+		c.natOutgoingAddr = v
+	}
+	c.statusPrefix = "/var/run/calico" // Calico's default
+	if v := getenv("FELIX_ENDPOINTSTATUSPATHPREFIX"); v != "" {
+		c.statusPrefix = v
+		if v == "none" { // not Calico's: an environment cannot say ""
+			c.statusPrefix = ""
+		}
+	}
+	c.mtuFile = "/var/lib/calico/mtu" // where Calico's felix writes it
+	if v := getenv("TABBY_FELIX_MTU_FILE"); v != "" {
+		c.mtuFile = v
+		if v == "none" {
+			c.mtuFile = ""
+		}
+	}
 	c.netnsPath = getenv("TABBY_FELIX_NETNS")
 	if len(errs) > 0 {
 		return c, fmt.Errorf("bad configuration: %s", strings.Join(errs, "; "))
@@ -214,6 +238,12 @@ func rulesConfig(env config, global, node *v3.FelixConfigurationSpec) rules.Conf
 		if spec.FailsafeOutboundHostPorts != nil {
 			rc.FailsafeOutbound = fromAPIPorts(*spec.FailsafeOutboundHostPorts)
 		}
+		if spec.NATOutgoingAddress != "" {
+			rc.NATOutgoingAddress = spec.NATOutgoingAddress
+		}
+	}
+	if env.natOutgoingAddr != "" {
+		rc.NATOutgoingAddress = env.natOutgoingAddr
 	}
 	if env.ifacePrefixes != nil {
 		rc.WorkloadIfacePrefixes = env.ifacePrefixes

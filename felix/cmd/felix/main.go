@@ -32,6 +32,7 @@ import (
 	"github.com/tabbynet/tabby/datastore/kdd"
 	"github.com/tabbynet/tabby/felix/daemon"
 	"github.com/tabbynet/tabby/felix/dataplane"
+	"github.com/tabbynet/tabby/felix/epstatus"
 	"github.com/tabbynet/tabby/felix/rules"
 )
 
@@ -84,9 +85,21 @@ func run() error {
 	if err := datastore.RegisterMetrics(reg); err != nil {
 		return err
 	}
+	var status *epstatus.Reporter
+	if cfg.statusPrefix != "" {
+		status = epstatus.NewReporter(cfg.statusPrefix, log)
+		dpCfg.OnApplied = status.Applied
+		go func() { _ = status.Run(ctx) }()
+	}
 	dp := dataplane.New(dpCfg)
+	rm, closeRoutes, err := newRouteManager(cfg, log, reg)
+	if err != nil {
+		return err
+	}
+	defer closeRoutes()
+	go func() { _ = rm.Run(ctx) }()
 	d := daemon.New(daemon.Config{NodeName: cfg.hostname, Rules: rulesConfig(cfg, nil, nil), IPVersions: versions,
-		Dataplane: dp, Logger: log, Metrics: daemon.NewMetrics(reg),
+		Dataplane: dp, Logger: log, Metrics: daemon.NewMetrics(reg), Routes: rm, EndpointStatus: endpointStatus(status),
 		RulesConfig: func(global, node *v3.FelixConfigurationSpec) rules.Config { return rulesConfig(cfg, global, node) }})
 
 	var servers []*http.Server

@@ -67,6 +67,7 @@ var baseChains = map[string][]string{
 	"filter": {"INPUT", "FORWARD", "OUTPUT"},
 	"raw":    {"PREROUTING", "OUTPUT"},
 	"mangle": {"PREROUTING", "INPUT", "FORWARD", "OUTPUT", "POSTROUTING"},
+	"nat":    {"PREROUTING", "INPUT", "OUTPUT", "POSTROUTING"},
 }
 
 func tableKey(version, name string) string { return version + "/" + name }

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/containernetworking/plugins/pkg/ns"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+
+	"github.com/tabbynet/tabby/felix/daemon"
+	"github.com/tabbynet/tabby/felix/epstatus"
+	"github.com/tabbynet/tabby/felix/routes"
+)
+
+// newRouteManager returns the route manager of the namespace felix
+// programs (TABBY_FELIX_NETNS, or its own) and the function closing its
+// netlink handle.
+func newRouteManager(cfg config, log *slog.Logger, reg prometheus.Registerer) (*routes.Manager, func(), error) {
+	h, err := netlink.NewHandle()
+	if cfg.netnsPath != "" {
+		var nsh netns.NsHandle
+		if nsh, err = netns.GetFromPath(cfg.netnsPath); err != nil {
+			return nil, nil, fmt.Errorf("opening %s: %w", cfg.netnsPath, err)
+		}
+		defer nsh.Close()
+		h, err = netlink.NewHandleAt(nsh)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("netlink handle for the route manager: %w", err)
+	}
+	drv := routes.NewDriver(h, log)
+	drv.MTUFile = cfg.mtuFile
+	drv.Sysctl = func(key, value string) error {
+		write := func() error { return os.WriteFile(filepath.Join("/proc/sys", key), []byte(value), 0o644) }
+		if cfg.netnsPath == "" {
+			return write()
+		}
+		return ns.WithNetNSPath(cfg.netnsPath, func(ns.NetNS) error { return write() })
+	}
+	rm := routes.NewManager(routes.ManagerConfig{NodeName: cfg.hostname, Driver: drv, Logger: log, Metrics: routes.NewMetrics(reg)})
+	return rm, h.Close, nil
+}
+
+// endpointStatus is r as the daemon's reporter, nil (no interface
+// holding a nil pointer) when the status files are off.
+func endpointStatus(r *epstatus.Reporter) daemon.EndpointStatusReporter {
+	if r == nil {
+		return nil
+	}
+	return r
+}

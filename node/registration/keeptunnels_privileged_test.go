@@ -1,0 +1,73 @@
+//go:build privileged && integration
+
+package registration
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	v3 "github.com/tabbynet/tabby/api/v3"
+	"github.com/tabbynet/tabby/datastore"
+	"github.com/tabbynet/tabby/internal/multinode"
+	"github.com/tabbynet/tabby/ipam"
+)
+
+// TestPrivilegedKeepTunnels: with KeepTunnels running, a pool switched to
+// VXLAN gives the node a VXLAN tunnel address, switched to IPIP swaps it
+// for an IPIP one, and switched to Never releases it -- all live.
+func TestPrivilegedKeepTunnels(t *testing.T) {
+	c := multinode.New(t, multinode.Options{Nodes: 1})
+	n := c.Nodes[0]
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	pool := c.CreatePool("p", "10.73.0.0/16", multinode.PoolOptions{})
+	go func() { KeepTunnels(ctx, c.Client, ipam.New(c.Client, ipam.Config{}), n.Name, nil); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	node := func() *v3.Node {
+		r, err := c.Client.Get(context.Background(), datastore.Key{Kind: v3.KindNode, Name: n.Name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.(*v3.Node)
+	}
+	wait := func(what string, ok func(*v3.Node) bool) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for !ok(node()) {
+			if time.Now().After(deadline) {
+				t.Fatalf("not within 10s: %s (node spec %+v)", what, node().Spec)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	set := func(ipip v3.IPIPMode, vxlan v3.VXLANMode) {
+		t.Helper()
+		r, err := c.Client.Get(context.Background(), datastore.KeyOf(pool))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := r.(*v3.IPPool)
+		p.Spec.IPIPMode, p.Spec.VXLANMode = ipip, vxlan
+		if _, err := c.Client.Update(context.Background(), p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	set(v3.IPIPModeNever, v3.VXLANModeAlways)
+	wait("VXLAN address", func(n *v3.Node) bool { return n.Spec.IPv4VXLANTunnelAddr != "" && n.Spec.VXLANTunnelMACAddr != "" })
+	set(v3.IPIPModeAlways, v3.VXLANModeNever)
+	wait("IPIP address instead", func(n *v3.Node) bool {
+		return n.Spec.IPv4VXLANTunnelAddr == "" && n.Spec.BGP != nil && n.Spec.BGP.IPv4IPIPTunnelAddr != ""
+	})
+	set(v3.IPIPModeNever, v3.VXLANModeNever)
+	wait("no tunnel address", func(n *v3.Node) bool { return n.Spec.IPv4VXLANTunnelAddr == "" && n.Spec.BGP.IPv4IPIPTunnelAddr == "" })
+	handles, err := c.Client.List(context.Background(), v3.KindIPAMHandle, datastore.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range handles.Items {
+		if len(h.(*v3.IPAMHandle).Spec.Block) > 0 {
+			t.Errorf("handle %s still holds addresses", h.GetName())
+		}
+	}
+}
