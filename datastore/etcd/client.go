@@ -277,9 +277,8 @@ func (c *Client) Create(ctx context.Context, r v3.Resource) (v3.Resource, error)
 	}
 	obj.SetResourceVersion(strconv.FormatInt(int64(resp.Header.Revision), 10))
 	if isIPAMModelKind(v3.KindOf(obj)) {
-		// What reading it back gives: identity derived, no timestamp.
+		// The uid reading it back gives (derived, not stored).
 		obj.SetUID(derivedUID(key, int64(resp.Header.Revision)))
-		obj.SetCreationTimestamp(metav1.Time{})
 	}
 	return obj, nil
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	v3 "github.com/tabbynet/tabby/api/v3"
 	"github.com/tabbynet/tabby/datastore"
 	"github.com/tabbynet/tabby/datastore/etcd/kvpb"
@@ -25,6 +27,7 @@ func decodeIPAMKV(info v3.KindInfo, kv kvpb.KeyValue) (v3.Resource, error) {
 		return nil, badRecord(info, kv, fmt.Errorf("decoding stored %s (Calico's model format): %w", info.Kind, err))
 	}
 	obj.SetUID(derivedUID(string(kv.Key), int64(kv.CreateRevision)))
+	obj.SetCreationTimestamp(metav1.Now()) // age unknown: young, never old
 	obj.SetResourceVersion(strconv.FormatInt(int64(kv.ModRevision), 10))
 	return obj, nil
 }

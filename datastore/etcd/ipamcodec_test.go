@@ -103,6 +103,7 @@ func TestIPAMCodecFixtures(t *testing.T) {
 				t.Fatal(err)
 			}
 			info, _ := v3.LookupKind(tc.kind)
+			readAt := time.Now()
 			got, err := decode(info, kvpb.KeyValue{Key: []byte(tc.key), Value: val, CreateRevision: 10, ModRevision: 12})
 			if err != nil {
 				t.Fatalf("decode: %v", err)
@@ -112,6 +113,11 @@ func TestIPAMCodecFixtures(t *testing.T) {
 			}
 			want := tc.want.DeepCopyObject().(v3.Resource)
 			want.GetObjectKind().SetGroupVersionKind(info.New().GetObjectKind().GroupVersionKind())
+			// Age unknown: it reads as created at the read.
+			if ts := got.GetCreationTimestamp(); ts.Time.Before(readAt) || ts.Time.After(time.Now()) {
+				t.Errorf("creationTimestamp %v is not the time of the read", ts)
+			}
+			want.SetCreationTimestamp(got.GetCreationTimestamp())
 			want.SetUID(got.GetUID())
 			want.SetResourceVersion("12")
 			if d := cmp.Diff(want, got); d != "" {

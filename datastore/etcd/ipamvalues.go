@@ -20,7 +20,9 @@ import (
 //   - uid: derived from the key and its etcd create revision, so it is
 //     stable while the record lives and new when it is recreated;
 //   - resourceVersion: the key's mod-revision, as for every kind;
-//   - creationTimestamp: not stored, read back as unset;
+//   - creationTimestamp: not stored; read back as the time of the read
+//     (the record's age is unknown, and age-based grace periods, such as
+//     the leak check's, must take it as young rather than old);
 //   - labels, annotations, finalizers, owner references: not stored; a
 //     write that carries any is refused rather than losing them.
 // Fields of the model that v3 lacks (an allocation's releasedAt, for IP
