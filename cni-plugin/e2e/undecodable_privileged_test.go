@@ -48,8 +48,8 @@ func TestPrivilegedUndecodableRecords(t *testing.T) {
 
 	// A bad affinity of this node, for the next block the node would
 	// claim, and one for a block it holds.
-	c.putRaw("/calico/ipam/v2/affinity/node1-10-66-0-64-26", `{"kind":"BlockAffinity","spec":{"node":`)
-	c.putRaw("/calico/ipam/v2/affinity/node1-10-66-0-0-26", `{"kind":"BlockAffinity","spec":{"node":`)
+	c.putRaw("/calico/ipam/v2/host/node1/ipv4/block/10.66.0.64-26", `{"state":`) // Calico's key, torn value
+	c.putRaw("/calico/ipam/v2/host/node1/ipv4/block/10.66.0.0-26", `{"state":`)
 	var more []*pod
 	for _, name := range []string{"b", "b2"} {
 		p := c.newPod(name)

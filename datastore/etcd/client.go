@@ -175,6 +175,9 @@ func kindInfo(kind string) (v3.KindInfo, error) {
 // encode renders an object for storage: its resource version is not
 // stored (it is the key's mod-revision).
 func encode(r v3.Resource) ([]byte, error) {
+	if isIPAMModelKind(v3.KindOf(r)) {
+		return encodeIPAM(r)
+	}
 	c := r.DeepCopyObject().(v3.Resource)
 	c.SetResourceVersion("")
 	return v3.EncodeJSON(c)
@@ -183,6 +186,9 @@ func encode(r v3.Resource) ([]byte, error) {
 // decode reads the object stored in kv; a value that cannot be decoded
 // yields a datastore.BadRecord.
 func decode(info v3.KindInfo, kv kvpb.KeyValue) (v3.Resource, error) {
+	if isIPAMModelKind(info.Kind) {
+		return decodeIPAMKV(info, kv)
+	}
 	obj := info.New()
 	if err := kjson.UnmarshalCaseSensitivePreserveInts(kv.Value, obj); err != nil {
 		return nil, badRecord(info, kv, fmt.Errorf("decoding stored %s: %w", info.Kind, err))
@@ -229,7 +235,12 @@ func prepareWrite(op string, r v3.Resource) (v3.Resource, string, func(error) (v
 	k := datastore.KeyOf(obj)
 	fail := func(err error) (v3.Resource, error) { return nil, &datastore.OpError{Op: op, Key: k, Err: err} }
 	info, err := kindInfo(k.Kind)
-	if err == nil {
+	if err == nil && isIPAMModelKind(info.Kind) {
+		var key string
+		if key, err = ipamEtcdKey(obj); err == nil {
+			return obj, key, fail, nil
+		}
+	} else if err == nil {
 		var key string
 		if key, err = keyFor(info, k); err == nil {
 			return obj, key, fail, nil
@@ -268,6 +279,10 @@ func (c *Client) Create(ctx context.Context, r v3.Resource) (v3.Resource, error)
 		return fail(datastore.ErrAlreadyExists)
 	}
 	obj.SetResourceVersion(strconv.FormatInt(int64(resp.Header.Revision), 10))
+	if isIPAMModelKind(v3.KindOf(obj)) {
+		// The uid reading it back gives (derived, not stored).
+		obj.SetUID(derivedUID(key, int64(resp.Header.Revision)))
+	}
 	if err := datastore.VerifyCreated(ctx, c, obj); err != nil {
 		return nil, err
 	}
@@ -293,7 +308,7 @@ func (c *Client) Update(ctx context.Context, r v3.Resource) (v3.Resource, error)
 	}
 	ctx, cancel := c.reqCtx(ctx)
 	defer cancel()
-	if ts := obj.GetCreationTimestamp(); obj.GetUID() == "" || ts.IsZero() {
+	if ts := obj.GetCreationTimestamp(); !isIPAMModelKind(v3.KindOf(obj)) && (obj.GetUID() == "" || ts.IsZero()) {
 		// Identity fields are immutable: take them from the stored object.
 		info, _ := v3.LookupKind(v3.KindOf(obj)) // known: prepareWrite checked it
 		cur, err := c.getRaw(ctx, info, key)
@@ -332,12 +347,20 @@ func (c *Client) Delete(ctx context.Context, k datastore.Key, opts datastore.Del
 	if err != nil {
 		return fail(err)
 	}
-	key, err := keyFor(info, k)
+	keys, err := keysFor(info, k)
 	if err != nil {
 		return fail(err)
 	}
 	ctx, cancel := c.reqCtx(ctx)
 	defer cancel()
+	key := keys[0]
+	if len(keys) > 1 {
+		// Which of the keys the name may stand for holds it.
+		var bad datastore.BadRecord
+		if key, _, err = c.locate(ctx, info, k, keys); err != nil && (key == "" || !errors.As(err, &bad)) {
+			return fail(err) // a bad record is deleted all the same
+		}
+	}
 	if opts.UID == "" {
 		obj, err := c.deleteByRevision(ctx, info, key, opts.ResourceVersion)
 		if err != nil {
@@ -425,13 +448,18 @@ func (c *Client) Get(ctx context.Context, k datastore.Key) (v3.Resource, error) 
 	if err != nil {
 		return nil, &datastore.OpError{Op: "get", Key: k, Err: err}
 	}
-	key, err := keyFor(info, k)
+	keys, err := keysFor(info, k)
 	if err != nil {
 		return nil, &datastore.OpError{Op: "get", Key: k, Err: err}
 	}
 	ctx, cancel := c.reqCtx(ctx)
 	defer cancel()
-	obj, err := c.getRaw(ctx, info, key)
+	var obj v3.Resource
+	if len(keys) == 1 {
+		obj, err = c.getRaw(ctx, info, keys[0])
+	} else {
+		_, obj, err = c.locate(ctx, info, k, keys)
+	}
 	if err != nil {
 		return nil, &datastore.OpError{Op: "get", Key: k, Err: err}
 	}
@@ -463,12 +491,20 @@ func (c *Client) List(ctx context.Context, kind string, opts datastore.ListOptio
 	}
 	ctx, cancel := c.reqCtx(ctx)
 	defer cancel()
+	keep := func(obj v3.Resource) bool { return sel.Evaluate(obj.GetLabels()) }
+	if isIPAMModelKind(kind) {
+		kvs, rev, err := c.readRanges(ctx, ipamListOps(kind, ""))
+		if err != nil {
+			return fail(err)
+		}
+		return decodeList(info, kvs, rev, keep), nil
+	}
 	prefix := listPrefix(info, opts.Namespace)
 	resp, err := c.gw.Range(ctx, kvpb.RangeRequest{Key: []byte(prefix), RangeEnd: kvpb.PrefixEnd(prefix)})
 	if err != nil {
 		return fail(c.storeErr(err))
 	}
-	return decodeList(info, resp.Kvs, int64(resp.Header.Revision), func(obj v3.Resource) bool { return sel.Evaluate(obj.GetLabels()) }), nil
+	return decodeList(info, resp.Kvs, int64(resp.Header.Revision), keep), nil
 }
 
 // decodeList decodes listed key-values into a List sorted by namespace
@@ -508,7 +544,11 @@ func (c *Client) Watch(ctx context.Context, kind string, opts datastore.WatchOpt
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	w := &watcher{cancel: cancel, out: make(chan datastore.Event, 64)}
-	go w.run(wctx, info, listPrefix(info, opts.Namespace), from, c)
+	prefix := listPrefix(info, opts.Namespace)
+	if isIPAMModelKind(kind) {
+		prefix = ipamWatchPrefix(kind)
+	}
+	go w.run(wctx, info, prefix, from, c)
 	return w, nil
 }
 
@@ -553,6 +593,11 @@ func (w *watcher) run(ctx context.Context, info v3.KindInfo, prefix string, from
 // that cannot be decoded yields an EventUndecodable; a deletion whose
 // previous value cannot be decoded carries what is known of it (stub).
 func decodeEvent(info v3.KindInfo, ev kvpb.WatchEvent) (out datastore.Event, ok bool) {
+	if isIPAMModelKind(info.Kind) {
+		if _, owned, _ := parseIPAMKey(info.Kind, string(ev.Kv.Key)); !owned {
+			return out, false // another IPAM kind's key under the watched prefix
+		}
+	}
 	out.Revision = strconv.FormatInt(int64(ev.Kv.ModRevision), 10)
 	if ev.Type == "DELETE" {
 		out.Type = datastore.EventDeleted

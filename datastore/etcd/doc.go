@@ -2,9 +2,13 @@
 //
 // Layout follows Calico: a resource lives at
 // /calico/resources/v3/projectcalico.org/<plural>/[<namespace>/]<name> as
-// the JSON of its projectcalico.org/v3 object; IPAM bookkeeping lives under
-// /calico/ipam/v2/ (blocks under assignment/block/, affinities under
-// affinity/, handles under handle/, the IPAM configuration under config/).
+// the JSON of its projectcalico.org/v3 object. IPAM bookkeeping is stored
+// exactly as libcalico-go's backend model writes it, so a Calico cluster's
+// allocations and Tabby's are one set (ipamkeys.go, ipamvalues.go): blocks
+// at /calico/ipam/v2/assignment/ipv<4|6>/block/<addr>-<len>, affinities at
+// /calico/ipam/v2/<host|virtual>/<node>/ipv<4|6>/block/<addr>-<len>,
+// handles at /calico/ipam/v2/handle/<id>, the IPAM configuration at
+// /calico/ipam/v2/config, each value the bare model struct's JSON.
 // The resource version is etcd's mod-revision of the key, so every
 // compare-and-swap is an etcd transaction guarded on that mod-revision.
 //

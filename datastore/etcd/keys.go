@@ -13,19 +13,9 @@ const (
 	ipamPrefix     = "/calico/ipam/v2/"
 )
 
-// ipamDirs maps the IPAM bookkeeping kinds to their folder under ipamPrefix.
-var ipamDirs = map[string]string{
-	"IPAMBlock":         "assignment/block/",
-	"BlockAffinity":     "affinity/",
-	"IPAMHandle":        "handle/",
-	"IPAMConfiguration": "config/",
-}
-
-// kindPrefix is the folder holding every object of a kind.
+// kindPrefix is the folder holding every object of a kind (not for the
+// IPAM kinds, whose layout is in ipamkeys.go).
 func kindPrefix(info v3.KindInfo) string {
-	if d, ok := ipamDirs[info.Kind]; ok {
-		return ipamPrefix + d
-	}
 	return resourcePrefix + info.Plural + "/"
 }
 
@@ -38,14 +28,48 @@ func listPrefix(info v3.KindInfo, namespace string) string {
 	return p
 }
 
-// keyFor returns the etcd key of one object.
+// keyFor returns the etcd key of one object. An affinity's name stands
+// for a key in each type folder (keysFor): keyFor gives the host one, and
+// refuses a name that splits into node and block in several ways.
 func keyFor(info v3.KindInfo, k datastore.Key) (string, error) {
+	keys, err := keysFor(info, k)
+	if err != nil {
+		return "", err
+	}
+	if info.Kind == v3.KindBlockAffinity && len(keys) == len(affinityTypes) {
+		return keys[0], nil
+	}
+	if len(keys) != 1 {
+		return "", fmt.Errorf("%s %q may be stored at any of %d keys", info.Kind, k.Name, len(keys))
+	}
+	return keys[0], nil
+}
+
+// keysFor returns the etcd keys an object's key may stand for: one, but
+// for a BlockAffinity whose name splits into node and block in several
+// ways (or in either type folder).
+func keysFor(info v3.KindInfo, k datastore.Key) ([]string, error) {
 	if k.Name == "" {
-		return "", fmt.Errorf("a name is required")
+		return nil, fmt.Errorf("a name is required")
 	}
 	if strings.Contains(k.Name, "/") || strings.Contains(k.Namespace, "/") {
-		return "", fmt.Errorf("names may not contain '/'")
+		return nil, fmt.Errorf("names may not contain '/'")
 	}
+	if isIPAMModelKind(info.Kind) {
+		if k.Namespace != "" {
+			return nil, fmt.Errorf("%s is cluster-scoped: no namespace allowed", info.Kind)
+		}
+		return ipamKeysForName(info.Kind, k.Name)
+	}
+	key, err := resourceKeyFor(info, k)
+	if err != nil {
+		return nil, err
+	}
+	return []string{key}, nil
+}
+
+// resourceKeyFor is the key of a v3 resource (not an IPAM kind).
+func resourceKeyFor(info v3.KindInfo, k datastore.Key) (string, error) {
 	if info.Namespaced {
 		if k.Namespace == "" {
 			return "", fmt.Errorf("a namespace is required for %s", info.Kind)
@@ -61,6 +85,14 @@ func keyFor(info v3.KindInfo, k datastore.Key) (string, error) {
 // keyFromStorage returns the key of the object stored at etcd key ekey
 // under info's folder, as far as the etcd key tells.
 func keyFromStorage(info v3.KindInfo, ekey string) datastore.Key {
+	if isIPAMModelKind(info.Kind) {
+		pk, _, err := parseIPAMKey(info.Kind, ekey)
+		if err != nil || pk.name == "" {
+			// Not a key of Calico's layout: name it by its path.
+			return datastore.Key{Kind: info.Kind, Name: strings.TrimPrefix(ekey, ipamPrefix)}
+		}
+		return datastore.Key{Kind: info.Kind, Name: pk.name}
+	}
 	rest := strings.TrimPrefix(ekey, kindPrefix(info))
 	k := datastore.Key{Kind: info.Kind, Name: rest}
 	if info.Namespaced {

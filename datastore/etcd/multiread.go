@@ -26,7 +26,7 @@ func (c *Client) ReadMany(ctx context.Context, reqs []datastore.ReadRequest) ([]
 	}
 	infos := make([]v3.KindInfo, len(reqs))
 	var ops []kvpb.RequestOp
-	var opOf []int // request index of each op
+	opsOf := make([][2]int, len(reqs)) // [first, end) of each request's ops
 	for i, r := range reqs {
 		op := "get"
 		if r.List {
@@ -39,14 +39,24 @@ func (c *Client) ReadMany(ctx context.Context, reqs []datastore.ReadRequest) ([]
 			continue
 		}
 		infos[i] = info
-		if !r.List {
-			key, err := keyFor(info, r.Key)
+		first := len(ops)
+		switch {
+		case !r.List:
+			keys, err := keysFor(info, r.Key)
 			if err != nil {
 				fail(err)
 				continue
 			}
-			ops = append(ops, kvpb.GetOp(key))
-		} else {
+			for _, key := range keys {
+				ops = append(ops, kvpb.GetOp(key))
+			}
+		case isIPAMModelKind(info.Kind):
+			if strings.Contains(r.NamePrefix, "/") {
+				fail(fmt.Errorf("%w: a name prefix may not contain '/'", datastore.ErrInvalid))
+				continue
+			}
+			ops = append(ops, ipamListOps(info.Kind, r.NamePrefix)...)
+		default:
 			if strings.Contains(r.NamePrefix, "/") {
 				fail(fmt.Errorf("%w: a name prefix may not contain '/'", datastore.ErrInvalid))
 				continue
@@ -58,7 +68,10 @@ func (c *Client) ReadMany(ctx context.Context, reqs []datastore.ReadRequest) ([]
 			}
 			ops = append(ops, kvpb.PrefixOp(prefix))
 		}
-		opOf = append(opOf, i)
+		opsOf[i] = [2]int{first, len(ops)}
+	}
+	if len(ops) > maxTxnOps {
+		return nil, fmt.Errorf("reading %d keys at once: at most %d per transaction", len(ops), maxTxnOps)
 	}
 	if len(ops) == 0 {
 		return out, nil
@@ -69,25 +82,30 @@ func (c *Client) ReadMany(ctx context.Context, reqs []datastore.ReadRequest) ([]
 	if err != nil {
 		return nil, c.storeErr(err)
 	}
-	for j, tr := range resp.Responses {
-		i := opOf[j]
-		r, info := reqs[i], infos[i]
-		rr := tr.Range
-		if rr == nil {
-			rr = &kvpb.RangeResponse{}
-		}
-		if !r.List {
-			if len(rr.Kvs) == 0 {
-				out[i].Err = &datastore.OpError{Op: "get", Key: r.Key, Err: datastore.ErrNotFound}
-				continue
-			}
-			out[i].Object, err = decode(info, rr.Kvs[0])
-			if err != nil {
-				out[i].Err = &datastore.OpError{Op: "get", Key: r.Key, Err: err}
-			}
+	if len(resp.Responses) != len(ops) {
+		return nil, fmt.Errorf("etcd: %d responses to a %d-operation transaction", len(resp.Responses), len(ops))
+	}
+	for i, r := range reqs {
+		if out[i].Err != nil {
 			continue
 		}
-		l := decodeList(info, rr.Kvs, int64(resp.Header.Revision), func(obj v3.Resource) bool {
+		info := infos[i]
+		var kvs []kvpb.KeyValue
+		for _, tr := range resp.Responses[opsOf[i][0]:opsOf[i][1]] {
+			if tr.Range != nil {
+				kvs = append(kvs, tr.Range.Kvs...)
+			}
+		}
+		if !r.List {
+			_, obj, err := pickLocated(info, r.Key, kvs)
+			if err != nil {
+				out[i].Err = &datastore.OpError{Op: "get", Key: r.Key, Err: err}
+				continue
+			}
+			out[i].Object = obj
+			continue
+		}
+		l := decodeList(info, kvs, int64(resp.Header.Revision), func(obj v3.Resource) bool {
 			return strings.HasPrefix(obj.GetName(), r.NamePrefix)
 		})
 		bad := l.Bad[:0]
