@@ -53,10 +53,13 @@ type deltaBuilder struct {
 	pols  map[PolicyID]bool
 	profs map[string]bool
 	sets  map[string]bool
+	// members holds the additions and removals of the sets that were
+	// published before and are now, as merged.
+	members map[string]IPSetDelta
 }
 
 func (d *deltaBuilder) reset() {
-	*d = deltaBuilder{eps: map[EndpointRef]bool{}, pols: map[PolicyID]bool{}, profs: map[string]bool{}, sets: map[string]bool{}}
+	*d = deltaBuilder{eps: map[EndpointRef]bool{}, pols: map[PolicyID]bool{}, profs: map[string]bool{}, sets: map[string]bool{}, members: map[string]IPSetDelta{}}
 }
 
 func (d *deltaBuilder) endpoint(r EndpointRef) { d.eps[r] = true; d.endpoints = true }
@@ -80,8 +83,11 @@ func (d *deltaBuilder) build(prev, next map[string]*IPSet) *Delta {
 		case is == nil:
 			out.IPSets = append(out.IPSets, IPSetDelta{ID: id, Deleted: true, Removed: was.Members})
 		default:
-			sd := IPSetDelta{ID: id}
-			sd.Added, sd.Removed = diffSorted(was.Members, is.Members)
+			sd, ok := d.members[id]
+			if !ok { // replaced by a new set of the same ID: compare
+				sd = IPSetDelta{ID: id}
+				sd.Added, sd.Removed = diffSorted(was.Members, is.Members)
+			}
 			if len(sd.Added)+len(sd.Removed) > 0 {
 				out.IPSets = append(out.IPSets, sd)
 			}

@@ -294,7 +294,9 @@ func (x *labelIndex) publish() {
 		if set.pub == nil {
 			members = slices.Sorted(maps.Keys(set.counts))
 		} else {
-			members = mergeMembers(set.pub.Members, set.pending)
+			var adds, removes []string
+			members, adds, removes = mergeMembers(set.pub.Members, set.pending)
+			x.delta.members[id] = IPSetDelta{ID: id, Added: adds, Removed: removes}
 		}
 		if len(members) == 0 {
 			members = nil
@@ -307,26 +309,30 @@ func (x *labelIndex) publish() {
 }
 
 // mergeMembers returns the sorted list old with the pending additions
-// (+1) inserted and removals (-1) left out.
-func mergeMembers(old []string, pending map[string]int8) []string {
-	var adds []string
+// (+1) inserted and removals (-1) left out, and those two lists, sorted.
+// It walks old once without a lookup per member.
+func mergeMembers(old []string, pending map[string]int8) (out, adds, removes []string) {
 	for s, p := range pending {
 		if p > 0 {
 			adds = append(adds, s)
+		} else {
+			removes = append(removes, s)
 		}
 	}
 	slices.Sort(adds)
-	out := make([]string, 0, len(old)+len(adds))
-	i := 0
+	slices.Sort(removes)
+	out = make([]string, 0, len(old)+len(adds)-len(removes))
+	i, r := 0, 0
 	for _, s := range old {
 		for i < len(adds) && adds[i] < s {
 			out = append(out, adds[i])
 			i++
 		}
-		if pending[s] < 0 {
+		if r < len(removes) && removes[r] == s {
+			r++
 			continue
 		}
 		out = append(out, s)
 	}
-	return append(out, adds[i:]...)
+	return append(out, adds[i:]...), adds, removes
 }
