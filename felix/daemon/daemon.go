@@ -1,8 +1,9 @@
 // Package daemon wires felix together: a datastore syncer feeds a resource
 // cache; on every change (coalesced) the cache is turned into a
-// calc.Input, computed, rendered for each IP version and handed to the
-// dataplane, which reconciles the kernel in its own loop. Nothing is
-// programmed before the syncer has delivered a complete snapshot.
+// changes fed to the incremental calculation (calc.Engine, whose work is
+// proportional to what changed), rendered for each IP version and handed
+// to the dataplane, which reconciles the kernel in its own loop. Nothing
+// is programmed before the syncer has delivered a complete snapshot.
 package daemon
 
 import (
@@ -113,18 +114,22 @@ type Daemon struct {
 	cfg Config
 	log *slog.Logger
 
-	mu       sync.Mutex
-	objs     map[datastore.Key]v3.Resource
-	inSync   bool
-	problems map[calc.Problem]bool
+	mu     sync.Mutex
+	objs   map[datastore.Key]v3.Resource
+	inSync bool
+	// pending are the cache entries changed since the last computation;
+	// global and node the FelixConfiguration specs (nil when absent).
+	pending      map[datastore.Key]pendingChange
+	global, node *v3.FelixConfigurationSpec
+	problems     map[calc.Problem]bool
 	// unrenderable are the last computation's unrenderable rules (each
 	// logged and counted once, when it appears).
 	unrenderable map[calc.Unrenderable]bool
 
-	// Used only by Recompute (one at a time): the calculation's and the
-	// renderers' memory of unchanged objects and chains, and the rendering
-	// configuration they were made for.
-	memo      *calc.Memo
+	// Used only by Recompute (one at a time): the incremental
+	// calculation, the renderers' memory of unchanged chains, and the
+	// rendering configuration they were made for.
+	engine    *calc.Engine
 	renderers []*rules.Renderer
 	rulesCfg  rules.Config
 
@@ -150,7 +155,8 @@ func New(cfg Config) *Daemon {
 		cfg.Logger = slog.Default()
 	}
 	d := &Daemon{cfg: cfg, log: cfg.Logger, objs: map[datastore.Key]v3.Resource{},
-		problems: map[calc.Problem]bool{}, unrenderable: map[calc.Unrenderable]bool{}, dirty: make(chan struct{}, 1), memo: calc.NewMemo()}
+		problems: map[calc.Problem]bool{}, unrenderable: map[calc.Unrenderable]bool{}, dirty: make(chan struct{}, 1),
+		pending: map[datastore.Key]pendingChange{}, engine: calc.NewEngine(cfg.NodeName)}
 	d.setRulesConfig(cfg.Rules)
 	return d
 }
@@ -176,14 +182,48 @@ func (d *Daemon) OnStatusUpdated(s datastore.SyncStatus) {
 func (d *Daemon) OnUpdates(ups []datastore.Update) {
 	d.mu.Lock()
 	for _, u := range ups {
+		old, had := d.objs[u.Key]
 		if u.Type == datastore.EventDeleted {
+			if !had {
+				continue
+			}
 			delete(d.objs, u.Key)
+			d.pending[u.Key] = pendingChange{obj: old, deleted: true}
+			d.noteFelixConfiguration(old, true)
 		} else {
 			d.objs[u.Key] = u.Object
+			d.pending[u.Key] = pendingChange{obj: u.Object}
+			d.noteFelixConfiguration(u.Object, false)
 		}
 	}
 	d.mu.Unlock()
 	d.kick()
+}
+
+// pendingChange is the latest change of one cache entry: its new object,
+// or the last one it held when deleted.
+type pendingChange struct {
+	obj     v3.Resource
+	deleted bool
+}
+
+// noteFelixConfiguration keeps the default and this node's
+// FelixConfiguration specs. Called with mu held.
+func (d *Daemon) noteFelixConfiguration(o v3.Resource, deleted bool) {
+	fc, ok := o.(*v3.FelixConfiguration)
+	if !ok {
+		return
+	}
+	var spec *v3.FelixConfigurationSpec
+	if !deleted {
+		spec = &fc.Spec
+	}
+	switch fc.Name {
+	case "default":
+		d.global = spec
+	case v3.FelixConfigurationNamePrefix + d.cfg.NodeName:
+		d.node = spec
+	}
 }
 
 func (d *Daemon) kick() {
@@ -193,39 +233,27 @@ func (d *Daemon) kick() {
 	}
 }
 
-// input snapshots the cache; ok is false before the first full snapshot.
-// global and node are the FelixConfiguration specs, nil when absent.
-func (d *Daemon) input() (in calc.Input, global, node *v3.FelixConfigurationSpec, ok bool) {
+// takeChanges returns the cache entries changed since the last call and
+// the FelixConfiguration specs; ok is false before the first full
+// snapshot (the changes are then kept).
+func (d *Daemon) takeChanges() (changes map[datastore.Key]pendingChange, global, node *v3.FelixConfigurationSpec, ok bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	in = calc.Input{Node: d.cfg.NodeName}
 	if !d.inSync {
-		return in, nil, nil, false
+		return nil, nil, nil, false
 	}
-	for _, o := range d.objs {
-		if in.Add(o) {
-			continue
-		}
-		switch o := o.(type) {
-		case *v3.FelixConfiguration:
-			switch o.Name {
-			case "default":
-				global = &o.Spec
-			case v3.FelixConfigurationNamePrefix + d.cfg.NodeName:
-				node = &o.Spec
-			}
-		}
-	}
-	return in, global, node, true
+	changes = d.pending
+	d.pending = map[datastore.Key]pendingChange{}
+	return changes, d.global, d.node, true
 }
 
-// Recompute runs the calculation over the current cache and hands the
-// result to the dataplane. It reports whether it did (false before the
-// first snapshot). Calls must not overlap (Run makes them one at a time).
-// Objects in the cache are replaced, never modified, on update, which is
-// what lets the memo recognise unchanged objects by pointer.
+// Recompute feeds the cache entries changed since the last call to the
+// calculation and hands the result to the dataplane. It reports whether
+// it did (false before the first snapshot). Calls must not overlap (Run
+// makes them one at a time). Objects in the cache are replaced, never
+// modified, on update, as the calculation requires.
 func (d *Daemon) Recompute() bool {
-	in, global, node, ok := d.input()
+	changes, global, node, ok := d.takeChanges()
 	if !ok {
 		return false
 	}
@@ -238,7 +266,14 @@ func (d *Daemon) Recompute() bool {
 		}
 	}
 	start := time.Now()
-	res := calc.ComputeWith(in, d.memo)
+	for _, c := range changes {
+		if c.deleted {
+			d.engine.Delete(c.obj)
+		} else {
+			d.engine.Upsert(c.obj) // other kinds (FelixConfiguration) are not the calculation's
+		}
+	}
+	res, _ := d.engine.Flush()
 	d.resolveHostInterfaces(res)
 	var rss []*rules.Ruleset
 	for _, r := range d.renderers {
