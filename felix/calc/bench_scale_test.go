@@ -17,10 +17,14 @@ import (
 // The scale benchmarks use issue 15's cluster: 1,000 policies, 110 local
 // endpoints and N remote ones (TABBY_BENCH_SIZES, default 5000,150000 for
 // the Engine and 5000,50000 for the memoised Compute, whose one change
-// costs about a second at 150,000).
+// costs about a second at 150,000). They take minutes, so they run only
+// with TABBY_BENCH_SCALE=1 (make bench-scale).
 const scalePolicies, scaleLocals = 1000, 110
 
 func benchSizes(b *testing.B, def string) []int {
+	if os.Getenv("TABBY_BENCH_SCALE") == "" {
+		b.Skip("scale benchmark: set TABBY_BENCH_SCALE=1 (make bench-scale)")
+	}
 	s := os.Getenv("TABBY_BENCH_SIZES")
 	if s == "" {
 		s = def
