@@ -140,3 +140,16 @@ func BenchmarkScaleEngineLoad(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkScaleComputeFull is a from-scratch Compute of the whole
+// cluster, to compare with BenchmarkScaleEngineLoad.
+func BenchmarkScaleComputeFull(b *testing.B) {
+	for _, n := range benchSizes(b, "5000,50000") {
+		b.Run(fmt.Sprintf("remote=%d", n), func(b *testing.B) {
+			in := ct.Input(ct.Node, ct.Synthetic(scalePolicies, scaleLocals, n))
+			for b.Loop() {
+				calc.Compute(in)
+			}
+		})
+	}
+}
