@@ -129,9 +129,13 @@ type Daemon struct {
 	// Used only by Recompute (one at a time): the incremental
 	// calculation, the renderers' memory of unchanged chains, and the
 	// rendering configuration they were made for.
-	engine    *calc.Engine
-	renderers []*rules.Renderer
-	rulesCfg  rules.Config
+	engine *calc.Engine
+	// renderNeeded: the renderers are new (first computation, changed
+	// configuration) and must render even if the calculation did not
+	// change.
+	renderNeeded bool
+	renderers    []*rules.Renderer
+	rulesCfg     rules.Config
 
 	// ipOnlyHEPs says the last computation had a local host endpoint
 	// given by expectedIPs only (Run then re-reads the addresses).
@@ -164,6 +168,7 @@ func New(cfg Config) *Daemon {
 func (d *Daemon) setRulesConfig(rc rules.Config) {
 	d.rulesCfg = rc
 	d.renderers = nil
+	d.renderNeeded = true
 	for _, v := range d.cfg.IPVersions {
 		d.renderers = append(d.renderers, rules.NewRenderer(rc, v))
 	}
@@ -273,8 +278,14 @@ func (d *Daemon) Recompute() bool {
 			d.engine.Upsert(c.obj) // other kinds (FelixConfiguration) are not the calculation's
 		}
 	}
-	res, _ := d.engine.Flush()
+	res, delta := d.engine.Flush()
 	d.resolveHostInterfaces(res)
+	if delta.Empty() && !d.renderNeeded {
+		// Nothing changed (a wake-up with no new updates): the dataplane
+		// already has this state.
+		return true
+	}
+	d.renderNeeded = false
 	var rss []*rules.Ruleset
 	for _, r := range d.renderers {
 		rss = append(rss, r.Render(res))
