@@ -461,3 +461,55 @@ func (g *gen) step(e *calc.Engine, step int) {
 		g.last = "delete of a missing object"
 	}
 }
+
+// TestEngineRemoteEndpointTouchesOnlySets: a remote endpoint coming and
+// going changes ipset members only; every endpoint, policy and set it does
+// not touch keeps its identity (what lets the renderer skip them).
+func TestEngineRemoteEndpointTouchesOnlySets(t *testing.T) {
+	e := calc.NewEngine(ct.Node)
+	for _, o := range ct.Synthetic(40, 12, 200) {
+		e.Upsert(o)
+	}
+	before, _ := e.Flush()
+	extra := ct.WEP("ns1", "extra", "node9", "caliextra", "10.250.0.1", map[string]string{"app": "a1"})
+	e.Upsert(extra)
+	after, d := e.Flush()
+	if len(d.Endpoints)+len(d.Policies)+len(d.Profiles) != 0 || d.Problems || d.Unrenderable {
+		t.Fatalf("a remote endpoint changed more than sets: %+v", d)
+	}
+	if len(d.IPSets) == 0 {
+		t.Fatal("no set changed")
+	}
+	changed := map[string]bool{}
+	for _, sd := range d.IPSets {
+		changed[sd.ID] = true
+		if sd.Created || sd.Deleted || len(sd.Removed) != 0 || !slices.Equal(sd.Added, []string{"10.250.0.1/32"}) {
+			t.Errorf("set %s: %+v, want 10.250.0.1/32 added", sd.ID, sd)
+		}
+	}
+	for id, s := range after.IPSets {
+		if !changed[id] && before.IPSets[id] != s {
+			t.Errorf("set %s is a new object though unchanged", id)
+		}
+	}
+	for id, p := range after.Policies {
+		if before.Policies[id] != p {
+			t.Errorf("policy %s is a new object", id)
+		}
+	}
+	for i := range after.Endpoints {
+		if !reflect.DeepEqual(before.Endpoints[i], after.Endpoints[i]) || (len(after.Endpoints[i].Ingress) > 0 && &before.Endpoints[i].Ingress[0] != &after.Endpoints[i].Ingress[0]) {
+			t.Errorf("endpoint %s's lists are new objects", after.Endpoints[i].Key)
+		}
+	}
+	e.Delete(extra)
+	final, d := e.Flush()
+	if diff := cmp.Diff(before, final, resultOpts...); diff != "" {
+		t.Fatalf("after the endpoint went (-before +after):\n%s", diff)
+	}
+	for _, sd := range d.IPSets {
+		if !slices.Equal(sd.Removed, []string{"10.250.0.1/32"}) || len(sd.Added) != 0 {
+			t.Errorf("set %s: %+v, want 10.250.0.1/32 removed", sd.ID, sd)
+		}
+	}
+}
