@@ -3,7 +3,7 @@ GO ?= go
 BIN := bin
 CONTROLLER_GEN := $(GO) tool controller-gen
 
-.PHONY: all build test test-privileged test-integration kube-binaries test-all bench bench-cni bench-felix demo lint generate fuzz clean
+.PHONY: all build test test-privileged test-integration kube-binaries test-all bench bench-cni bench-felix bench-scale demo lint generate fuzz clean
 
 all: build
 
@@ -55,6 +55,18 @@ bench-felix:
 	$(GO) test -tags privileged -run '^$$' -bench DaemonPolicyChange -benchtime 20x ./felix/e2e/
 	$(GO) test -tags privileged -run '^$$' -bench PrivilegedOneChange -benchtime 30x ./felix/dataplane/
 	$(GO) test -run '^$$' -bench . -benchmem ./felix/calc/ ./felix/rules/
+
+## bench-scale: felix at cluster scale (issue 15), so far the pure
+## calculation in-process: one remote endpoint added/removed and one
+## policy changed at 5,000 and 150,000 remote endpoints (1,000 policies,
+## 110 local) through the incremental calc.Engine, the memoised Compute at
+## 5,000 and 50,000 for comparison, and the Engine's load time and heap.
+## To come: the real daemon against a real etcd (kernel latency, RSS,
+## sustained churn).
+bench-scale:
+	TABBY_BENCH_SCALE=1 $(GO) test -run '^$$' -bench 'ScaleEngine(Endpoint|Policy)Change' -benchtime 20x ./felix/calc/
+	TABBY_BENCH_SCALE=1 $(GO) test -run '^$$' -bench 'ScaleEngineLoad' -benchtime 2x ./felix/calc/
+	TABBY_BENCH_SCALE=1 $(GO) test -run '^$$' -bench 'ScaleCompute' -benchtime 10x ./felix/calc/
 
 ## demo: the end-to-end demo (root): etcd, an IPPool, a node namespace and
 ## two pods wired by the calico CNI plugin through libcni, TCP between them,

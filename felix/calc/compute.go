@@ -396,70 +396,87 @@ func (c *computer) loadEndpoints(weps []*v3.WorkloadEndpoint, heps []*v3.HostEnd
 	for _, h := range dedupe(c, v3.KindHostEndpoint, heps, func(h *v3.HostEndpoint) (string, string, string) {
 		return "", h.Name, h.ResourceVersion
 	}) {
-		if err := h.Validate().Err(); err != nil {
-			c.report(v3.KindHostEndpoint, "", h.Name, "invalid, skipped: %v", err)
-			continue
-		}
-		nets, err := parseNets(h.Spec.ExpectedIPs)
-		if err != nil {
-			c.report(v3.KindHostEndpoint, "", h.Name, "skipped: %v", err)
-			continue
-		}
-		local := h.Spec.Node == c.node
-		kind := ""
-		if local {
-			kind = v3.KindHostEndpoint
-		}
-		labels, profs := c.inheritLabels(kind, "", h.Name, h.Labels, h.Spec.Profiles)
-		key := c.memberKey(h, h.Spec.Profiles)
-		m := labelled{key: key, labels: labels, nets: nets, netStrs: prefixStrings(nets)}
-		for _, p := range h.Spec.Ports {
-			if p.Protocol.SupportsPorts() && p.Port != 0 {
-				m.ports = append(m.ports, namedPort{name: p.Name, proto: p.Protocol.Number(), port: p.Port})
-			}
-		}
-		c.members = append(c.members, m)
-		if local {
-			c.locals = append(c.locals, localEndpoint{key: key, labels: labels, ep: Endpoint{
-				Kind: Host, Key: h.Name, Interface: h.Spec.InterfaceName, Addrs: nets, Profiles: profs,
-			}})
-		}
+		c.loadHEP(h)
 	}
 	slices.SortFunc(c.locals, func(a, b localEndpoint) int {
 		return cmp.Or(cmp.Compare(a.ep.Kind, b.ep.Kind), cmp.Compare(a.ep.Key, b.ep.Key))
 	})
 }
 
+// loadHEP adds one host endpoint to the members (and the locals when it is
+// on this node), or reports why it is skipped.
+func (c *computer) loadHEP(h *v3.HostEndpoint) {
+	if err := h.Validate().Err(); err != nil {
+		c.report(v3.KindHostEndpoint, "", h.Name, "invalid, skipped: %v", err)
+		return
+	}
+	nets, err := parseNets(h.Spec.ExpectedIPs)
+	if err != nil {
+		c.report(v3.KindHostEndpoint, "", h.Name, "skipped: %v", err)
+		return
+	}
+	local := h.Spec.Node == c.node
+	kind := ""
+	if local {
+		kind = v3.KindHostEndpoint
+	}
+	labels, profs := c.inheritLabels(kind, "", h.Name, h.Labels, h.Spec.Profiles)
+	key := c.memberKey(h, h.Spec.Profiles)
+	m := labelled{key: key, labels: labels, nets: nets, netStrs: prefixStrings(nets)}
+	for _, p := range h.Spec.Ports {
+		if p.Protocol.SupportsPorts() && p.Port != 0 {
+			m.ports = append(m.ports, namedPort{name: p.Name, proto: p.Protocol.Number(), port: p.Port})
+		}
+	}
+	c.members = append(c.members, m)
+	if local {
+		c.locals = append(c.locals, localEndpoint{key: key, labels: labels, ep: Endpoint{
+			Kind: Host, Key: h.Name, Interface: h.Spec.InterfaceName, Addrs: nets, Profiles: profs,
+		}})
+	}
+}
+
 func (c *computer) loadNetworkSets(nsets []*v3.NetworkSet, gsets []*v3.GlobalNetworkSet) {
 	for _, s := range dedupe(c, v3.KindNetworkSet, nsets, func(s *v3.NetworkSet) (string, string, string) {
 		return s.Namespace, s.Name, s.ResourceVersion
 	}) {
-		if err := s.Validate().Err(); err != nil {
-			c.report(v3.KindNetworkSet, s.Namespace, s.Name, "invalid, skipped: %v", err)
-			continue
-		}
-		nets, err := parseNets(s.Spec.Nets)
-		if err != nil {
-			c.report(v3.KindNetworkSet, s.Namespace, s.Name, "skipped: %v", err)
-			continue
-		}
-		labels, _ := c.inheritLabels("", s.Namespace, s.Name, s.Labels, []string{"kns." + s.Namespace})
-		c.members = append(c.members, labelled{key: c.memberKey(s, []string{"kns." + s.Namespace}), labels: labels, nets: nets, netStrs: prefixStrings(nets)})
+		c.loadNetworkSet(s)
 	}
 	for _, s := range dedupe(c, v3.KindGlobalNetworkSet, gsets, func(s *v3.GlobalNetworkSet) (string, string, string) {
 		return "", s.Name, s.ResourceVersion
 	}) {
-		if err := s.Validate().Err(); err != nil {
-			c.report(v3.KindGlobalNetworkSet, "", s.Name, "invalid, skipped: %v", err)
-			continue
-		}
-		nets, err := parseNets(s.Spec.Nets)
-		if err != nil {
-			c.report(v3.KindGlobalNetworkSet, "", s.Name, "skipped: %v", err)
-			continue
-		}
-		c.members = append(c.members, labelled{key: c.memberKey(s, nil), labels: maps.Clone(s.Labels), nets: nets, netStrs: prefixStrings(nets)})
+		c.loadGlobalNetworkSet(s)
 	}
+}
+
+// loadNetworkSet adds one NetworkSet to the members, or reports why not.
+func (c *computer) loadNetworkSet(s *v3.NetworkSet) {
+	if err := s.Validate().Err(); err != nil {
+		c.report(v3.KindNetworkSet, s.Namespace, s.Name, "invalid, skipped: %v", err)
+		return
+	}
+	nets, err := parseNets(s.Spec.Nets)
+	if err != nil {
+		c.report(v3.KindNetworkSet, s.Namespace, s.Name, "skipped: %v", err)
+		return
+	}
+	labels, _ := c.inheritLabels("", s.Namespace, s.Name, s.Labels, []string{"kns." + s.Namespace})
+	c.members = append(c.members, labelled{key: c.memberKey(s, []string{"kns." + s.Namespace}), labels: labels, nets: nets, netStrs: prefixStrings(nets)})
+}
+
+// loadGlobalNetworkSet adds one GlobalNetworkSet to the members, or
+// reports why not.
+func (c *computer) loadGlobalNetworkSet(s *v3.GlobalNetworkSet) {
+	if err := s.Validate().Err(); err != nil {
+		c.report(v3.KindGlobalNetworkSet, "", s.Name, "invalid, skipped: %v", err)
+		return
+	}
+	nets, err := parseNets(s.Spec.Nets)
+	if err != nil {
+		c.report(v3.KindGlobalNetworkSet, "", s.Name, "skipped: %v", err)
+		return
+	}
+	c.members = append(c.members, labelled{key: c.memberKey(s, nil), labels: maps.Clone(s.Labels), nets: nets, netStrs: prefixStrings(nets)})
 }
 
 // policyTypes mirrors Calico's defaulting: explicit types win; otherwise
@@ -488,47 +505,60 @@ func policyTypes(types []v3.PolicyType, in, out []v3.Rule) (ingress, egress bool
 }
 
 func (c *computer) loadPolicies(nps []*v3.NetworkPolicy, gnps []*v3.GlobalNetworkPolicy) {
-	// add resolves the tier (every time: tiers come and go) and uses the
-	// memoised parse of the policy itself.
-	add := func(obj any, kind, ns, name, tier string, pk policyKind, order *float64, sel, nsSel, saSel string, types []v3.PolicyType, in, out []v3.Rule) {
-		if tier == "" {
-			tier = v3.DefaultTierName
-		}
-		ti, ok := c.tiers[tier]
-		if !ok {
-			c.report(kind, ns, name, "tier %q does not exist; policy skipped", tier)
-			return
-		}
-		info := memoGet(c.memo, obj, func() policyInfo {
-			return parsePolicy(kind, ns, name, sel, nsSel, saSel, types, in, out)
-		})
-		c.unrenderable = append(c.unrenderable, info.unrenderable...)
-		p := *info.p
-		p.id = PolicyID{Tier: tier, Namespace: ns, Name: name}
-		p.name = policyName(p.id)
-		p.order, p.tier, p.kind = order, ti, pk
-		c.policies = append(c.policies, &p)
-	}
 	for _, np := range dedupe(c, v3.KindNetworkPolicy, nps, func(p *v3.NetworkPolicy) (string, string, string) {
 		return p.Namespace, p.Name, p.ResourceVersion
 	}) {
-		if err := memoGet(c.memo, validationKey{np}, func() error { return np.Validate().Err() }); err != nil {
-			c.report(v3.KindNetworkPolicy, np.Namespace, np.Name, "invalid, skipped: %v", err)
-			continue
-		}
-		s := &np.Spec
-		add(np, v3.KindNetworkPolicy, np.Namespace, np.Name, s.Tier, policyNormal, s.Order, s.Selector, "", s.ServiceAccountSelector, s.Types, s.Ingress, s.Egress)
+		c.loadNetworkPolicy(np)
 	}
 	for _, gp := range dedupe(c, v3.KindGlobalNetworkPolicy, gnps, func(p *v3.GlobalNetworkPolicy) (string, string, string) {
 		return "", p.Name, p.ResourceVersion
 	}) {
-		if err := memoGet(c.memo, validationKey{gp}, func() error { return gp.Validate().Err() }); err != nil {
-			c.report(v3.KindGlobalNetworkPolicy, "", gp.Name, "invalid, skipped: %v", err)
-			continue
-		}
-		s := &gp.Spec
-		add(gp, v3.KindGlobalNetworkPolicy, "", gp.Name, s.Tier, globalPolicyKind(s), s.Order, s.Selector, s.NamespaceSelector, s.ServiceAccountSelector, s.Types, s.Ingress, s.Egress)
+		c.loadGlobalNetworkPolicy(gp)
 	}
+}
+
+// loadNetworkPolicy adds one NetworkPolicy to the policies, or reports why
+// not.
+func (c *computer) loadNetworkPolicy(np *v3.NetworkPolicy) {
+	if err := memoGet(c.memo, validationKey{np}, func() error { return np.Validate().Err() }); err != nil {
+		c.report(v3.KindNetworkPolicy, np.Namespace, np.Name, "invalid, skipped: %v", err)
+		return
+	}
+	s := &np.Spec
+	c.addPolicy(np, v3.KindNetworkPolicy, np.Namespace, np.Name, s.Tier, policyNormal, s.Order, s.Selector, "", s.ServiceAccountSelector, s.Types, s.Ingress, s.Egress)
+}
+
+// loadGlobalNetworkPolicy adds one GlobalNetworkPolicy to the policies,
+// or reports why not.
+func (c *computer) loadGlobalNetworkPolicy(gp *v3.GlobalNetworkPolicy) {
+	if err := memoGet(c.memo, validationKey{gp}, func() error { return gp.Validate().Err() }); err != nil {
+		c.report(v3.KindGlobalNetworkPolicy, "", gp.Name, "invalid, skipped: %v", err)
+		return
+	}
+	s := &gp.Spec
+	c.addPolicy(gp, v3.KindGlobalNetworkPolicy, "", gp.Name, s.Tier, globalPolicyKind(s), s.Order, s.Selector, s.NamespaceSelector, s.ServiceAccountSelector, s.Types, s.Ingress, s.Egress)
+}
+
+// addPolicy resolves the tier (every time: tiers come and go) and uses the
+// memoised parse of the policy itself.
+func (c *computer) addPolicy(obj any, kind, ns, name, tier string, pk policyKind, order *float64, sel, nsSel, saSel string, types []v3.PolicyType, in, out []v3.Rule) {
+	if tier == "" {
+		tier = v3.DefaultTierName
+	}
+	ti, ok := c.tiers[tier]
+	if !ok {
+		c.report(kind, ns, name, "tier %q does not exist; policy skipped", tier)
+		return
+	}
+	info := memoGet(c.memo, obj, func() policyInfo {
+		return parsePolicy(kind, ns, name, sel, nsSel, saSel, types, in, out)
+	})
+	c.unrenderable = append(c.unrenderable, info.unrenderable...)
+	p := *info.p
+	p.id = PolicyID{Tier: tier, Namespace: ns, Name: name}
+	p.name = policyName(p.id)
+	p.order, p.tier, p.kind = order, ti, pk
+	c.policies = append(c.policies, &p)
 }
 
 // parsePolicy parses a valid policy's selector and converts its rules
@@ -699,17 +729,20 @@ func (c *computer) resolveProfiles(res *Result) {
 				continue
 			}
 			p := c.profiles[name]
-			conv := memoGet(c.memo, profileRulesKey{p}, func() convertedProfile {
-				conv := &computer{demands: map[string]*demand{}}
-				in, badIn := conv.convertRules(p.Spec.Ingress, "", ruleOwner{v3.KindProfile, "", name, "ingress"})
-				out, badOut := conv.convertRules(p.Spec.Egress, "", ruleOwner{v3.KindProfile, "", name, "egress"})
-				return convertedProfile{in: in, out: out, unrenderable: append(badIn, badOut...), demands: conv.demands}
-			})
+			conv := memoGet(c.memo, profileRulesKey{p}, func() convertedProfile { return convertProfile(p) })
 			maps.Copy(c.demands, conv.demands)
 			c.unrenderable = append(c.unrenderable, conv.unrenderable...)
 			res.Profiles[name] = &Profile{Name: name, Ingress: conv.in, Egress: conv.out}
 		}
 	}
+}
+
+// convertProfile converts a profile's rules (not scoped to a namespace).
+func convertProfile(p *v3.Profile) convertedProfile {
+	conv := &computer{demands: map[string]*demand{}}
+	in, badIn := conv.convertRules(p.Spec.Ingress, "", ruleOwner{v3.KindProfile, "", p.Name, "ingress"})
+	out, badOut := conv.convertRules(p.Spec.Egress, "", ruleOwner{v3.KindProfile, "", p.Name, "egress"})
+	return convertedProfile{in: in, out: out, unrenderable: append(badIn, badOut...), demands: conv.demands}
 }
 
 // profileRulesKey names a profile's memoised rule conversion.

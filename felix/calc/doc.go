@@ -31,6 +31,22 @@
 // traffic in its directions. Each case is listed in Result.Unrenderable
 // with its Handling and Reason.
 //
+// # Incremental calculation
+//
+// Engine gives the same Result incrementally: resources go in one at a
+// time (Upsert, Delete) and Flush returns the Result and a Delta (the
+// local endpoints, active policies, profiles and ipset members that
+// changed). Its cost is that of what an update touches: a label index
+// (labelindex.go) evaluates an endpoint or network set only against the
+// selectors of its namespace and the global ones and turns "now matches"
+// / "no longer matches" into ipset member additions and removals; a
+// local endpoint's policy lists are rebuilt only when its labels or
+// profiles, or the policies selecting it, change; a policy is evaluated
+// against the local endpoints only; a profile change re-derives the items
+// inheriting its labels, a tier change the policies of that tier.
+// Compute stays the reference: TestEngineEquivalence checks the Engine
+// against it after every step of random update sequences.
+//
 // # Label model
 //
 // An endpoint's labels are its own labels over the labelsToApply of its

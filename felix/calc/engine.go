@@ -1,0 +1,324 @@
+package calc
+
+import (
+	"cmp"
+	"maps"
+	"reflect"
+	"slices"
+
+	v3 "github.com/tabbynet/tabby/api/v3"
+)
+
+// Engine is the incremental calculation: resources go in one at a time
+// (Upsert, Delete), and Flush returns the same Result a from-scratch
+// Compute of the current resources would, plus a Delta of what changed
+// since the last Flush. The work of an update is proportional to what it
+// touches:
+//
+//   - an endpoint or network set (an "item") is evaluated against the
+//     selectors of its namespace and the global ones only, and its ipset
+//     members are added or removed where its matches changed
+//     (labelindex.go);
+//   - a local endpoint's policy lists are rebuilt when its labels,
+//     profiles or the policies selecting it change;
+//   - a policy is evaluated against the local endpoints only; its ipsets
+//     are created (one pass over the items of their namespace scope)
+//     when it becomes active and dropped when it no longer is;
+//   - a profile change re-derives the items that inherit its labels; a
+//     tier change re-derives the policies of that tier.
+//
+// Like Compute it is pure, deterministic and reads no clock. Objects are
+// keyed by kind, namespace and name: an Upsert replaces the object of the
+// same key (no duplicates can arise). Objects passed in must not be
+// modified afterwards. Not safe for concurrent use.
+type Engine struct {
+	node string
+
+	objs     map[objKey]any
+	tiers    map[string]*tierInfo   // effective tiers: built-in, overridden by valid Tier objects
+	profiles map[string]*v3.Profile // valid profiles
+	problems map[objKey][]Problem
+
+	idx labelIndex
+
+	// profileUsers: for each profile name, the items (endpoints,
+	// network sets) whose labels inherit from it, whether it exists or
+	// not.
+	profileUsers map[string]map[objKey]bool
+	itemProfiles map[objKey][]string
+	// tierUsers: for each tier name, the policies naming it.
+	tierUsers map[string]map[objKey]bool
+
+	locals   map[objKey]*localState
+	sorted   []*localState // by kind, key
+	policies map[objKey]*policyState
+	profs    map[string]*profileState
+
+	// Published parts of the Result, replaced (never modified) when
+	// they change.
+	livePolicies map[PolicyID]*Policy
+	liveProfiles map[string]*Profile
+	res          Result
+	delta        deltaBuilder
+}
+
+// objKey names one resource.
+type objKey struct{ kind, ns, name string }
+
+func keyOf(o any) (objKey, bool) {
+	switch o := o.(type) {
+	case *v3.WorkloadEndpoint:
+		return objKey{v3.KindWorkloadEndpoint, o.Namespace, o.Name}, true
+	case *v3.HostEndpoint:
+		return objKey{v3.KindHostEndpoint, "", o.Name}, true
+	case *v3.NetworkPolicy:
+		return objKey{v3.KindNetworkPolicy, o.Namespace, o.Name}, true
+	case *v3.GlobalNetworkPolicy:
+		return objKey{v3.KindGlobalNetworkPolicy, "", o.Name}, true
+	case *v3.Tier:
+		return objKey{v3.KindTier, "", o.Name}, true
+	case *v3.Profile:
+		return objKey{v3.KindProfile, "", o.Name}, true
+	case *v3.NetworkSet:
+		return objKey{v3.KindNetworkSet, o.Namespace, o.Name}, true
+	case *v3.GlobalNetworkSet:
+		return objKey{v3.KindGlobalNetworkSet, "", o.Name}, true
+	}
+	return objKey{}, false
+}
+
+// NewEngine returns an empty engine for the node named node.
+func NewEngine(node string) *Engine {
+	e := &Engine{
+		node:         node,
+		objs:         map[objKey]any{},
+		tiers:        map[string]*tierInfo{},
+		profiles:     map[string]*v3.Profile{},
+		problems:     map[objKey][]Problem{},
+		profileUsers: map[string]map[objKey]bool{},
+		itemProfiles: map[objKey][]string{},
+		tierUsers:    map[string]map[objKey]bool{},
+		locals:       map[objKey]*localState{},
+		policies:     map[objKey]*policyState{},
+		profs:        map[string]*profileState{},
+		livePolicies: map[PolicyID]*Policy{},
+		liveProfiles: map[string]*Profile{},
+	}
+	e.idx.init(&e.delta)
+	for _, t := range v3.DefaultTiers() {
+		e.tiers[t.Name] = builtInTier(t.Name)
+	}
+	e.res = Result{Endpoints: []Endpoint{}, Policies: map[PolicyID]*Policy{}, Profiles: map[string]*Profile{}, IPSets: map[string]*IPSet{}}
+	e.delta.reset()
+	return e
+}
+
+func builtInTier(name string) *tierInfo {
+	for _, t := range v3.DefaultTiers() {
+		if t.Name == name {
+			return &tierInfo{name: t.Name, order: t.Spec.Order, action: *t.Spec.DefaultAction}
+		}
+	}
+	return nil
+}
+
+// Upsert adds or replaces one resource. It reports false for kinds the
+// calculation does not take.
+func (e *Engine) Upsert(o any) bool {
+	k, ok := keyOf(o)
+	if !ok {
+		return false
+	}
+	e.objs[k] = o
+	e.update(k)
+	return true
+}
+
+// Delete removes the resource with o's kind, namespace and name (o may be
+// the last version seen or any object with the same key). It reports
+// false for kinds the calculation does not take.
+func (e *Engine) Delete(o any) bool {
+	k, ok := keyOf(o)
+	if !ok {
+		return false
+	}
+	if _, had := e.objs[k]; !had {
+		return true
+	}
+	delete(e.objs, k)
+	e.update(k)
+	return true
+}
+
+// update re-derives everything that depends on the object of key k (its
+// current version, or nothing when deleted).
+func (e *Engine) update(k objKey) {
+	o := e.objs[k]
+	switch k.kind {
+	case v3.KindTier:
+		e.updateTier(k, o)
+	case v3.KindProfile:
+		e.updateProfile(k, o)
+	case v3.KindNetworkPolicy, v3.KindGlobalNetworkPolicy:
+		e.updatePolicy(k, o)
+	default:
+		e.updateItem(k, o)
+	}
+}
+
+// scratch is a computer for one object's loading, sharing the engine's
+// tiers and profiles.
+func (e *Engine) scratch() *computer {
+	return &computer{node: e.node, problems: map[Problem]bool{}, profiles: e.profiles, tiers: e.tiers, demands: map[string]*demand{}}
+}
+
+func (e *Engine) setProblems(k objKey, ps []Problem) {
+	old := e.problems[k]
+	if slices.Equal(old, ps) {
+		return
+	}
+	if len(ps) == 0 {
+		delete(e.problems, k)
+	} else {
+		e.problems[k] = ps
+	}
+	e.delta.problems = true
+}
+
+func problemList(m map[Problem]bool) []Problem {
+	var out []Problem
+	for p := range m {
+		out = append(out, p)
+	}
+	sortProblems(out)
+	return out
+}
+
+func sortProblems(ps []Problem) {
+	slices.SortFunc(ps, func(a, b Problem) int {
+		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Namespace, b.Namespace),
+			cmp.Compare(a.Name, b.Name), cmp.Compare(a.Reason, b.Reason))
+	})
+}
+
+func sortUnrenderable(us []Unrenderable) {
+	slices.SortFunc(us, func(a, b Unrenderable) int {
+		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Namespace, b.Namespace),
+			cmp.Compare(a.Name, b.Name), cmp.Compare(a.Direction, b.Direction), cmp.Compare(a.Rule, b.Rule),
+			cmp.Compare(a.Reason, b.Reason), cmp.Compare(a.Detail, b.Detail))
+	})
+}
+
+// updateTier re-derives the effective tier of k.name and, when it
+// changed, the policies naming it.
+func (e *Engine) updateTier(k objKey, o any) {
+	var ti *tierInfo
+	var problems []Problem
+	if t, ok := o.(*v3.Tier); ok {
+		if err := t.Validate().Err(); err != nil {
+			c := e.scratch()
+			c.report(v3.KindTier, "", t.Name, "invalid, skipped: %v", err)
+			problems = problemList(c.problems)
+		} else {
+			ti = &tierInfo{name: t.Name, order: t.Spec.Order, action: v3.Deny}
+			if t.Spec.DefaultAction != nil {
+				ti.action = *t.Spec.DefaultAction
+			}
+		}
+	}
+	e.setProblems(k, problems)
+	if ti == nil {
+		ti = builtInTier(k.name)
+	}
+	old := e.tiers[k.name]
+	if reflect.DeepEqual(old, ti) {
+		return
+	}
+	if ti == nil {
+		delete(e.tiers, k.name)
+	} else {
+		e.tiers[k.name] = ti
+	}
+	for _, pk := range sortedKeys(e.tierUsers[k.name]) {
+		e.updatePolicy(pk, e.objs[pk])
+	}
+}
+
+func sortedKeys(m map[objKey]bool) []objKey {
+	out := make([]objKey, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.SortFunc(out, func(a, b objKey) int {
+		return cmp.Or(cmp.Compare(a.kind, b.kind), cmp.Compare(a.ns, b.ns), cmp.Compare(a.name, b.name))
+	})
+	return out
+}
+
+func addUser(m map[string]map[objKey]bool, name string, k objKey) {
+	s := m[name]
+	if s == nil {
+		s = map[objKey]bool{}
+		m[name] = s
+	}
+	s[k] = true
+}
+
+func removeUser(m map[string]map[objKey]bool, name string, k objKey) {
+	if s := m[name]; s != nil {
+		delete(s, k)
+		if len(s) == 0 {
+			delete(m, name)
+		}
+	}
+}
+
+// Flush returns the Result for the current resources and what changed
+// since the last Flush. The Result shares unchanged parts with earlier
+// ones; treat it as read-only.
+func (e *Engine) Flush() (*Result, *Delta) {
+	e.idx.publish()
+	prevSets := e.res.IPSets
+	if e.delta.endpoints {
+		eps := make([]Endpoint, len(e.sorted))
+		for i, l := range e.sorted {
+			eps[i] = l.ep
+		}
+		e.res.Endpoints = eps
+	}
+	if e.delta.policiesMap {
+		e.res.Policies = maps.Clone(e.livePolicies)
+	}
+	if e.delta.profilesMap {
+		e.res.Profiles = maps.Clone(e.liveProfiles)
+	}
+	if e.delta.ipsetsMap {
+		e.res.IPSets = maps.Clone(e.idx.live)
+	}
+	if e.delta.problems {
+		seen := map[Problem]bool{}
+		for _, ps := range e.problems {
+			for _, p := range ps {
+				seen[p] = true
+			}
+		}
+		e.res.Problems = problemList(seen)
+	}
+	if e.delta.unrenderable {
+		var us []Unrenderable
+		for _, ps := range e.policies {
+			us = append(us, ps.unrenderable...)
+		}
+		for _, pr := range e.profs {
+			if pr.refd != nil {
+				us = append(us, pr.refd.unrenderable...)
+			}
+		}
+		sortUnrenderable(us)
+		e.res.Unrenderable = us
+	}
+	res := e.res // a copy: the next Flush does not change this one
+	d := e.delta.build(prevSets, e.res.IPSets)
+	e.delta.reset()
+	return &res, d
+}

@@ -1,0 +1,183 @@
+package calc
+
+import (
+	"cmp"
+	"maps"
+	"reflect"
+	"slices"
+
+	v3 "github.com/tabbynet/tabby/api/v3"
+)
+
+// localState is one local endpoint in the Engine: as loaded, the
+// policies selecting it and its Endpoint with the tier lists built.
+type localState struct {
+	key  objKey
+	le   localEndpoint
+	pols map[objKey]*policyState
+	ep   Endpoint
+}
+
+// itemProfiles are the profiles an item's labels inherit from.
+func itemProfiles(o any) []string {
+	switch o := o.(type) {
+	case *v3.WorkloadEndpoint:
+		return o.Spec.Profiles
+	case *v3.HostEndpoint:
+		return o.Spec.Profiles
+	case *v3.NetworkSet:
+		return []string{"kns." + o.Namespace}
+	}
+	return nil
+}
+
+// updateItem re-derives an endpoint or network set: its problems, its
+// labels in the index, and, for a local endpoint, its policy lists.
+func (e *Engine) updateItem(k objKey, o any) {
+	c := e.scratch()
+	var member *labelled
+	var local *localEndpoint
+	switch o := o.(type) {
+	case *v3.WorkloadEndpoint:
+		out := c.loadWEP(o)
+		member, local = out.member, out.local
+		for _, p := range out.problems {
+			c.problems[p] = true
+		}
+	case *v3.HostEndpoint:
+		c.loadHEP(o)
+	case *v3.NetworkSet:
+		c.loadNetworkSet(o)
+	case *v3.GlobalNetworkSet:
+		c.loadGlobalNetworkSet(o)
+	}
+	if len(c.members) > 0 {
+		member = &c.members[0]
+	}
+	if len(c.locals) > 0 {
+		local = &c.locals[0]
+	}
+	e.setProblems(k, problemList(c.problems))
+	if old, ok := e.itemProfiles[k]; ok {
+		for _, name := range old {
+			removeUser(e.profileUsers, name, k)
+		}
+		delete(e.itemProfiles, k)
+	}
+	if profs := itemProfiles(o); len(profs) > 0 {
+		e.itemProfiles[k] = profs
+		for _, name := range profs {
+			addUser(e.profileUsers, name, k)
+		}
+	}
+	e.idx.setItem(k, member)
+	e.setLocal(k, local)
+}
+
+func (e *Engine) epRef(l *localState) EndpointRef {
+	return EndpointRef{Kind: l.le.ep.Kind, Key: l.le.ep.Key}
+}
+
+func compareLocals(a, b *localState) int {
+	return cmp.Or(cmp.Compare(a.le.ep.Kind, b.le.ep.Kind), cmp.Compare(a.le.ep.Key, b.le.ep.Key))
+}
+
+// setLocal replaces the local endpoint of key k by le (nil: none).
+func (e *Engine) setLocal(k objKey, le *localEndpoint) {
+	old := e.locals[k]
+	if old == nil && le == nil {
+		return
+	}
+	if le == nil {
+		for pk, ps := range old.pols {
+			delete(ps.selected, k)
+			delete(old.pols, pk)
+			e.syncPolicy(ps)
+		}
+		i, _ := slices.BinarySearchFunc(e.sorted, old, compareLocals)
+		e.sorted = slices.Delete(e.sorted, i, i+1)
+		delete(e.locals, k)
+		e.delta.endpoint(e.epRef(old))
+		e.useProfiles(old.le.ep.Profiles, -1)
+		return
+	}
+	l := old
+	labelsChanged := true
+	if l == nil {
+		l = &localState{key: k, le: *le, pols: map[objKey]*policyState{}}
+		e.locals[k] = l
+		i, _ := slices.BinarySearchFunc(e.sorted, l, compareLocals)
+		e.sorted = slices.Insert(e.sorted, i, l)
+	} else {
+		labelsChanged = !maps.Equal(l.le.labels, le.labels)
+		prev := l.le.ep.Profiles
+		l.le = *le
+		e.useProfiles(le.ep.Profiles, +1)
+		e.useProfiles(prev, -1)
+		le = nil // profiles done
+	}
+	if le != nil {
+		e.useProfiles(le.ep.Profiles, +1)
+	}
+	if labelsChanged {
+		for pk, ps := range e.policies {
+			if ps.p == nil {
+				continue
+			}
+			want := ps.p.sel.matches(l.le.labels)
+			if _, had := l.pols[pk]; had == want {
+				continue
+			}
+			if want {
+				l.pols[pk] = ps
+				ps.selected[k] = l
+			} else {
+				delete(l.pols, pk)
+				delete(ps.selected, k)
+			}
+			e.syncPolicy(ps)
+		}
+	}
+	e.rebuild(l)
+}
+
+// rebuild builds l's tier lists from the policies selecting it, keeping
+// the old Endpoint (and its slices' identity) when nothing changed.
+func (e *Engine) rebuild(l *localState) {
+	pols := make([]*parsedPolicy, 0, len(l.pols))
+	for _, ps := range l.pols {
+		pols = append(pols, ps.p)
+	}
+	slices.SortFunc(pols, comparePolicies)
+	ep := l.le.ep
+	for _, p := range pols {
+		addToEndpoint(&ep, p)
+	}
+	if reflect.DeepEqual(ep, l.ep) {
+		return
+	}
+	l.ep = ep
+	e.delta.endpoint(e.epRef(l))
+}
+
+// comparePolicies is the evaluation order: tier order, tier name, policy
+// order, policy name (nil orders last).
+func comparePolicies(a, b *parsedPolicy) int {
+	if r := compareOrder(a.tier.order, b.tier.order, a.tier.name, b.tier.name); r != 0 {
+		return r
+	}
+	return compareOrder(a.order, b.order, a.name, b.name)
+}
+
+// useProfiles counts (by +1 or -1) a local endpoint's use of each of its
+// profiles: the used ones are in the Result with their rules and sets.
+func (e *Engine) useProfiles(names []string, by int) {
+	for i, name := range names {
+		if slices.Contains(names[:i], name) {
+			continue
+		}
+		pr := e.prof(name)
+		pr.uses += by
+		e.syncProfile(name)
+	}
+}

@@ -1,0 +1,346 @@
+package calc
+
+import (
+	"maps"
+	"slices"
+	"strconv"
+
+	"github.com/tabbynet/tabby/api/selector"
+)
+
+// labelIndex is the Engine's selector x labelled-item index and the ipset
+// membership kept from it. Items are endpoints and network sets with
+// their effective labels (profile labels already inherited); selectors
+// are the matchers of the wanted ipsets. When an item comes, goes or
+// changes labels, it is evaluated against the selectors that can match
+// it (those of its namespace and the global ones) and each "now matches"
+// / "no longer matches" changes the members of the sets using that
+// selector. When a selector is first wanted it is evaluated once over the
+// items of its namespace scope (all items for a global one).
+//
+// A set keeps a count per member (two items may give the same member)
+// and the members added or removed since it was last published; publish
+// builds the new sorted member list by merging those into the last one.
+type labelIndex struct {
+	items map[objKey]*item
+	// byNS holds the items by the value of their namespace label ("" for
+	// none).
+	byNS map[string]map[objKey]*item
+	sels map[string]*selState
+	// selsByNS holds the selectors by the namespace they are limited to
+	// ("" for global ones).
+	selsByNS map[string]map[string]*selState
+	sets     map[string]*setState
+	dirty    map[string]*setState
+	// live is the published ipsets by ID (replaced entries, never
+	// modified ones).
+	live  map[string]*IPSet
+	delta *deltaBuilder
+}
+
+type item struct {
+	key  objKey
+	m    *labelled
+	ns   string
+	sels map[string]*selState
+}
+
+type selState struct {
+	m       *matcher
+	sets    map[string]*setState
+	matched map[objKey]*item
+}
+
+type setState struct {
+	d      *demand
+	refs   int
+	sel    *selState
+	counts map[string]int32
+	// pending: +1 for a member added, -1 for one removed since pub.
+	pending map[string]int8
+	pub     *IPSet // last published (nil: never)
+}
+
+func (x *labelIndex) init(d *deltaBuilder) {
+	x.items = map[objKey]*item{}
+	x.byNS = map[string]map[objKey]*item{}
+	x.sels = map[string]*selState{}
+	x.selsByNS = map[string]map[string]*selState{}
+	x.sets = map[string]*setState{}
+	x.dirty = map[string]*setState{}
+	x.live = map[string]*IPSet{}
+	x.delta = d
+}
+
+func namespaceOf(m *labelled) string { return m.labels[selector.NamespaceLabel] }
+
+// setItem replaces the item of key k by m (nil: removed).
+func (x *labelIndex) setItem(k objKey, m *labelled) {
+	old := x.items[k]
+	if old != nil && m != nil && old.ns == namespaceOf(m) && maps.Equal(old.m.labels, m.labels) {
+		// Same matches; the members it gives may differ.
+		if !sameMembers(old.m, m) {
+			for _, s := range old.sels {
+				for _, set := range s.sets {
+					set.change(old.m, -1)
+					set.change(m, +1)
+					x.touch(set)
+				}
+			}
+		}
+		old.m = m
+		return
+	}
+	if old != nil {
+		for _, s := range old.sels {
+			delete(s.matched, k)
+			for _, set := range s.sets {
+				set.change(old.m, -1)
+				x.touch(set)
+			}
+		}
+		delete(x.items, k)
+		if b := x.byNS[old.ns]; b != nil {
+			delete(b, k)
+			if len(b) == 0 {
+				delete(x.byNS, old.ns)
+			}
+		}
+	}
+	if m == nil {
+		return
+	}
+	it := &item{key: k, m: m, ns: namespaceOf(m), sels: map[string]*selState{}}
+	x.items[k] = it
+	b := x.byNS[it.ns]
+	if b == nil {
+		b = map[objKey]*item{}
+		x.byNS[it.ns] = b
+	}
+	b[k] = it
+	x.evalItem(it, x.selsByNS[""])
+	if it.ns != "" {
+		x.evalItem(it, x.selsByNS[it.ns])
+	}
+}
+
+func (x *labelIndex) evalItem(it *item, sels map[string]*selState) {
+	for id, s := range sels {
+		if !s.m.matches(it.m.labels) {
+			continue
+		}
+		it.sels[id] = s
+		s.matched[it.key] = it
+		for _, set := range s.sets {
+			set.change(it.m, +1)
+			x.touch(set)
+		}
+	}
+}
+
+func sameMembers(a, b *labelled) bool {
+	return slices.Equal(a.netStrs, b.netStrs) && slices.Equal(a.ports, b.ports)
+}
+
+func (x *labelIndex) touch(set *setState) { x.dirty[set.d.id] = set }
+
+// ref wants the set d (counted: each owner refs it once).
+func (x *labelIndex) ref(d *demand) {
+	if set := x.sets[d.id]; set != nil {
+		set.refs++
+		return
+	}
+	set := &setState{d: d, refs: 1, counts: map[string]int32{}, pending: map[string]int8{}}
+	x.sets[d.id] = set
+	x.touch(set)
+	if d.sel == nil {
+		for _, n := range d.nets {
+			set.counts[n.String()]++
+		}
+		return
+	}
+	s := x.sels[d.sel.id]
+	if s == nil {
+		s = x.addSelector(d.sel)
+	}
+	s.sets[d.id] = set
+	set.sel = s
+	for _, it := range s.matched {
+		set.change(it.m, +1)
+	}
+}
+
+// deref drops one owner's want of the set id.
+func (x *labelIndex) deref(id string) {
+	set := x.sets[id]
+	set.refs--
+	if set.refs > 0 {
+		return
+	}
+	delete(x.sets, id)
+	x.dirty[id] = set
+	if s := set.sel; s != nil {
+		delete(s.sets, id)
+		if len(s.sets) == 0 {
+			x.removeSelector(s)
+		}
+	}
+}
+
+// addSelector evaluates m over the items of its scope.
+func (x *labelIndex) addSelector(m *matcher) *selState {
+	s := &selState{m: m, sets: map[string]*setState{}, matched: map[objKey]*item{}}
+	x.sels[m.id] = s
+	byID := x.selsByNS[m.namespace]
+	if byID == nil {
+		byID = map[string]*selState{}
+		x.selsByNS[m.namespace] = byID
+	}
+	byID[m.id] = s
+	scope := x.items
+	if m.namespace != "" {
+		scope = x.byNS[m.namespace]
+	}
+	for k, it := range scope {
+		if m.matches(it.m.labels) {
+			s.matched[k] = it
+			it.sels[m.id] = s
+		}
+	}
+	return s
+}
+
+func (x *labelIndex) removeSelector(s *selState) {
+	for _, it := range s.matched {
+		delete(it.sels, s.m.id)
+	}
+	delete(x.sels, s.m.id)
+	if byID := x.selsByNS[s.m.namespace]; byID != nil {
+		delete(byID, s.m.id)
+		if len(byID) == 0 {
+			delete(x.selsByNS, s.m.namespace)
+		}
+	}
+}
+
+// change adds (by +1) or removes (by -1) the members item m gives.
+func (set *setState) change(m *labelled, by int32) {
+	var buf [4]string
+	for _, s := range appendMembers(buf[:0], set.d, m) {
+		n := set.counts[s] + by
+		if n == 0 {
+			delete(set.counts, s)
+		} else {
+			set.counts[s] = n
+		}
+		// A set not yet published is built from counts: no pending.
+		if set.pub != nil && ((by > 0 && n == 1) || (by < 0 && n == 0)) {
+			p := set.pending[s] + int8(by)
+			if p == 0 {
+				delete(set.pending, s)
+			} else {
+				set.pending[s] = p
+			}
+		}
+	}
+}
+
+// appendMembers appends the members labelled object m gives to set d
+// when d's selector matches it: its addresses for a hash:net set, its
+// address,protocol:port for a named-port set (when it has that port).
+func appendMembers(dst []string, d *demand, m *labelled) []string {
+	if d.typ == HashNet {
+		return append(dst, m.netStrs...)
+	}
+	var port uint16
+	for _, p := range m.ports {
+		if p.name == d.portName && p.proto == d.proto {
+			port = p.port
+			break
+		}
+	}
+	if port == 0 {
+		return dst
+	}
+	proto := protoName(d.proto)
+	var buf []byte
+	for _, n := range m.nets {
+		if n.IsSingleIP() {
+			buf = n.Addr().AppendTo(buf[:0])
+			buf = append(append(append(buf, ','), proto...), ':')
+			dst = append(dst, string(strconv.AppendUint(buf, uint64(port), 10)))
+		}
+	}
+	return dst
+}
+
+// publish turns the pending changes of the touched sets into new
+// published sets.
+func (x *labelIndex) publish() {
+	if len(x.dirty) == 0 {
+		return
+	}
+	x.delta.ipsetsMap = true
+	for id, set := range x.dirty {
+		x.delta.sets[id] = true
+		if x.sets[id] != set { // no longer wanted (a set wanted again is touched again)
+			delete(x.live, id)
+			continue
+		}
+		if set.pub != nil && len(set.pending) == 0 {
+			x.live[id] = set.pub
+			continue
+		}
+		var members []string
+		if set.pub == nil {
+			members = slices.Sorted(maps.Keys(set.counts))
+		} else {
+			var adds, removes []string
+			members, adds, removes = mergeMembers(set.pub.Members, set.pending)
+			x.delta.members[id] = IPSetDelta{ID: id, Added: adds, Removed: removes}
+		}
+		if len(members) == 0 {
+			members = nil
+		}
+		set.pub = &IPSet{ID: id, Type: set.d.typ, Members: slices.Clip(members)}
+		if len(set.pending) > 0 {
+			set.pending = map[string]int8{} // clear would keep a large table to walk
+		}
+		x.live[id] = set.pub
+	}
+	clear(x.dirty)
+}
+
+// mergeMembers returns the sorted list old with the pending additions
+// (+1) inserted and removals (-1) left out, and those two lists, sorted.
+// It walks old once without a lookup per member.
+func mergeMembers(old []string, pending map[string]int8) (out, adds, removes []string) {
+	for s, p := range pending {
+		if p > 0 {
+			adds = append(adds, s)
+		} else {
+			removes = append(removes, s)
+		}
+	}
+	slices.Sort(adds)
+	slices.Sort(removes)
+	// Copy the runs of old between change points whole (a memmove, not
+	// an append per member: the sets of a namespace selector hold a
+	// fifth of the cluster).
+	out = make([]string, 0, len(old)+len(adds)-len(removes))
+	from, i, r := 0, 0, 0
+	for i < len(adds) || r < len(removes) {
+		if r < len(removes) && (i == len(adds) || removes[r] < adds[i]) {
+			at, _ := slices.BinarySearch(old[from:], removes[r])
+			out = append(out, old[from:from+at]...)
+			from += at + 1 // skip the removed member
+			r++
+			continue
+		}
+		at, _ := slices.BinarySearch(old[from:], adds[i])
+		out = append(append(out, old[from:from+at]...), adds[i])
+		from += at
+		i++
+	}
+	return append(out, old[from:]...), adds, removes
+}
