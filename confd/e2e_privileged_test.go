@@ -40,7 +40,9 @@ func resources(nodes []*testNode, meshOn bool, extra string) string {
 		}
 		fmt.Fprintf(&b, "---\napiVersion: projectcalico.org/v3\nkind: Node\nmetadata: {name: %s, labels: %s}\nspec: {bgp: {ipv4Address: %s/24%s}}\n", n.name, labels, n.ip, rr)
 		if n.block != "" {
-			fmt.Fprintf(&b, "---\napiVersion: projectcalico.org/v3\nkind: BlockAffinity\nmetadata: {name: %s-block}\nspec: {state: confirmed, node: %s, cidr: %s, deleted: false}\n", n.name, n.name, n.block)
+			// Named as Calico names affinities (etcd keys them by node and block).
+			name := n.name + "-" + strings.NewReplacer(".", "-", "/", "-").Replace(n.block)
+			fmt.Fprintf(&b, "---\napiVersion: projectcalico.org/v3\nkind: BlockAffinity\nmetadata: {name: %s}\nspec: {state: confirmed, node: %s, cidr: %s, deleted: false}\n", name, n.name, n.block)
 		}
 	}
 	return b.String() + extra
