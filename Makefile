@@ -74,12 +74,15 @@ bench-scale:
 demo: kube-binaries
 	$(GO) run ./hack/demo
 
-## fuzz: the selector and stored-records fuzz targets, each for FUZZTIME (default 60s)
+## fuzz: the selector, stored-records and CNI input fuzz targets, each for
+## FUZZTIME (default 60s)
 FUZZTIME ?= 60s
 fuzz:
 	$(GO) test ./api/selector/ -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME)
 	# Each run takes ~10 ms: minimising every new input for the default 60s would eat the budget.
 	$(GO) test ./felix/storefuzz/ -run '^$$' -fuzz FuzzStoredRecords -fuzztime $(FUZZTIME) -fuzzminimizetime 5x
+	$(GO) test ./cni-plugin/netconf/ -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME)
+	$(GO) test ./cni-plugin/plugin/ -run '^$$' -fuzz FuzzPluginInput -fuzztime $(FUZZTIME)
 
 ## lint: gofmt check + go vet
 lint:
