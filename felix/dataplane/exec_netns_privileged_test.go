@@ -75,9 +75,8 @@ func TestPrivilegedForkInheritsThreadNetns(t *testing.T) {
 		t.Fatalf("test namespace %s is the test's own", want)
 	}
 	got := make(chan string)
-	go func() {
+	offMainThread(func() {
 		defer close(got)
-		runtime.LockOSThread() // never unlocked: the thread ends with this goroutine
 		if err := unix.Setns(int(n.Fd()), unix.CLONE_NEWNET); err != nil {
 			got <- "setns: " + err.Error()
 			return
@@ -90,7 +89,7 @@ func TestPrivilegedForkInheritsThreadNetns(t *testing.T) {
 			}
 			got <- strings.TrimSpace(string(out))
 		}
-	}()
+	})
 	for g := range got {
 		if g != want {
 			t.Errorf("child of the locked thread was in %q, want %s", g, want)
@@ -351,4 +350,35 @@ func BenchmarkPrivilegedExecRunner(b *testing.B) {
 			}
 		}
 	})
+}
+
+// offMainThread runs f in a new goroutine locked to a thread other than
+// the process's main thread, and never unlocked (the thread ends with
+// f). Go parks rather than ends a main thread whose locked goroutine
+// exits, so a namespace change there would stay: /proc/self/ns/net, which
+// names the main thread's namespace, would then differ from the
+// process's, and later tests would see the wrong "own" namespace.
+func offMainThread(f func()) {
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with f
+		if unix.Gettid() == unix.Getpid() {
+			// On the main thread: start again elsewhere (no goroutine can
+			// land on this thread while it is locked to us), then give
+			// this thread back unchanged.
+			done := make(chan struct{})
+			go func() { defer close(done); offMainThreadLocked(f) }()
+			<-done
+			runtime.UnlockOSThread()
+			return
+		}
+		f()
+	}()
+}
+
+func offMainThreadLocked(f func()) {
+	runtime.LockOSThread()
+	if unix.Gettid() == unix.Getpid() {
+		panic("a second goroutine on the locked main thread")
+	}
+	f()
 }
