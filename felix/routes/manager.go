@@ -44,6 +44,9 @@ type ManagerConfig struct {
 type Metrics struct {
 	SyncSeconds prometheus.Histogram
 	Failures    prometheus.Counter
+	// BadInput is how many objects the last computation could not use
+	// (each also logged once when it appears), as felix_calc_bad_input.
+	BadInput prometheus.Gauge
 }
 
 // NewMetrics creates the metrics and registers them with reg.
@@ -56,8 +59,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Failures: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "felix_route_sync_failures_total", Help: "Route reconciliations that failed (retried with backoff).",
 		}),
+		BadInput: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "felix_route_bad_input", Help: "Nodes, blocks and pools the route calculation could not use (each logged once).",
+		}),
 	}
-	reg.MustRegister(m.SyncSeconds, m.Failures)
+	reg.MustRegister(m.SyncSeconds, m.Failures, m.BadInput)
 	return m
 }
 
@@ -189,6 +195,7 @@ func (m *Manager) Sync() (bool, error) {
 	m.last.Store(&d)
 	st, err := m.cfg.Driver.Apply(d)
 	if mt := m.cfg.Metrics; mt != nil {
+		mt.BadInput.Set(float64(len(current)))
 		mt.SyncSeconds.Observe(time.Since(start).Seconds())
 		if err != nil {
 			mt.Failures.Inc()

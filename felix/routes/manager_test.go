@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	v3 "github.com/tabbynet/tabby/api/v3"
 	"github.com/tabbynet/tabby/datastore"
 )
@@ -79,5 +81,40 @@ func TestManagerWaitsForSnapshotAndRetries(t *testing.T) {
 	<-done
 	if !m.InSync() || len(f.applied) != 1 || len(f.applied[0].Routes) != 2 {
 		t.Fatalf("InSync %v, applied %+v; want one successful apply of 2 routes", m.InSync(), f.applied)
+	}
+}
+
+// TestManagerCountsUnusableInput: a Node the calculation cannot use is
+// counted in felix_route_bad_input (and logged once), not dropped unseen;
+// fixing it brings the count back to zero.
+func TestManagerCountsUnusableInput(t *testing.T) {
+	f := &fakeApplier{calls: make(chan struct{}, 100)}
+	reg := prometheus.NewRegistry()
+	mt := NewMetrics(reg)
+	m := NewManager(ManagerConfig{NodeName: "n0", Driver: f, Metrics: mt})
+	nodes := threeNodes()
+	broken := nodes[1].DeepCopy()
+	broken.Spec.BGP.IPv4Address = "not-an-address"
+	var ups []datastore.Update
+	for _, n := range []*v3.Node{nodes[0], broken, nodes[2]} {
+		ups = append(ups, update(n))
+	}
+	for _, b := range threeBlocks() {
+		ups = append(ups, update(b))
+	}
+	m.OnUpdates(append(ups, update(ippool("10.70.0.0/16", "Never", "Always"))))
+	m.OnStatusUpdated(datastore.StatusInSync)
+	if _, err := m.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if got := testutil.ToFloat64(mt.BadInput); got < 1 {
+		t.Fatalf("felix_route_bad_input = %v with an unusable Node; want it counted", got)
+	}
+	m.OnUpdates([]datastore.Update{{Type: datastore.EventModified, Key: datastore.Key{Kind: v3.KindNode, Name: nodes[1].Name}, Object: nodes[1]}})
+	if _, err := m.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if got := testutil.ToFloat64(mt.BadInput); got != 0 {
+		t.Fatalf("felix_route_bad_input = %v after the Node was fixed; want 0", got)
 	}
 }
