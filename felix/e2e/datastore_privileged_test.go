@@ -4,8 +4,6 @@ package e2e
 
 import (
 	"context"
-	"log/slog"
-	"os"
 	"testing"
 	"time"
 
@@ -13,9 +11,6 @@ import (
 	"github.com/tabbynet/tabby/datastore"
 	"github.com/tabbynet/tabby/datastore/etcd"
 	ct "github.com/tabbynet/tabby/felix/calc/calctest"
-	"github.com/tabbynet/tabby/felix/daemon"
-	"github.com/tabbynet/tabby/felix/dataplane"
-	"github.com/tabbynet/tabby/felix/rules"
 	"github.com/tabbynet/tabby/internal/testservers"
 )
 
@@ -46,39 +41,15 @@ func TestPrivilegedDaemonWithEtcd(t *testing.T) {
 		}
 	}
 
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	dp := dataplane.New(dataplane.Config{
-		Runner: dataplane.ExecRunner{NetnsPath: nodeNS.Path()}, V4: dataplane.BackendDefaultV4,
-		RefreshInterval: time.Second, Logger: log,
-	})
-	d := daemon.New(daemon.Config{NodeName: node, Rules: rules.DefaultConfig(), Dataplane: dp, Logger: log})
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- d.Run(runCtx, datastore.NewWatchSyncer(c, daemon.Kinds, d, datastore.Backoff{})) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("daemon: %v", err)
-		}
-	})
+	dp := runDaemon(t, c, nodeNS, nil)
 
-	eventually := func(what string, cond func() bool) {
-		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("not within 10s: %s", what)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-	}
-	eventually("programmed and client->web allowed by the profiles", func() bool { return dp.InSync() && client.tcp(web, tcpPortA) })
+	eventually(t, 10*time.Second, "programmed and client->web allowed by the profiles", func() bool { return dp.InSync() && client.tcp(web, tcpPortA) })
 
 	deny, err := c.Create(ctx, ct.NP("prod", "default-deny", nil, "all()", ct.Ingress, nil, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually("default deny from the store enforced", func() bool { return !client.tcp(web, tcpPortA) })
+	eventually(t, 10*time.Second, "default deny from the store enforced", func() bool { return !client.tcp(web, tcpPortA) })
 
 	allow := ct.NP("prod", "allow-client", ct.Ptr(1.0), "app == 'web'", ct.Ingress, []v3.Rule{{
 		Action: v3.Allow, Protocol: ct.Proto("TCP"),
@@ -88,7 +59,7 @@ func TestPrivilegedDaemonWithEtcd(t *testing.T) {
 	if _, err := c.Create(ctx, allow); err != nil {
 		t.Fatal(err)
 	}
-	eventually("allow on 8080 enforced", func() bool { return client.tcp(web, tcpPortA) })
+	eventually(t, 10*time.Second, "allow on 8080 enforced", func() bool { return client.tcp(web, tcpPortA) })
 	if client.tcp(web, tcpPortB) {
 		t.Error("client->web:9090 allowed, want denied")
 	}
@@ -96,7 +67,7 @@ func TestPrivilegedDaemonWithEtcd(t *testing.T) {
 	if _, err := c.Delete(ctx, datastore.KeyOf(deny), datastore.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually("9090 still denied by the remaining policy; 8080 allowed", func() bool {
+	eventually(t, 10*time.Second, "9090 still denied by the remaining policy; 8080 allowed", func() bool {
 		return client.tcp(web, tcpPortA) && !client.tcp(web, tcpPortB)
 	})
 }

@@ -5,8 +5,6 @@ package e2e
 import (
 	"context"
 	"errors"
-	"log/slog"
-	"os"
 	"testing"
 	"time"
 
@@ -20,8 +18,6 @@ import (
 	"github.com/tabbynet/tabby/datastore/etcd"
 	ct "github.com/tabbynet/tabby/felix/calc/calctest"
 	"github.com/tabbynet/tabby/felix/daemon"
-	"github.com/tabbynet/tabby/felix/dataplane"
-	"github.com/tabbynet/tabby/felix/rules"
 	"github.com/tabbynet/tabby/internal/testservers"
 )
 
@@ -59,33 +55,10 @@ func TestPrivilegedStoredServicesDenyFailsClosed(t *testing.T) {
 		}
 	}
 
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	reg := prometheus.NewRegistry()
 	metrics := daemon.NewMetrics(reg)
-	dp := dataplane.New(dataplane.Config{
-		Runner: dataplane.ExecRunner{NetnsPath: nodeNS.Path()}, V4: dataplane.BackendDefaultV4, Logger: log,
-	})
-	d := daemon.New(daemon.Config{NodeName: node, Rules: rules.DefaultConfig(), Dataplane: dp, Logger: log, Metrics: metrics})
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- d.Run(runCtx, datastore.NewWatchSyncer(c, daemon.Kinds, d, datastore.Backoff{})) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("daemon: %v", err)
-		}
-	})
-	eventually := func(what string, cond func() bool) {
-		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("not within 10s: %s", what)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-	}
-	eventually("programmed; client->web allowed by the profiles", func() bool {
+	dp := runDaemon(t, c, nodeNS, metrics)
+	eventually(t, 10*time.Second, "programmed; client->web allowed by the profiles", func() bool {
 		return dp.InSync() && client.tcp(web, tcpPortA) && client.udp(web)
 	})
 
@@ -103,7 +76,7 @@ func TestPrivilegedStoredServicesDenyFailsClosed(t *testing.T) {
 	if _, err := raw.Put(ctx, "/calico/resources/v3/projectcalico.org/globalnetworkpolicies/deny-api", string(body)); err != nil {
 		t.Fatal(err)
 	}
-	eventually("the stored Deny enforced, widened to all TCP", func() bool { return !client.tcp(web, tcpPortA) })
+	eventually(t, 10*time.Second, "the stored Deny enforced, widened to all TCP", func() bool { return !client.tcp(web, tcpPortA) })
 	if !client.udp(web) {
 		t.Error("client->web udp denied; the widened Deny is TCP only")
 	}

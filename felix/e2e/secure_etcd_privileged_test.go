@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"context"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
@@ -16,9 +15,6 @@ import (
 	"github.com/tabbynet/tabby/datastore/etcd"
 	"github.com/tabbynet/tabby/datastore/etcd/etcdlib"
 	ct "github.com/tabbynet/tabby/felix/calc/calctest"
-	"github.com/tabbynet/tabby/felix/daemon"
-	"github.com/tabbynet/tabby/felix/dataplane"
-	"github.com/tabbynet/tabby/felix/rules"
 	"github.com/tabbynet/tabby/internal/testpki"
 	"github.com/tabbynet/tabby/internal/testservers"
 )
@@ -99,44 +95,20 @@ func policyFollowed(t *testing.T, admin datastore.Client, env map[string]string,
 			t.Fatal(err)
 		}
 	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	dp := dataplane.New(dataplane.Config{
-		Runner: dataplane.ExecRunner{NetnsPath: nodeNS.Path()}, V4: dataplane.BackendDefaultV4,
-		RefreshInterval: time.Second, Logger: log,
-	})
-	d := daemon.New(daemon.Config{NodeName: node, Rules: rules.DefaultConfig(), Dataplane: dp, Logger: log})
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- d.Run(runCtx, datastore.NewWatchSyncer(c, daemon.Kinds, d, datastore.Backoff{})) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("daemon: %v", err)
-		}
-	})
-	eventually := func(what string, within time.Duration, cond func() bool) {
-		t.Helper()
-		deadline := time.Now().Add(within)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("not within %s: %s", within, what)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-	}
-	eventually("programmed, client->web allowed", 10*time.Second, func() bool { return dp.InSync() && client.tcp(web, tcpPortA) })
+	dp := runDaemon(t, c, nodeNS, nil)
+	eventually(t, 10*time.Second, "programmed, client->web allowed", func() bool { return dp.InSync() && client.tcp(web, tcpPortA) })
 	deny, err := admin.Create(ctx, ct.NP("prod", "default-deny", nil, "app == 'web'", ct.Ingress, nil, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually("deny from the store enforced", 10*time.Second, func() bool { return !client.tcp(web, tcpPortA) })
+	eventually(t, 10*time.Second, "deny from the store enforced", func() bool { return !client.tcp(web, tcpPortA) })
 
 	between()
 
 	if _, err := admin.Delete(ctx, datastore.KeyOf(deny), datastore.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually("the deny's removal followed after the interruption", 30*time.Second, func() bool { return client.tcp(web, tcpPortA) })
+	eventually(t, 30*time.Second, "the deny's removal followed after the interruption", func() bool { return client.tcp(web, tcpPortA) })
 }
 
 // install copies a certificate and key over the files a component reads,

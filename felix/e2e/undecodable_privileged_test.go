@@ -4,8 +4,6 @@ package e2e
 
 import (
 	"context"
-	"log/slog"
-	"os"
 	"testing"
 	"time"
 
@@ -16,9 +14,6 @@ import (
 	"github.com/tabbynet/tabby/datastore"
 	"github.com/tabbynet/tabby/datastore/etcd"
 	ct "github.com/tabbynet/tabby/felix/calc/calctest"
-	"github.com/tabbynet/tabby/felix/daemon"
-	"github.com/tabbynet/tabby/felix/dataplane"
-	"github.com/tabbynet/tabby/felix/rules"
 	"github.com/tabbynet/tabby/internal/testservers"
 )
 
@@ -65,32 +60,8 @@ func TestPrivilegedUndecodableRecordsDoNotStallPolicy(t *testing.T) {
 		}
 	}
 
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	dp := dataplane.New(dataplane.Config{
-		Runner: dataplane.ExecRunner{NetnsPath: nodeNS.Path()}, V4: dataplane.BackendDefaultV4,
-		RefreshInterval: time.Second, Logger: log,
-	})
-	d := daemon.New(daemon.Config{NodeName: node, Rules: rules.DefaultConfig(), Dataplane: dp, Logger: log})
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- d.Run(runCtx, datastore.NewWatchSyncer(c, daemon.Kinds, d, datastore.Backoff{})) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("daemon: %v", err)
-		}
-	})
-	eventually := func(what string, cond func() bool) {
-		t.Helper()
-		deadline := time.Now().Add(15 * time.Second)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("not within 15s: %s", what)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-	}
-	eventually("programmed, client->web denied by the GNP", func() bool { return dp.InSync() && !client.tcp(web, tcpPortA) })
+	dp := runDaemon(t, c, nodeNS, nil)
+	eventually(t, 10*time.Second, "programmed, client->web denied by the GNP", func() bool { return dp.InSync() && !client.tcp(web, tcpPortA) })
 
 	// The records an operator's etcdctl could leave behind.
 	const res = "/calico/resources/v3/projectcalico.org/"
@@ -102,14 +73,14 @@ func TestPrivilegedUndecodableRecordsDoNotStallPolicy(t *testing.T) {
 	if _, err := c.Delete(ctx, datastore.KeyOf(deny), datastore.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually("deny deleted with a bad GNP present: client->web allowed", func() bool { return client.tcp(web, tcpPortA) })
+	eventually(t, 10*time.Second, "deny deleted with a bad GNP present: client->web allowed", func() bool { return client.tcp(web, tcpPortA) })
 
 	// A new pod gets connectivity.
 	late := newPod(t, nodeNS, "late", "calidddd", "10.65.0.4")
 	if _, err := c.Create(ctx, ct.WEP("prod", "late", node, late.iface, late.ip.String(), map[string]string{"app": "late"})); err != nil {
 		t.Fatal(err)
 	}
-	eventually("new pod reachable with a bad WEP present", func() bool { return client.tcp(late, tcpPortA) })
+	eventually(t, 10*time.Second, "new pod reachable with a bad WEP present", func() bool { return client.tcp(late, tcpPortA) })
 
 	// A changed profile is enforced: prod's namespace profile now denies
 	// ingress.
@@ -122,7 +93,7 @@ func TestPrivilegedUndecodableRecordsDoNotStallPolicy(t *testing.T) {
 	if _, err := c.Update(ctx, p); err != nil {
 		t.Fatal(err)
 	}
-	eventually("changed profile enforced with a bad profile present: client->web denied", func() bool {
+	eventually(t, 10*time.Second, "changed profile enforced with a bad profile present: client->web denied", func() bool {
 		return !client.tcp(web, tcpPortA) && !client.tcp(late, tcpPortA)
 	})
 }

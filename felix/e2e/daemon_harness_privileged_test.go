@@ -1,0 +1,53 @@
+//go:build privileged && integration
+
+package e2e
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/containernetworking/plugins/pkg/ns"
+
+	"github.com/tabbynet/tabby/datastore"
+	"github.com/tabbynet/tabby/felix/daemon"
+	"github.com/tabbynet/tabby/felix/dataplane"
+	"github.com/tabbynet/tabby/felix/rules"
+)
+
+// runDaemon runs felix's whole pipeline for node in nodeNS (datastore
+// syncer over c -> calc -> rules -> drivers) until the test ends, and
+// returns its dataplane. metrics may be nil.
+func runDaemon(t *testing.T, c datastore.Client, nodeNS ns.NetNS, metrics *daemon.Metrics) *dataplane.Dataplane {
+	t.Helper()
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	dp := dataplane.New(dataplane.Config{
+		Runner: dataplane.ExecRunner{NetnsPath: nodeNS.Path()}, V4: dataplane.BackendDefaultV4,
+		RefreshInterval: time.Second, Logger: log,
+	})
+	d := daemon.New(daemon.Config{NodeName: node, Rules: rules.DefaultConfig(), Dataplane: dp, Logger: log, Metrics: metrics})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx, datastore.NewWatchSyncer(c, daemon.Kinds, d, datastore.Backoff{})) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("daemon: %v", err)
+		}
+	})
+	return dp
+}
+
+// eventually fails the test unless cond holds within the given time.
+func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %s: %s", within, what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
