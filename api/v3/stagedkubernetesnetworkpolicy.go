@@ -1,10 +1,9 @@
 package v3
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
-	"sort"
-	"strings"
 
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -170,38 +169,15 @@ func stgCheckK8sPorts(p Path, ports []networkingv1.NetworkPolicyPort, errs *Erro
 }
 
 // stgCheckK8sSelector renders a Kubernetes label selector the way Calico
-// converts it (matchLabels as ==, matchExpressions as in, not in, has and
-// !has) and checks the result parses as a Calico selector.
+// converts it (K8sSelectorToCalico) and checks the result parses as a
+// Calico selector.
 func stgCheckK8sSelector(p Path, s *metav1.LabelSelector, pod bool, errs *ErrorList) {
-	var terms []string
-	if pod {
-		terms = append(terms, "projectcalico.org/orchestrator == 'k8s'")
+	sel, err := K8sSelectorToCalico(s, pod)
+	var oe *K8sOperatorError
+	if errors.As(err, &oe) {
+		errs.Addf(p.Child("matchExpressions").Index(oe.Index).Child("operator"),
+			"%q is not one of In, NotIn, Exists, DoesNotExist", oe.Operator)
+		return
 	}
-	keys := make([]string, 0, len(s.MatchLabels))
-	for k := range s.MatchLabels {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		terms = append(terms, fmt.Sprintf("%s == '%s'", k, s.MatchLabels[k]))
-	}
-	for i, e := range s.MatchExpressions {
-		values := strings.Join(e.Values, "', '")
-		switch e.Operator {
-		case metav1.LabelSelectorOpIn:
-			terms = append(terms, fmt.Sprintf("%s in { '%s' }", e.Key, values))
-		case metav1.LabelSelectorOpNotIn:
-			terms = append(terms, fmt.Sprintf("%s not in { '%s' }", e.Key, values))
-		case metav1.LabelSelectorOpExists:
-			terms = append(terms, fmt.Sprintf("has(%s)", e.Key))
-		case metav1.LabelSelectorOpDoesNotExist:
-			terms = append(terms, fmt.Sprintf("! has(%s)", e.Key))
-		default:
-			// Calico's converter skips an unknown operator; Kubernetes
-			// refuses it. Say so rather than widen the selector.
-			errs.Addf(p.Child("matchExpressions").Index(i).Child("operator"),
-				"%q is not one of In, NotIn, Exists, DoesNotExist", e.Operator)
-		}
-	}
-	errs.Extend(validateSelector(p, strings.Join(terms, " && ")))
+	errs.Extend(validateSelector(p, sel))
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"sort"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -79,6 +78,10 @@ func K8sNetworkPolicyToCalico(np *networkingv1.NetworkPolicy) (*v3.NetworkPolicy
 	if err != nil {
 		return nil, err
 	}
+	podSel, err := v3.K8sSelectorToCalico(&np.Spec.PodSelector, true)
+	if err != nil {
+		return nil, fmt.Errorf("podSelector: %w", err)
+	}
 	order := k8sNetworkPolicyOrder
 	pol := &v3.NetworkPolicy{
 		TypeMeta: metav1.TypeMeta{Kind: v3.KindNetworkPolicy, APIVersion: v3.GroupVersion},
@@ -92,7 +95,7 @@ func K8sNetworkPolicyToCalico(np *networkingv1.NetworkPolicy) (*v3.NetworkPolicy
 		Spec: v3.NetworkPolicySpec{
 			Tier:     v3.DefaultTierName,
 			Order:    &order,
-			Selector: k8sSelectorToCalico(&np.Spec.PodSelector, true),
+			Selector: podSel,
 			Ingress:  ingress,
 			Egress:   egress,
 			Types:    types,
@@ -102,45 +105,6 @@ func K8sNetworkPolicyToCalico(np *networkingv1.NetworkPolicy) (*v3.NetworkPolicy
 		return pol, fmt.Errorf("kubernetes NetworkPolicy %s/%s: %w", np.Namespace, np.Name, errors.Join(bad...))
 	}
 	return pol, nil
-}
-
-// k8sSelectorToCalico renders a Kubernetes label selector in Calico's
-// selector language. A pod selector is restricted to Kubernetes pods; an
-// empty namespace selector means all namespaces (all()), while a nil one
-// means "" (the policy's own namespace).
-func k8sSelectorToCalico(s *metav1.LabelSelector, pod bool) string {
-	var terms []string
-	if pod {
-		terms = append(terms, labelOrchestrator+" == 'k8s'")
-	}
-	if s == nil {
-		return strings.Join(terms, " && ")
-	}
-	if !pod && len(s.MatchLabels) == 0 && len(s.MatchExpressions) == 0 {
-		return "all()"
-	}
-	keys := make([]string, 0, len(s.MatchLabels))
-	for k := range s.MatchLabels {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		terms = append(terms, fmt.Sprintf("%s == '%s'", k, s.MatchLabels[k]))
-	}
-	for _, e := range s.MatchExpressions {
-		values := strings.Join(e.Values, "', '")
-		switch e.Operator {
-		case metav1.LabelSelectorOpIn:
-			terms = append(terms, fmt.Sprintf("%s in { '%s' }", e.Key, values))
-		case metav1.LabelSelectorOpNotIn:
-			terms = append(terms, fmt.Sprintf("%s not in { '%s' }", e.Key, values))
-		case metav1.LabelSelectorOpExists:
-			terms = append(terms, fmt.Sprintf("has(%s)", e.Key))
-		case metav1.LabelSelectorOpDoesNotExist:
-			terms = append(terms, fmt.Sprintf("! has(%s)", e.Key))
-		}
-	}
-	return strings.Join(terms, " && ")
 }
 
 // k8sRuleToCalico converts one Kubernetes rule. No peers means any peer;
@@ -199,8 +163,13 @@ func k8sRuleToCalico(peers []networkingv1.NetworkPolicyPeer, ports []networkingv
 				f.notNets = append(f.notNets, n.String())
 			}
 		} else {
-			f.selector = k8sSelectorToCalico(peer.PodSelector, true)
-			f.nsSelector = k8sSelectorToCalico(peer.NamespaceSelector, false)
+			var err error
+			if f.selector, err = v3.K8sSelectorToCalico(peer.PodSelector, true); err != nil {
+				return nil, fmt.Errorf("podSelector: %w", err)
+			}
+			if f.nsSelector, err = v3.K8sSelectorToCalico(peer.NamespaceSelector, false); err != nil {
+				return nil, fmt.Errorf("namespaceSelector: %w", err)
+			}
 		}
 		converted = append(converted, f)
 	}
