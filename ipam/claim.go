@@ -81,6 +81,22 @@ func (a *Allocator) claimNewBlock(ctx context.Context, node string, pools []Pool
 	for _, p := range pools {
 		for attempt := 0; attempt < a.cfg.MaxRetries; attempt++ {
 			cidr, ok := NextBlock(p.CIDR, p.BlockBits(), node, taken)
+			if !ok && len(undone) > 0 && attempt+1 < a.cfg.MaxRetries {
+				// Our claim raced one of an overlapping pool and was
+				// undone; the other may be being undone too, and until it
+				// is gone it hides this pool's free blocks. Look again
+				// before calling the pool full.
+				if err := backoff(ctx, attempt); err != nil {
+					return netip.Prefix{}, err
+				}
+				if taken, badBlocks, err = a.existingBlocks(ctx); err != nil {
+					return netip.Prefix{}, err
+				}
+				for c := range undone {
+					taken[c] = true
+				}
+				continue
+			}
 			if !ok {
 				break
 			}
