@@ -1,4 +1,4 @@
-package main
+package agent
 
 import (
 	"context"
@@ -14,7 +14,7 @@ func env(m map[string]string) func(string) string { return func(k string) string
 
 func TestHelp(t *testing.T) {
 	var out strings.Builder
-	err := run(context.Background(), []string{"-h"}, env(nil), &out)
+	err := Run(context.Background(), []string{"-h"}, env(nil), &out)
 	if !errors.Is(err, flag.ErrHelp) {
 		t.Fatalf("-h: %v", err)
 	}
@@ -40,7 +40,7 @@ func TestConfigErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var out strings.Builder
-			err := run(context.Background(), tt.args, env(tt.env), &out)
+			err := Run(context.Background(), tt.args, env(tt.env), &out)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("got %v, want an error containing %q", err, tt.want)
 			}
@@ -55,7 +55,7 @@ func TestStopsOnCancel(t *testing.T) {
 	done := make(chan error, 1)
 	var out syncWriter
 	go func() {
-		done <- run(ctx, []string{"-bird-config", t.TempDir() + "/bird.cfg"},
+		done <- Run(ctx, []string{"-bird-config", t.TempDir() + "/bird.cfg"},
 			env(map[string]string{"NODENAME": "n1", "DATASTORE_TYPE": "etcdv3", "ETCD_ENDPOINTS": "http://127.0.0.1:1"}), &out)
 	}()
 	time.Sleep(300 * time.Millisecond)

@@ -1,0 +1,131 @@
+// Package agent runs confd: it keeps a running BIRD 2's configuration in
+// step with the Calico BGP resources of the datastore, for one node.
+// Configuration comes from flags and from calico-node's environment:
+// NODENAME (else the host name), CALICO_ROUTER_ID, NAMESPACE (where BGP
+// password Secrets live, default kube-system) and the datastore variables
+// (DATASTORE_TYPE, ETCD_ENDPOINTS, KUBECONFIG, ... or a CalicoAPIConfig
+// file). It is wiring only (see package confd), shared by the confd command
+// and calico-node, which runs confd in-process.
+package agent
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/tabbynet/tabby/confd"
+	"github.com/tabbynet/tabby/confd/bird"
+	"github.com/tabbynet/tabby/datastore"
+	"github.com/tabbynet/tabby/datastore/dsconfig"
+	"github.com/tabbynet/tabby/datastore/etcd/etcdlib"
+	"github.com/tabbynet/tabby/datastore/kdd"
+)
+
+// options are the command line flags.
+type options struct {
+	configFile   string
+	birdConfig   string
+	birdSocket   string
+	birdBin      string
+	birdcBin     string
+	birdLog      string
+	logLevel     string
+	secretResync time.Duration
+	debounce     time.Duration
+}
+
+func parseFlags(args []string, out io.Writer) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("confd", flag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.StringVar(&o.configFile, "config", "", "CalicoAPIConfig file; the environment overrides it (default "+dsconfig.DefaultConfigFile+" if it exists)")
+	fs.StringVar(&o.birdConfig, "bird-config", "/etc/calico/confd/config/bird.cfg", "BIRD's configuration file (the one BIRD was started with -c)")
+	fs.StringVar(&o.birdSocket, "bird-socket", "/var/run/calico/bird.ctl", "BIRD's control socket (bird -s)")
+	fs.StringVar(&o.birdBin, "bird", "bird", "bird binary, used to validate configs (bird -p -c)")
+	fs.StringVar(&o.birdcBin, "birdc", "birdc", "birdc binary, used to reload (birdc configure)")
+	fs.StringVar(&o.birdLog, "bird-log", "", "file BIRD logs to (empty: BIRD's stderr)")
+	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.DurationVar(&o.secretResync, "secret-resync", 30*time.Second, "how often BGP password Secrets are re-read")
+	fs.DurationVar(&o.debounce, "debounce", 20*time.Millisecond, "quiet time after a change before rendering")
+	fs.Usage = func() {
+		fmt.Fprintf(out, "Usage: confd [flags]\n\nRenders the node's BIRD 2 configuration from the Calico datastore and reloads BIRD.\n"+
+			"Environment: NODENAME, CALICO_ROUTER_ID, NAMESPACE, DATASTORE_TYPE, ETCD_ENDPOINTS, KUBECONFIG, ...\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	return o, nil
+}
+
+// Run runs confd with the command line args until ctx is cancelled; it
+// logs to stderr. flag.ErrHelp when args asked for the usage.
+func Run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
+	o, err := parseFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
+		return fmt.Errorf("-log-level %q: %w", o.logLevel, err)
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	nodeName := strings.TrimSpace(getenv("NODENAME"))
+	if nodeName == "" {
+		if nodeName, err = os.Hostname(); err != nil {
+			return fmt.Errorf("no NODENAME and no host name: %w", err)
+		}
+	}
+
+	dsconfig.NewKubernetesClient = kdd.FromSpec
+
+	dsconfig.NewEtcdTransport = etcdlib.New // long-running: etcd's client library
+	cfgFile, explicit := o.configFile, o.configFile != ""
+	if !explicit {
+		cfgFile = dsconfig.DefaultConfigFile
+	}
+	spec, err := dsconfig.Load(cfgFile, explicit, getenv)
+	if err != nil {
+		return err
+	}
+	client, err := dsconfig.New(spec)
+	if err != nil {
+		return fmt.Errorf("connecting to the datastore: %w", err)
+	}
+	defer client.Close()
+
+	drv, err := bird.NewDriver(o.birdConfig, bird.Exec{Bird: o.birdBin, Birdc: o.birdcBin, Socket: o.birdSocket})
+	if err != nil {
+		return err
+	}
+	cfg := confd.Config{NodeName: nodeName, RouterID: getenv("CALICO_ROUTER_ID"), LogFile: o.birdLog,
+		Debounce: o.debounce, SecretResync: o.secretResync, Logger: log}
+	var (
+		d      *confd.Daemon
+		syncer datastore.Syncer
+	)
+	if kc, ok := client.(*kdd.Client); ok {
+		ns := confd.SecretNamespace(getenv)
+		cfg.Secrets = confd.KubeSecrets{Client: kc.Kubernetes(), Namespace: ns}
+		d = confd.NewDaemon(cfg, drv)
+		syncer = kdd.NewSyncer(kc, confd.Kinds, d)
+		log.Info("BGP password Secrets are read from namespace", "namespace", ns)
+	} else {
+		cfg.Secrets = confd.NoSecrets{Datastore: spec.DatastoreType}
+		d = confd.NewDaemon(cfg, drv)
+		syncer = datastore.NewWatchSyncer(client, confd.Kinds, d, datastore.DefaultBackoff)
+	}
+	log.Info("confd starting", "node", nodeName, "datastore", spec.DatastoreType,
+		"birdConfig", drv.Path(), "birdSocket", o.birdSocket)
+	d.RunSyncer(ctx, syncer)
+	log.Info("confd stopped")
+	return nil
+}
