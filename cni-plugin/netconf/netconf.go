@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -21,6 +22,11 @@ const (
 
 // DefaultMTU is used when the config sets none (Calico's default).
 const DefaultMTU = 1500
+
+// DefaultMTUFile is where calico-node (felix) writes the MTU pods should
+// use, detected from the host's interfaces minus the encapsulation
+// overhead; read when the config sets no mtu.
+const DefaultMTUFile = "/var/lib/calico/mtu"
 
 // DefaultNodenameFile is where calico-node writes the node name.
 const DefaultNodenameFile = "/var/lib/calico/nodename"
@@ -64,7 +70,10 @@ type NetConf struct {
 	NodenameFile         string `json:"nodename_file,omitempty"`
 	NodenameFileOptional bool   `json:"nodename_file_optional,omitempty"`
 
-	MTU               int               `json:"mtu,omitempty"`
+	MTU int `json:"mtu,omitempty"`
+	// RequireMTUFile: with mtu unset, ADD fails while calico-node has not
+	// written its MTU file (instead of falling back to DefaultMTU).
+	RequireMTUFile    bool              `json:"require_mtu_file,omitempty"`
 	ContainerSettings ContainerSettings `json:"container_settings,omitempty"`
 	LogLevel          string            `json:"log_level,omitempty"`
 	LogFilePath       string            `json:"log_file_path,omitempty"`
@@ -160,10 +169,9 @@ func (c *NetConf) defaultAndValidate() error {
 	default:
 		return invalid("datastore_type", "%q is not supported: use %q or %q", c.DatastoreType, DatastoreEtcdV3, DatastoreKubernetes)
 	}
-	if c.MTU == 0 {
-		c.MTU = DefaultMTU
-	}
-	if c.MTU < 576 || c.MTU > 65535 {
+	// mtu 0 (or unset) is resolved at ADD (ResolveMTU): calico-node's MTU
+	// file, else DefaultMTU.
+	if c.MTU != 0 && (c.MTU < 576 || c.MTU > 65535) {
 		return invalid("mtu", "%d is outside 576-65535", c.MTU)
 	}
 	if c.IPAM.Type == "" {
@@ -232,6 +240,31 @@ func (c *NetConf) ResolveNodename(hostname func() (string, error)) (string, erro
 		return "", &Error{Code: types.ErrInternal, Msg: "determining the hostname: " + err.Error()}
 	}
 	return strings.ToLower(strings.TrimSpace(h)), nil
+}
+
+// ResolveMTU returns the MTU for the pod's interface as Calico's plugin
+// determines it: the config's mtu, else the number in path (calico-node's
+// MTU file), else DefaultMTU; with require_mtu_file a missing file is an
+// error. A file that cannot be read or holds no usable MTU is an error,
+// never silently replaced by the default.
+func (c *NetConf) ResolveMTU(path string) (int, error) {
+	if c.MTU != 0 {
+		return c.MTU, nil
+	}
+	b, err := readSmallFile(path, 64)
+	switch {
+	case errors.Is(err, os.ErrNotExist) && !c.RequireMTUFile:
+		return DefaultMTU, nil
+	case err != nil:
+		return 0, &Error{Code: types.ErrInvalidEnvironmentVariables, Field: "require_mtu_file",
+			Msg: fmt.Sprintf("reading the MTU file %s: %v (is calico-node running on this host?)", path, err)}
+	}
+	mtu, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || mtu < 576 || mtu > 65535 {
+		return 0, &Error{Code: types.ErrInvalidEnvironmentVariables, Field: "mtu",
+			Msg: fmt.Sprintf("the MTU file %s holds %q, not an MTU in 576-65535", path, strings.TrimSpace(string(b)))}
+	}
+	return mtu, nil
 }
 
 // readSmallFile reads a regular file of at most max bytes without ever

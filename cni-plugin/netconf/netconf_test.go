@@ -41,7 +41,7 @@ func TestParseCalicoConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if etcd.DatastoreType != DatastoreEtcdV3 || etcd.MTU != DefaultMTU || strings.Join(etcd.Endpoints(), ",") != "http://127.0.0.1:2379,http://10.0.0.2:2379" {
+	if etcd.DatastoreType != DatastoreEtcdV3 || etcd.MTU != 0 || strings.Join(etcd.Endpoints(), ",") != "http://127.0.0.1:2379,http://10.0.0.2:2379" {
 		t.Fatalf("defaults: %+v", etcd)
 	}
 }
@@ -189,4 +189,44 @@ func FuzzParse(f *testing.F) {
 			_ = a.ValidatePod()
 		}
 	})
+}
+
+// TestResolveMTU: as Calico's plugin, an unset mtu comes from calico-node's
+// MTU file, else 1500; require_mtu_file makes a missing file an error; a
+// file with no usable MTU is an error, not the default.
+func TestResolveMTU(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	good := write("good", "1450\n")
+	bad := write("bad", "jumbo")
+	tiny := write("tiny", "100")
+	missing := filepath.Join(dir, "missing")
+	tests := []struct {
+		name    string
+		conf    NetConf
+		path    string
+		want    int
+		wantErr bool
+	}{
+		{"config wins over the file", NetConf{MTU: 9000}, good, 9000, false},
+		{"unset: the file", NetConf{}, good, 1450, false},
+		{"unset, no file: 1500", NetConf{}, missing, DefaultMTU, false},
+		{"unset, no file, required", NetConf{RequireMTUFile: true}, missing, 0, true},
+		{"required and there", NetConf{RequireMTUFile: true}, good, 1450, false},
+		{"file not a number", NetConf{}, bad, 0, true},
+		{"file out of range", NetConf{}, tiny, 0, true},
+		{"file is a directory", NetConf{}, dir, 0, true},
+	}
+	for _, tt := range tests {
+		got, err := tt.conf.ResolveMTU(tt.path)
+		if (err != nil) != tt.wantErr || got != tt.want {
+			t.Errorf("%s: got %d, %v; want %d (error %v)", tt.name, got, err, tt.want, tt.wantErr)
+		}
+	}
 }

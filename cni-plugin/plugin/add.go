@@ -86,9 +86,17 @@ func (p *Plugin) add(a *skel.CmdArgs) (res *current.Result, err error) {
 	alloc := ipam.New(client, ipam.Config{CacheTTL: 5 * time.Second})
 	tm.mark("connect")
 
+	mtuFile := p.MTUFile
+	if mtuFile == "" {
+		mtuFile = netconf.DefaultMTUFile
+	}
+	mtu, err := c.conf.ResolveMTU(mtuFile)
+	if err != nil {
+		return nil, err
+	}
 	pod := wiring.Pod{
 		NetNSPath: a.Netns, ContainerIf: a.IfName, HostIf: c.id.hostIf, Owner: c.id.handle,
-		MTU: c.conf.MTU, AllowIPForwarding: c.conf.ContainerSettings.AllowIPForwarding, HostNS: hostNS,
+		MTU: mtu, AllowIPForwarding: c.conf.ContainerSettings.AllowIPForwarding, HostNS: hostNS,
 	}
 	// A host veth already marked as this attachment's means a repeated
 	// ADD: it keeps its veth and addresses if they are all there.

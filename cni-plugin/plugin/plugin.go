@@ -47,6 +47,9 @@ type Plugin struct {
 	// PodsFor gives Pod access when the datastore is the Kubernetes API
 	// (nil in a binary built without Kubernetes support).
 	PodsFor func(datastore.Client) (Pods, bool)
+	// MTUFile is calico-node's MTU file, read when the config sets no
+	// mtu [netconf.DefaultMTUFile].
+	MTUFile string
 }
 
 // pods returns Pod access for a Kubernetes pod's eth0 on the Kubernetes

@@ -42,6 +42,17 @@ func newRouteManager(cfg config, log *slog.Logger, reg prometheus.Registerer) (*
 		}
 		return ns.WithNetNSPath(cfg.netnsPath, func(ns.NetNS) error { return write() })
 	}
+	drv.ReadSysctl = func(key string) (string, error) {
+		var b []byte
+		read := func() (err error) { b, err = os.ReadFile(filepath.Join("/proc/sys", key)); return err }
+		var err error
+		if cfg.netnsPath == "" {
+			err = read()
+		} else {
+			err = ns.WithNetNSPath(cfg.netnsPath, func(ns.NetNS) error { return read() })
+		}
+		return string(b), err
+	}
 	rm := routes.NewManager(routes.ManagerConfig{NodeName: cfg.hostname, Driver: drv, Logger: log, Metrics: routes.NewMetrics(reg)})
 	return rm, h.Close, nil
 }

@@ -35,6 +35,11 @@ type Driver struct {
 	// the namespace; every Apply makes sure forwarding is on, as felix
 	// does at start (routing pods is the node's job).
 	Sysctl func(key, value string) error
+	// ReadSysctl, when set, reads a sysctl of the namespace (the default
+	// rp_filter the workload interfaces get, as Calico's felix).
+	ReadSysctl func(key string) (string, error)
+	// sysctlDone are the workload interfaces configured (ifsysctl_linux.go).
+	sysctlDone map[string]ipFamilies
 	// MTUFile, when set, receives the pods' MTU (PodMTU over the
 	// interfaces matching MTUIfacePattern, default Calico's), as Calico
 	// writes /var/lib/calico/mtu for its CNI plugin.
@@ -106,6 +111,9 @@ func (dr *Driver) Apply(d Desired) (Stats, error) {
 		if err := dr.syncRoutes(v6, d.Routes, &st); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if err := dr.syncInterfaceSysctls(d); err != nil {
+		errs = append(errs, err)
 	}
 	if err := dr.syncMTUFile(d); err != nil {
 		errs = append(errs, err)

@@ -84,9 +84,9 @@ func TestHostEndpointVariants(t *testing.T) {
 				!has(chainText(rs.Mangle.Chains, "cali-fh-eth0"), "cali-pri-")},
 		{"mangle: policy chain denies with DROP",
 			has(chainText(rs.Mangle.Chains, pol(rules.PrefixPolicyIn, "host.prednat-block")), "-s 198.51.100.0/24 -j DROP")},
-		{"mangle holds the preDNAT and the host egress policies' chains, raw only the untracked one's",
-			slices.Equal(policyChains(rs.Mangle.Chains), sorted(pol(rules.PrefixPolicyIn, "host.prednat-block"), pol(rules.PrefixPolicyOut, "host.prednat-block"),
-				pol(rules.PrefixPolicyIn, "host.forward-web"), pol(rules.PrefixPolicyOut, "host.forward-web"))) &&
+		{"mangle holds the preDNAT policy's ingress chain and the host egress policy's egress chain (no unused direction), raw only the untracked one's",
+			slices.Equal(policyChains(rs.Mangle.Chains), sorted(pol(rules.PrefixPolicyIn, "host.prednat-block"),
+				pol(rules.PrefixPolicyOut, "host.forward-web"))) &&
 				slices.Equal(policyChains(rs.Raw.Chains), []string{pol(rules.PrefixPolicyIn, "host.untracked-dns"), pol(rules.PrefixPolicyOut, "host.untracked-dns")})},
 		{"raw: untracked chains track no state and NOTRACK what they allow",
 			!has(chainText(rs.Raw.Chains, "cali-fh-eth0"), "conntrack") &&

@@ -231,12 +231,18 @@ func render(cfg Config, res *calc.Result, ipVersion int, cache *Renderer) *Rules
 	rs.Chains = append(rs.Chains, sec.chains...)
 	maps.Copy(r.usedSet, sec.sets)
 
-	policyChains := func(chains []Chain, ids []calc.PolicyID) []Chain {
-		for _, id := range ids {
+	// A policy's chain of a direction exists only while an endpoint
+	// jumps to it in that direction (an ingress-only policy has no
+	// cali-po- chain, as with Calico).
+	policyChains := func(chains []Chain, used map[calc.PolicyID]policyDirs) []Chain {
+		for id, dirs := range used {
 			p := res.Policies[id]
-			chains = append(chains,
-				r.cachedRulesChain(r.policyChainName(PrefixPolicyIn, id), p.Ingress),
-				r.cachedRulesChain(r.policyChainName(PrefixPolicyOut, id), p.Egress))
+			if dirs&dirIn != 0 {
+				chains = append(chains, r.cachedRulesChain(r.policyChainName(PrefixPolicyIn, id), p.Ingress))
+			}
+			if dirs&dirOut != 0 {
+				chains = append(chains, r.cachedRulesChain(r.policyChainName(PrefixPolicyOut, id), p.Egress))
+			}
 		}
 		return chains
 	}
@@ -285,15 +291,23 @@ func render(cfg Config, res *calc.Result, ipVersion int, cache *Renderer) *Rules
 // endpointSection is the part of a render that depends only on the local
 // endpoints: their chains and the dispatch chains of every table, the
 // policies and profiles they use, and the ipsets their chains reference.
+// policyDirs are the directions in which endpoints use a policy.
+type policyDirs uint8
+
+const (
+	dirIn policyDirs = 1 << iota
+	dirOut
+)
+
 type endpointSection struct {
 	eps      []calc.Endpoint // what it was built from (also keeps it alive)
 	chains   []Chain
-	policies []calc.PolicyID
+	policies map[calc.PolicyID]policyDirs
 	profiles []string
 	// The raw (untracked) and mangle (preDNAT) tables' endpoint and
 	// dispatch chains and policies.
 	rawChains, mangleChains     []Chain
-	rawPolicies, manglePolicies []calc.PolicyID
+	rawPolicies, manglePolicies map[calc.PolicyID]policyDirs
 	// mangleProfiles are the host endpoints' profiles, whose egress chains
 	// mangle POSTROUTING uses.
 	mangleProfiles []string
@@ -329,16 +343,16 @@ func (r *renderer) endpoints(eps []calc.Endpoint) *endpointSection {
 	mangleFrom := &dispatch{name: ChainFromHostEp, flag: "-i", skip: append(slices.Clone(wlIfaces), "lo")}
 	mangleTo := &dispatch{name: ChainToHostEp, flag: "-o", skip: append(slices.Clone(wlIfaces), "lo")}
 	mangleProfiles := map[string]bool{}
-	policies := map[calc.PolicyID]bool{}
-	rawPolicies := map[calc.PolicyID]bool{}
-	manglePolicies := map[calc.PolicyID]bool{}
+	policies := map[calc.PolicyID]policyDirs{}
+	rawPolicies := map[calc.PolicyID]policyDirs{}
+	manglePolicies := map[calc.PolicyID]policyDirs{}
 	profiles := map[string]bool{}
 	bodies := map[string]bool{}
-	use := func(set map[calc.PolicyID]bool, lists ...[]calc.TierPolicies) {
+	use := func(set map[calc.PolicyID]policyDirs, dir policyDirs, lists ...[]calc.TierPolicies) {
 		for _, tiers := range lists {
 			for _, t := range tiers {
 				for _, id := range t.Policies {
-					set[id] = true
+					set[id] |= dir
 				}
 			}
 		}
@@ -360,7 +374,8 @@ func (r *renderer) endpoints(eps []calc.Endpoint) *endpointSection {
 					sec.chains = append(sec.chains, body)
 				}
 			}
-			use(policies, ep.Ingress, ep.Egress)
+			use(policies, dirIn, ep.Ingress)
+			use(policies, dirOut, ep.Egress)
 		case ep.Interface != "":
 			// A host endpoint (one interface, or "*": every interface
 			// without its own). Its ingress policy applies to packets
@@ -384,13 +399,14 @@ func (r *renderer) endpoints(eps []calc.Endpoint) *endpointSection {
 				r.cachedEndpointChain(th, ChainFailsafeOut, chainNormal, ep.Egress, ep.Profiles, PrefixPolicyOut, PrefixProfileOut),
 				r.cachedEndpointChain(fhfw, "", chainForward, ep.ForwardIngress, nil, PrefixPolicyIn, PrefixProfileIn),
 				r.cachedEndpointChain(thfw, "", chainForward, ep.ForwardEgress, nil, PrefixPolicyOut, PrefixProfileOut))
-			use(policies, ep.Ingress, ep.Egress, ep.ForwardIngress, ep.ForwardEgress)
+			use(policies, dirIn, ep.Ingress, ep.ForwardIngress)
+			use(policies, dirOut, ep.Egress, ep.ForwardEgress)
 			// Mangle POSTROUTING applies the egress policy to DNAT'd
 			// host-originated packets.
 			mangleTo.add(ep.Interface, th)
 			sec.mangleChains = append(sec.mangleChains,
 				r.cachedEndpointChain(th, ChainFailsafeOut, chainMangleEgress, ep.Egress, ep.Profiles, PrefixPolicyOut, PrefixProfileOut))
-			use(manglePolicies, ep.Egress)
+			use(manglePolicies, dirOut, ep.Egress)
 			for _, p := range ep.Profiles {
 				mangleProfiles[p] = true
 			}
@@ -398,7 +414,7 @@ func (r *renderer) endpoints(eps []calc.Endpoint) *endpointSection {
 				mangleFrom.add(ep.Interface, fh)
 				sec.mangleChains = append(sec.mangleChains,
 					r.cachedEndpointChain(fh, ChainFailsafeIn, chainPreDNAT, ep.PreDNATIngress, nil, PrefixPolicyIn, PrefixProfileIn))
-				use(manglePolicies, ep.PreDNATIngress)
+				use(manglePolicies, dirIn, ep.PreDNATIngress)
 			}
 			if ep.Interface != "*" && len(ep.UntrackedIngress)+len(ep.UntrackedEgress) > 0 {
 				rawFrom.add(ep.Interface, fh)
@@ -406,7 +422,8 @@ func (r *renderer) endpoints(eps []calc.Endpoint) *endpointSection {
 				sec.rawChains = append(sec.rawChains,
 					r.cachedEndpointChain(fh, ChainFailsafeIn, chainUntracked, ep.UntrackedIngress, nil, PrefixPolicyIn, PrefixProfileIn),
 					r.cachedEndpointChain(th, ChainFailsafeOut, chainUntracked, ep.UntrackedEgress, nil, PrefixPolicyOut, PrefixProfileOut))
-				use(rawPolicies, ep.UntrackedIngress, ep.UntrackedEgress)
+				use(rawPolicies, dirIn, ep.UntrackedIngress)
+				use(rawPolicies, dirOut, ep.UntrackedEgress)
 			}
 		default:
 			continue // an IP-only host endpoint matching no interface
@@ -424,9 +441,7 @@ func (r *renderer) endpoints(eps []calc.Endpoint) *endpointSection {
 	sec.mangleChains = append(sec.mangleChains, mangleFrom.chain(), mangleTo.chain())
 	sec.mangleProfiles = slices.Collect(maps.Keys(mangleProfiles))
 
-	sec.policies = slices.Collect(maps.Keys(policies))
-	sec.rawPolicies = slices.Collect(maps.Keys(rawPolicies))
-	sec.manglePolicies = slices.Collect(maps.Keys(manglePolicies))
+	sec.policies, sec.rawPolicies, sec.manglePolicies = policies, rawPolicies, manglePolicies
 	sec.profiles = slices.Collect(maps.Keys(profiles))
 	sec.sets, r.usedSet = r.usedSet, outer
 	if c != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -219,5 +220,32 @@ func BenchmarkRenderOneChange(b *testing.B) {
 		variant++
 		objs[idx] = ct.SyntheticPolicy(0, variant%2)
 		r.Render(calc.ComputeWith(ct.Input(ct.Node, objs), memo))
+	}
+}
+
+// TestNoChainForUnusedDirection: an ingress-only policy has a cali-pi-
+// chain and no cali-po- chain (nothing would jump to it), an egress-only
+// one the reverse; as with Calico.
+func TestNoChainForUnusedDirection(t *testing.T) {
+	w := ct.WEP("prod", "web", ct.Node, "cali1111", "10.65.0.1", map[string]string{"app": "web"})
+	allow := []v3.Rule{{Action: v3.Allow}}
+	res := calc.Compute(ct.Input(ct.Node, []any{ct.NSProfile("prod", nil), w,
+		ct.GNP("in-only", "default", ct.Ptr(1.0), "app == 'web'", ct.Ingress, allow, nil),
+		ct.GNP("out-only", "default", ct.Ptr(2.0), "app == 'web'", ct.Egress, nil, allow),
+	}))
+	rs := rules.Render(rules.DefaultConfig(), res, 4)
+	var names []string
+	for _, c := range rs.Chains {
+		if strings.HasPrefix(c.Name, rules.PrefixPolicyIn) || strings.HasPrefix(c.Name, rules.PrefixPolicyOut) {
+			names = append(names, c.Name)
+		}
+	}
+	in := rules.PolicyChainName(rules.PrefixPolicyIn, calc.PolicyID{Tier: "default", Name: "in-only"})
+	out := rules.PolicyChainName(rules.PrefixPolicyOut, calc.PolicyID{Tier: "default", Name: "out-only"})
+	slices.Sort(names)
+	want := []string{in, out}
+	slices.Sort(want)
+	if !slices.Equal(names, want) {
+		t.Fatalf("policy chains %v, want only %v", names, want)
 	}
 }
