@@ -23,6 +23,17 @@ type Loaded struct {
 // records the running configuration in its status (only when that
 // changed, so watching replicas do not loop).
 func Load(ctx context.Context, c datastore.Client, env Env) (Loaded, error) {
+	for attempt := 0; ; attempt++ {
+		l, err := load(ctx, c, env)
+		// Another replica (or a user) wrote the object between our read
+		// and our status update: read it again.
+		if !errors.Is(err, datastore.ErrConflict) || attempt == 5 {
+			return l, err
+		}
+	}
+}
+
+func load(ctx context.Context, c datastore.Client, env Env) (Loaded, error) {
 	key := datastore.Key{Kind: v3.KindKubeControllersConfiguration, Name: DefaultName}
 	r, err := c.Get(ctx, key)
 	if errors.Is(err, datastore.ErrNotFound) {

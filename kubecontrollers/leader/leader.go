@@ -75,6 +75,17 @@ func Run(ctx context.Context, kube kubernetes.Interface, cfg Config, lead func(c
 			LockConfig: resourcelock.ResourceLockConfig{Identity: cfg.Identity},
 		}}
 		done := make(chan struct{})
+		// The elector runs on its own context, ended only once lead has
+		// returned: with ReleaseOnCancel the Lease is given up when that
+		// context ends, and no other replica may start while this one's
+		// controllers still run.
+		ectx, ecancel := context.WithCancel(context.WithoutCancel(ctx))
+		stopWatch := context.AfterFunc(ctx, func() {
+			if lock.acquired.Load() {
+				<-done
+			}
+			ecancel()
+		})
 		le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 			Lock:            lock,
 			Name:            cfg.Name,
@@ -85,6 +96,9 @@ func Run(ctx context.Context, kube kubernetes.Interface, cfg Config, lead func(c
 			Callbacks: leaderelection.LeaderCallbacks{
 				OnStartedLeading: func(lctx context.Context) {
 					defer close(done)
+					lctx, stop := context.WithCancel(lctx)
+					defer stop()
+					defer context.AfterFunc(ctx, stop)()
 					log.Info("leading: the controllers run here", "lease", cfg.Namespace+"/"+cfg.Name, "identity", cfg.Identity)
 					lead(lctx)
 				},
@@ -99,14 +113,21 @@ func Run(ctx context.Context, kube kubernetes.Interface, cfg Config, lead func(c
 			},
 		})
 		if err != nil {
+			stopWatch()
+			ecancel()
 			return fmt.Errorf("leader election on Lease %s/%s: %w", cfg.Namespace, cfg.Name, err)
 		}
-		le.Run(ctx) // returns when leadership is lost or ctx ends
+		le.Run(ectx) // returns when leadership is lost or ectx ends
 		if lock.acquired.Load() {
 			// client-go starts lead in a goroutine and does not wait
 			// for it: wait here, so this replica's controllers have
 			// stopped before it campaigns again.
 			<-done
+		}
+		if stopWatch() {
+			ecancel()
+		} else {
+			<-ectx.Done() // the AfterFunc ran (ctx ended): let it finish
 		}
 	}
 	return nil
