@@ -183,7 +183,9 @@ func TestIntegrationComponentsRunWithManifestRBAC(t *testing.T) {
 		done := make(chan error, 1)
 		go func() {
 			done <- kubecontrollers.Run(rctx, kubecontrollers.Options{
-				Env:  kcconfig.FromEnv(func(k string) string { return map[string]string{"DATASTORE_TYPE": "kubernetes", "ENABLED_CONTROLLERS": "node"}[k] }),
+				Env: kcconfig.FromEnv(func(k string) string {
+					return map[string]string{"DATASTORE_TYPE": "kubernetes", "ENABLED_CONTROLLERS": "node"}[k]
+				}),
 				Kube: kc, Client: c,
 				OnGCPass: func(_ ipamgc.Result, err error) {
 					select {

@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -50,7 +51,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	fs := flag.NewFlagSet("kube-controllers", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	statusFile := fs.String("status-file", status.DefaultFile, "file to write status information to (read by check-status)")
-	leaseNS := fs.String("lease-namespace", leader.DefaultNamespace, "namespace of the leader-election Lease "+leader.DefaultName)
+	var lc leader.Config
+	fs.StringVar(&lc.Namespace, "lease-namespace", leader.DefaultNamespace, "namespace of the leader-election Lease "+leader.DefaultName)
+	fs.StringVar(&lc.Identity, "identity", "", "this replica's name in the Lease (default: host name and a random suffix)")
+	fs.DurationVar(&lc.LeaseDuration, "lease-duration", 15*time.Second, "how long a Lease not renewed stays the leader's")
+	fs.DurationVar(&lc.RenewDeadline, "lease-renew-deadline", 10*time.Second, "how long the leader keeps trying to renew before it stops acting")
+	fs.DurationVar(&lc.RetryPeriod, "lease-retry-period", 2*time.Second, "interval between attempts to acquire or renew the Lease")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -62,6 +68,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		}
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	lc.Logger = log
 	slog.SetDefault(log)
 	klog.SetSlogLogger(log)
 
@@ -101,7 +108,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	return kubecontrollers.Run(ctx, kubecontrollers.Options{
 		Env: env, Kube: kube, Client: client, Status: status.New(*statusFile),
 		Registry: reg, ServeMetrics: true, Logger: log,
-		Leader: leader.Config{Namespace: *leaseNS, Logger: log},
+		Leader: lc,
 	})
 }
 
