@@ -20,7 +20,7 @@ import (
 )
 
 // TestIntegrationEtcdMirrors: in etcd mode a Kubernetes NetworkPolicy, a
-// namespace's labels, a service account and a pod's labels reach etcd as
+// namespace's labels, a service account, a pod's and a node's labels reach etcd as
 // Calico's kube-controllers writes them, changes and deletions follow,
 // leftovers of deleted objects are removed, and resources the controllers
 // do not own are never touched.
@@ -159,6 +159,40 @@ func TestIntegrationEtcdMirrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "pod label change on the endpoint", wepLabels(merged(base, map[string]string{"app": "web", "version": "2"})))
+
+	// Kubernetes node labels -> the Calico node (labels of others kept).
+	calicoNode := func(want map[string]string) func() (bool, error) {
+		return func() (bool, error) {
+			r, err := get(datastore.Key{Kind: v3.KindNode, Name: "node-a"})
+			if err != nil {
+				return false, err
+			}
+			return maps.Equal(r.(*v3.Node).Labels, want), nil
+		}
+	}
+	r, err := get(datastore.Key{Kind: v3.KindNode, Name: "node-a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cn := r.(*v3.Node)
+	cn.Labels = map[string]string{"set-by": "calicoctl"}
+	if _, err := c.ds.Update(ctx, cn); err != nil {
+		t.Fatal(err)
+	}
+	kn, err := c.kube.CoreV1().Nodes().Get(ctx, "node-a", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kn.Labels = map[string]string{"zone": "a", "rack": "1"}
+	if kn, err = c.kube.CoreV1().Nodes().Update(ctx, kn, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "node labels on the Calico node", calicoNode(map[string]string{"set-by": "calicoctl", "zone": "a", "rack": "1"}))
+	delete(kn.Labels, "rack")
+	if _, err := c.kube.CoreV1().Nodes().Update(ctx, kn, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a removed node label removed from the Calico node", calicoNode(map[string]string{"set-by": "calicoctl", "zone": "a"}))
 
 	// Never touched: a policy without the knp.default. prefix.
 	if _, err := get(datastore.Key{Kind: v3.KindNetworkPolicy, Namespace: "team", Name: "mine"}); err != nil {

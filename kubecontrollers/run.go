@@ -179,7 +179,7 @@ func runControllers(ctx context.Context, o Options, rc config.RunConfig, m *metr
 			pods.Informer() // registered before Start
 		}
 		nc, err := node.New(node.Config{Kube: o.Kube, Nodes: nodes, Client: o.Client, GC: ipamgc.New(gcfg),
-			DeleteNodes: n.DeleteNodes, Period: n.ReconcilerPeriod, Logger: log, OnPass: o.OnGCPass})
+			DeleteNodes: n.DeleteNodes, SyncLabels: n.SyncLabels && o.Env.Etcd(), Period: n.ReconcilerPeriod, Logger: log, OnPass: o.OnGCPass})
 		if err != nil {
 			return err
 		}

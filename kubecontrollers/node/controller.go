@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -32,7 +33,10 @@ import (
 	"github.com/tabbynet/tabby/kubecontrollers/ipamgc"
 )
 
-const gcKey = "ipam-gc"
+const (
+	gcKey     = "ipam-gc"
+	labelsKey = "labels"
+)
 
 // Config wires the node controller.
 type Config struct {
@@ -43,7 +47,10 @@ type Config struct {
 	// DeleteNodes: etcd mode, delete the Calico Node and WorkloadEndpoints
 	// of a deleted Kubernetes Node.
 	DeleteNodes bool
-	// Period between GC passes.
+	// SyncLabels: etcd mode, copy Kubernetes node labels to the Calico
+	// nodes (on every Node add or label change, and every Period).
+	SyncLabels bool
+	// Period between GC passes (and label resyncs).
 	Period time.Duration
 	Logger *slog.Logger
 	// OnPass, if set, is called after each GC pass (tests, health).
@@ -74,6 +81,18 @@ func New(cfg Config) (*Controller, error) {
 		log: cfg.Logger.With("controller", "node"),
 	}
 	_, err := cfg.Nodes.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(any) {
+			if cfg.SyncLabels {
+				c.queue.Add(labelsKey)
+			}
+		},
+		UpdateFunc: func(old, cur any) {
+			o, ok1 := old.(*corev1.Node)
+			n, ok2 := cur.(*corev1.Node)
+			if cfg.SyncLabels && ok1 && ok2 && !maps.Equal(o.Labels, n.Labels) {
+				c.queue.Add(labelsKey)
+			}
+		},
 		DeleteFunc: func(obj any) {
 			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 				obj = t.Obj
@@ -107,6 +126,9 @@ func (c *Controller) Run(ctx context.Context) {
 		}
 	}
 	c.queue.Add(gcKey)
+	if c.cfg.SyncLabels {
+		c.queue.Add(labelsKey)
+	}
 	for c.work(ctx) {
 	}
 }
@@ -118,7 +140,16 @@ func (c *Controller) work(ctx context.Context) bool {
 	}
 	defer c.queue.Done(key)
 	var err error
-	if key == gcKey {
+	switch key {
+	case labelsKey:
+		// Also periodic: a Calico node registered after its Kubernetes
+		// node gets no Kubernetes event.
+		if err = c.syncAllLabels(ctx); err == nil {
+			c.queue.Forget(key)
+			c.queue.AddAfter(key, c.cfg.Period)
+			return true
+		}
+	case gcKey:
 		var res ipamgc.Result
 		res, err = c.cfg.GC.Pass(ctx)
 		if c.cfg.OnPass != nil {
@@ -129,7 +160,7 @@ func (c *Controller) work(ctx context.Context) bool {
 			c.queue.AddAfter(key, c.cfg.Period)
 			return true
 		}
-	} else {
+	default:
 		err = c.cleanUpNode(ctx, key[len("node/"):])
 		if err == nil {
 			c.queue.Forget(key)
