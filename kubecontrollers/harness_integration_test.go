@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -110,10 +111,11 @@ func (c *clock) Advance(d time.Duration) {
 
 // instance is one running kube-controllers.
 type instance struct {
-	cancel  context.CancelFunc
-	done    chan struct{}
-	passes  chan ipamgc.Result
-	leading chan bool
+	compactions atomic.Int32
+	cancel      context.CancelFunc
+	done        chan struct{}
+	passes      chan ipamgc.Result
+	leading     chan bool
 }
 
 type runOpts struct {
@@ -137,9 +139,15 @@ func (c *cluster) start(t *testing.T, o runOpts) *instance {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})).With("instance", o.identity)
 	go func() {
 		defer close(in.done)
+		var etcdCfg *etcd.Config
+		if c.etcd {
+			etcdCfg = &etcd.Config{Endpoints: []string{c.k.Etcd.Endpoint()}}
+		}
 		err := kubecontrollers.Run(ctx, kubecontrollers.Options{
-			Env:  config.FromEnv(func(k string) string { return env[k] }),
-			Kube: c.kube, Client: c.ds, Now: o.now, Logger: log,
+			Etcd:      etcdCfg,
+			OnCompact: func(int64) { in.compactions.Add(1) },
+			Env:       config.FromEnv(func(k string) string { return env[k] }),
+			Kube:      c.kube, Client: c.ds, Now: o.now, Logger: log,
 			HealthInterval: 200 * time.Millisecond,
 			Leader: leader.Config{Identity: o.identity, LeaseDuration: 3 * time.Second,
 				RenewDeadline: 2 * time.Second, RetryPeriod: 200 * time.Millisecond, Logger: log},

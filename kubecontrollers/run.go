@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"sync"
 	"time"
 
@@ -24,7 +25,9 @@ import (
 
 	v3 "github.com/tabbynet/tabby/api/v3"
 	"github.com/tabbynet/tabby/datastore"
+	"github.com/tabbynet/tabby/datastore/etcd"
 	"github.com/tabbynet/tabby/ipam"
+	"github.com/tabbynet/tabby/kubecontrollers/compactor"
 	"github.com/tabbynet/tabby/kubecontrollers/config"
 	"github.com/tabbynet/tabby/kubecontrollers/ipamgc"
 	"github.com/tabbynet/tabby/kubecontrollers/leader"
@@ -38,6 +41,9 @@ type Options struct {
 	Env    config.Env
 	Kube   kubernetes.Interface
 	Client datastore.Client // the Calico datastore (etcd or the Kubernetes API)
+	// Etcd, in etcd mode, is the datastore's etcd: the leader compacts
+	// its history every etcdV3CompactionPeriod (nil: no compaction).
+	Etcd   *etcd.Config
 	Status *status.Status
 	// Registry receives the metrics [default: a fresh registry].
 	Registry *prometheus.Registry
@@ -55,6 +61,8 @@ type Options struct {
 	// OnLeading, if set, is called with true when this replica's
 	// controllers start and false when they have stopped (tests).
 	OnLeading func(bool)
+	// OnCompact, if set, sees each etcd compaction (tests).
+	OnCompact func(rev int64)
 }
 
 // Run runs kube-controllers until ctx ends.
@@ -140,16 +148,41 @@ func Run(ctx context.Context, o Options) error {
 					log.Error("starting the controllers", "err", err)
 				}
 			}()
-			err = config.WaitForChange(cctx, o.Client, o.Env, cur)
-			if err == nil {
-				log.Info("configuration changed: restarting the controllers")
-			} else if lctx.Err() == nil {
-				log.Warn("watching the configuration; reloading", "err", err)
-			}
+			waitForChange(lctx, o, cur)
 			cancel()
 			<-done
 		}
 	})
+}
+
+// waitForChange returns when the configuration that runs changed, or ctx
+// ended. A failed watch (datastore down, history compacted) is followed by
+// a reload: the controllers keep running unless what runs differs.
+func waitForChange(ctx context.Context, o Options, cur config.Loaded) {
+	for ctx.Err() == nil {
+		err := config.WaitForChange(ctx, o.Client, o.Env, cur)
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			o.Logger.Warn("watching the configuration; reading it again", "err", err)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Second):
+			}
+		}
+		next, lerr := config.Load(ctx, o.Client, o.Env)
+		switch {
+		case lerr != nil:
+			o.Logger.Error("reading the configuration (the controllers keep running)", "err", lerr)
+		case !reflect.DeepEqual(next.Run, cur.Run):
+			o.Logger.Info("configuration changed: restarting the controllers")
+			return
+		default:
+			cur = next
+		}
+	}
 }
 
 // metrics shared by every (re)start of the controllers.
@@ -214,6 +247,17 @@ func runControllers(ctx context.Context, o Options, rc config.RunConfig, m *metr
 		// As Calico: in Kubernetes mode these are served straight from the
 		// Kubernetes objects, nothing to mirror.
 		log.Info("policy, namespace, serviceaccount and workloadendpoint controllers only run with the etcd datastore")
+	}
+	if o.Etcd != nil && o.Env.Etcd() && rc.EtcdV3CompactionPeriod > 0 {
+		cli, err := compactor.Dial(*o.Etcd)
+		if err != nil {
+			log.Error("etcd compaction not running", "err", err)
+		} else {
+			runs = append(runs, func(ctx context.Context) {
+				defer cli.Close()
+				compactor.Run(ctx, cli, rc.EtcdV3CompactionPeriod, log.With("controller", "compactor"), o.OnCompact)
+			})
+		}
 	}
 	factory.Start(ctx.Done())
 	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {

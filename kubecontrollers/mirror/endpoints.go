@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -86,7 +87,9 @@ func (e *Endpoints) Run(ctx context.Context) {
 		<-ctx.Done()
 		e.queue.ShutDown()
 	}()
-	go func() {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() {
 		t := time.NewTicker(e.period)
 		defer t.Stop()
 		for {
@@ -99,7 +102,7 @@ func (e *Endpoints) Run(ctx context.Context) {
 			case <-t.C:
 			}
 		}
-	}()
+	})
 	for e.work(ctx) {
 	}
 }

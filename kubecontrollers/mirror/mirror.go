@@ -23,6 +23,7 @@ import (
 	"log/slog"
 	"maps"
 	"reflect"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -105,7 +106,9 @@ func (c *Controller) Run(ctx context.Context) {
 		<-ctx.Done()
 		c.queue.ShutDown()
 	}()
-	go c.reconcileLoop(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() { c.reconcileLoop(ctx) })
 	for c.work(ctx) {
 	}
 }

@@ -29,6 +29,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/tabbynet/tabby/datastore/dsconfig"
+	"github.com/tabbynet/tabby/datastore/etcd"
 	"github.com/tabbynet/tabby/datastore/etcd/etcdlib"
 	"github.com/tabbynet/tabby/datastore/kdd"
 	"github.com/tabbynet/tabby/kubecontrollers"
@@ -102,11 +103,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return fmt.Errorf("kubernetes API: %w", err)
 	}
 
+	var etcdCfg *etcd.Config
+	if spec.DatastoreType == dsconfig.TypeEtcdV3 {
+		c := spec.EtcdConfig()
+		etcdCfg = &c
+	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	log.Info("kube-controllers starting", "datastore", env.DatastoreType, "statusFile", *statusFile)
 	return kubecontrollers.Run(ctx, kubecontrollers.Options{
-		Env: env, Kube: kube, Client: client, Status: status.New(*statusFile),
+		Env: env, Kube: kube, Client: client, Etcd: etcdCfg, Status: status.New(*statusFile),
 		Registry: reg, ServeMetrics: true, Logger: log,
 		Leader: lc,
 	})
