@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/http/pprof"
 	"reflect"
 	"sync"
 	"time"
@@ -117,6 +118,26 @@ func Run(ctx context.Context, o Options) error {
 		wg.Go(func() {
 			if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				log.Error("metrics and health server", "err", err)
+			}
+		})
+		wg.Go(func() {
+			<-ctx.Done()
+			srv.Close()
+		})
+	}
+
+	if o.ServeMetrics && rc.DebugProfilePort != 0 {
+		// Calico's debugProfilePort: Go's profiles on /debug/pprof/.
+		mux := http.NewServeMux()
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		srv := &http.Server{Addr: fmt.Sprintf(":%d", rc.DebugProfilePort), Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		wg.Go(func() {
+			if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error("debug profile server", "err", err)
 			}
 		})
 		wg.Go(func() {
