@@ -65,6 +65,7 @@ func FromEnv(getenv func(string) string) Env {
 	}
 	if v := getenv(EnvDatastoreType); v != "" {
 		e.DatastoreType = v
+		e.Vars[EnvDatastoreType] = v
 	}
 	return e
 }
@@ -276,6 +277,11 @@ func Merge(env Env, spec v3.KubeControllersConfigurationSpec) (RunConfig, v3.Kub
 
 func mergeNode(env Env, spec v3.KubeControllersConfigurationSpec, n *NodeConfig, sn *v3.NodeControllerConfig, rec func(string) (string, bool)) error {
 	an := spec.Controllers.Node
+	if !env.Etcd() {
+		// As Calico: labels are not synced on the Kubernetes datastore,
+		// and the status says why.
+		rec(EnvDatastoreType)
+	}
 	if env.Etcd() {
 		n.DeleteNodes = true
 		n.SyncLabels = an == nil || an.SyncLabels != "Disabled"
@@ -289,7 +295,9 @@ func mergeNode(env Env, spec v3.KubeControllersConfigurationSpec, n *NodeConfig,
 	}
 	sn.SyncLabels = enabled(n.SyncLabels)
 	auto := an != nil && an.HostEndpoint != nil && an.HostEndpoint.AutoCreate == "Enabled"
+	shown := an != nil && an.HostEndpoint != nil
 	if v, ok := rec(EnvAutoHostEndpoints); ok {
+		shown = true
 		switch strings.ToLower(v) {
 		case "enabled":
 			auto = true
@@ -302,7 +310,9 @@ func mergeNode(env Env, spec v3.KubeControllersConfigurationSpec, n *NodeConfig,
 	if auto {
 		return fmt.Errorf("automatic host endpoints (node controller hostEndpoint.autoCreate) are not implemented by Tabby")
 	}
-	sn.HostEndpoint = &v3.AutoHostEndpointConfig{AutoCreate: "Disabled", CreateDefaultHostEndpoint: v3.DefaultHostEndpointsEnabled}
+	if shown {
+		sn.HostEndpoint = &v3.AutoHostEndpointConfig{AutoCreate: "Disabled", CreateDefaultHostEndpoint: v3.DefaultHostEndpointsEnabled}
+	}
 	if an != nil && an.LeakGracePeriod != nil {
 		n.LeakGracePeriod = an.LeakGracePeriod.Duration
 		sn.LeakGracePeriod = &metav1.Duration{Duration: n.LeakGracePeriod}

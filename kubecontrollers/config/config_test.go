@@ -98,3 +98,25 @@ func TestMergeRefuses(t *testing.T) {
 		}
 	}
 }
+
+// TestMergeStatusAsCalico: the status details Calico's kube-controllers
+// writes: DATASTORE_TYPE recorded on the Kubernetes datastore (why labels
+// are not synced), host endpoints shown only when configured.
+func TestMergeStatusAsCalico(t *testing.T) {
+	spec := v3.KubeControllersDefaults()
+	spec.Controllers.Node.HostEndpoint = nil
+	_, st, err := Merge(envOf(map[string]string{"DATASTORE_TYPE": "kubernetes"}), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.EnvironmentVars["DATASTORE_TYPE"] != "kubernetes" || st.RunningConfig.Controllers.Node.SyncLabels != "Disabled" {
+		t.Errorf("status %+v / %+v", st.EnvironmentVars, st.RunningConfig.Controllers.Node)
+	}
+	if st.RunningConfig.Controllers.Node.HostEndpoint != nil {
+		t.Errorf("host endpoints shown though not configured")
+	}
+	_, st, _ = Merge(envOf(nil), v3.KubeControllersDefaults())
+	if _, ok := st.EnvironmentVars["DATASTORE_TYPE"]; ok || st.RunningConfig.Controllers.Node.HostEndpoint == nil {
+		t.Errorf("etcd defaults: env %v, host endpoints %v", st.EnvironmentVars, st.RunningConfig.Controllers.Node.HostEndpoint)
+	}
+}

@@ -194,7 +194,8 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		if want == nil {
 			return nil
 		}
-		if _, err := c.client.Create(ctx, want); err != nil && !errors.Is(err, datastore.ErrAlreadyExists) {
+		if _, err := c.client.Create(ctx, want); err != nil {
+			// ErrAlreadyExists too: created meanwhile, compare again.
 			return fmt.Errorf("creating %s: %w", target, err)
 		}
 		c.log.Info("created", "resource", target.String())
