@@ -16,7 +16,9 @@ import (
 
 type fakePods map[string]bool
 
-func (f fakePods) Exists(_ context.Context, ns, name string) (bool, error) { return f[ns+"/"+name], nil }
+func (f fakePods) Exists(_ context.Context, ns, name string) (bool, error) {
+	return f[ns+"/"+name], nil
+}
 
 type world struct {
 	t     *testing.T
