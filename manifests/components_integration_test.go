@@ -21,10 +21,15 @@ import (
 	"github.com/tabbynet/tabby/cni-plugin/kubepods"
 	"github.com/tabbynet/tabby/confd"
 	"github.com/tabbynet/tabby/datastore"
+	"github.com/tabbynet/tabby/datastore/etcd"
+	"github.com/tabbynet/tabby/datastore/etcd/etcdlib"
 	"github.com/tabbynet/tabby/datastore/kdd"
 	"github.com/tabbynet/tabby/felix/daemon"
 	"github.com/tabbynet/tabby/internal/testservers"
 	"github.com/tabbynet/tabby/ipam"
+	"github.com/tabbynet/tabby/kubecontrollers"
+	kcconfig "github.com/tabbynet/tabby/kubecontrollers/config"
+	"github.com/tabbynet/tabby/kubecontrollers/ipamgc"
 )
 
 // inSync records when a syncer has delivered its snapshot.
@@ -45,7 +50,8 @@ func (inSync) OnUpdates([]datastore.Update) {}
 // calico-node, the datastore initialisation, felix's and confd's syncer
 // and a Node update; as calico-cni-plugin, an IPAM assignment, the pod's
 // annotations and the release; as calico-kube-controllers, IPAM's leak
-// check. What the SubjectAccessReview test derives by reading the code,
+// check and kube-controllers itself (Lease, configuration, informers, a
+// whole IPAM GC pass). What the SubjectAccessReview test derives by reading the code,
 // this proves by running it.
 func TestIntegrationComponentsRunWithManifestRBAC(t *testing.T) {
 	k := testservers.StartKubeAPIServer(t)
@@ -163,5 +169,116 @@ func TestIntegrationComponentsRunWithManifestRBAC(t *testing.T) {
 		if _, err := ipam.New(c, ipam.Config{}).CheckLeaks(ctx, time.Minute); err != nil {
 			t.Fatalf("IPAM leak check: %v", err)
 		}
+		// kube-controllers itself, as the manifest runs it: the Lease,
+		// its configuration (created, status written), the node informer
+		// and a whole IPAM GC pass.
+		token, _, err := install.RequestToken(ctx, kube, tabbyNS, kcSA, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kc := kubernetes.NewForConfigOrDie(&rest.Config{Host: k.URL(), BearerToken: token, TLSClientConfig: rest.TLSClientConfig{Insecure: true}})
+		rctx, stop := context.WithCancel(ctx)
+		defer stop()
+		passed := make(chan error, 10)
+		done := make(chan error, 1)
+		go func() {
+			done <- kubecontrollers.Run(rctx, kubecontrollers.Options{
+				Env: kcconfig.FromEnv(func(k string) string {
+					return map[string]string{"DATASTORE_TYPE": "kubernetes", "ENABLED_CONTROLLERS": "node"}[k]
+				}),
+				Kube: kc, Client: c,
+				OnGCPass: func(_ ipamgc.Result, err error) {
+					select {
+					case passed <- err:
+					default:
+					}
+				},
+			})
+		}()
+		select {
+		case err := <-passed:
+			if err != nil {
+				t.Fatalf("kube-controllers' IPAM GC pass as %s: %v", kcSA, err)
+			}
+		case err := <-done:
+			t.Fatalf("kube-controllers stopped as %s: %v", kcSA, err)
+		case <-ctx.Done():
+			t.Fatalf("kube-controllers never completed a GC pass as %s", kcSA)
+		}
+		r, err := c.Get(ctx, datastore.Key{Kind: v3.KindKubeControllersConfiguration, Name: "default"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.(*v3.KubeControllersConfiguration).Status.RunningConfig == nil {
+			t.Errorf("kube-controllers did not record its running configuration")
+		}
+		stop()
+		<-done
 	})
+}
+
+// TestIntegrationKubeControllersRunWithEtcdManifestRBAC runs
+// kube-controllers in etcd mode as calico-kube-controllers with only
+// tabby-etcd.yaml's RBAC: the Lease, every informer (nodes, pods,
+// namespaces, service accounts, NetworkPolicies) and a GC pass work, and
+// the namespaces reach etcd as profiles.
+func TestIntegrationKubeControllersRunWithEtcdManifestRBAC(t *testing.T) {
+	k := testservers.StartKubeAPIServer(t)
+	admin := restConfig(t, k)
+	rbac := filepath.Join(t.TempDir(), "rbac.yaml")
+	if err := os.WriteFile(rbac, rbacOf(t, "tabby-etcd.yaml"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	kubectl(t, k, "apply", "-f", rbac)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	kube := kubernetes.NewForConfigOrDie(admin)
+	token, _, err := install.RequestToken(ctx, kube, tabbyNS, kcSA, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc := kubernetes.NewForConfigOrDie(&rest.Config{Host: k.URL(), BearerToken: token, TLSClientConfig: rest.TLSClientConfig{Insecure: true}})
+	ds, err := etcd.New(etcd.Config{Endpoints: []string{k.Etcd.Endpoint()}, NewTransport: etcdlib.New})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ds.Close()
+	rctx, stop := context.WithCancel(ctx)
+	defer stop()
+	passed := make(chan error, 10)
+	done := make(chan error, 1)
+	go func() {
+		done <- kubecontrollers.Run(rctx, kubecontrollers.Options{
+			Env:  kcconfig.FromEnv(func(k string) string { return map[string]string{"DATASTORE_TYPE": "etcdv3"}[k] }),
+			Kube: kc, Client: ds,
+			OnGCPass: func(_ ipamgc.Result, err error) {
+				select {
+				case passed <- err:
+				default:
+				}
+			},
+		})
+	}()
+	select {
+	case err := <-passed:
+		if err != nil {
+			t.Fatalf("IPAM GC pass as %s: %v", kcSA, err)
+		}
+	case err := <-done:
+		t.Fatalf("kube-controllers stopped as %s: %v", kcSA, err)
+	case <-ctx.Done():
+		t.Fatalf("kube-controllers never completed a GC pass as %s", kcSA)
+	}
+	for {
+		if _, err := ds.Get(ctx, datastore.Key{Kind: v3.KindProfile, Name: "kns.default"}); err == nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("namespace default never reached etcd as profile kns.default")
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	stop()
+	<-done
 }
