@@ -93,7 +93,7 @@ with -o and free what it lists with ipam release --from-report.`,
 			defer c.Close()
 			ctx := cmdContext(cmd)
 			fmt.Fprintln(a.stdout, "Checking IPAM for leaks and inconsistencies...")
-			rep, err := ipam.New(c, ipam.Config{}).CheckLeaks(ctx, grace)
+			rep, err := ipam.New(c, ipam.Config{Logger: a.log()}).CheckLeaks(ctx, grace)
 			if err != nil {
 				return fmt.Errorf("checking IPAM: %w", friendly(err))
 			}
@@ -338,7 +338,7 @@ unless --force is given.`,
 			}
 			defer c.Close()
 			ctx := cmdContext(cmd)
-			al := ipam.New(c, ipam.Config{})
+			al := ipam.New(c, ipam.Config{Logger: a.log()})
 			if rep != nil {
 				return a.releaseReport(ctx, c, al, rep)
 			}
