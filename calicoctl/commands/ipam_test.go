@@ -30,7 +30,11 @@ func TestReportRoundTrip(t *testing.T) {
 	}
 	path := filepath.Join(t.TempDir(), "r.json")
 	os.WriteFile(path, js, 0o644)
-	got, err := readReport(path)
+	f, err := readReport(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := f.tabby.gcReport()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +46,9 @@ func TestReportRoundTrip(t *testing.T) {
 	}
 
 	for name, tc := range map[string]struct{ body, want string }{
-		"wrong kind":     {`{"kind":"Other"}`, `kind "Other"`},
+		"neither format": {`{"kind":"Other"}`, `no "allocations"`},
+		"not json":       {`allocations:`, `is not an ipam check report`},
+		"tabby kind":     {`{"allocations":{},"tabby":{"kind":"Other"}}`, `"tabby" is not a Tabby ipam check report (kind "Other")`},
 		"unknown field":  {`{"kind":"TabbyIPAMCheckReport","bogus":1}`, `unknown field "bogus"`},
 		"ip not inblock": {`{"kind":"TabbyIPAMCheckReport","leaks":[{"IP":"10.0.0.99","Block":"10.0.0.0/26"}]}`, `leaks[0]: needs an IP inside its block`},
 		"bad block":      {`{"kind":"TabbyIPAMCheckReport","emptyUnaffineBlocks":["nope"]}`, `"nope" is not a CIDR`},
