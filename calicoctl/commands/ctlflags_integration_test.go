@@ -70,6 +70,15 @@ func ctlFlagScenarios(t *testing.T, b cliBackend) {
 		{args: args("validate -f " + td + "pools.yaml"), version: "v3.30.1"},
 		{args: args("version"), version: "v3.30.1"},
 	})
+	cliScenario(t, b, "migrate-lock", []step{
+		{args: args("datastore migrate lock")},
+		{args: args("get clusterinformation -o custom-columns=NAME,DATASTOREREADY")},
+		{args: args("datastore migrate lock")},
+		{args: args("datastore migrate unlock")},
+		{args: args("get clusterinformation -o custom-columns=NAME,DATASTOREREADY")},
+		{args: args("datastore migrate frobnicate"), wantCode: 1},
+		{args: args("ipam split 2 --name ipam-v4"), wantCode: 1},
+	})
 	cliScenario(t, b, "context-"+b.kind(), []step{
 		// Calico sets K8S_CURRENT_CONTEXT from --context: the Kubernetes
 		// datastore uses that kubeconfig context, etcd has none to pick.

@@ -26,7 +26,7 @@ and the cluster-wide IPAM settings.`,
 		Example: `  calicoctl ipam show --show-blocks
   calicoctl ipam check -o report.json && calicoctl ipam release --from-report=report.json`,
 	}
-	c.AddCommand(newIPAMShowCmd(a), newIPAMCheckCmd(a), newIPAMReleaseCmd(a), newIPAMConfigureCmd(a))
+	c.AddCommand(newIPAMShowCmd(a), newIPAMCheckCmd(a), newIPAMReleaseCmd(a), newIPAMConfigureCmd(a), newIPAMSplitCmd(a))
 	return c
 }
 

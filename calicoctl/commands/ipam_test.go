@@ -78,3 +78,36 @@ func TestUsageCells(t *testing.T) {
 		}
 	}
 }
+
+func TestSplitCIDR(t *testing.T) {
+	for _, tc := range []struct {
+		cidr  string
+		parts int
+		want  string
+		err   string
+	}{
+		{cidr: "10.0.0.0/16", parts: 4, want: "10.0.0.0/18 10.0.64.0/18 10.0.128.0/18 10.0.192.0/18"},
+		{cidr: "10.0.0.7/24", parts: 2, want: "10.0.0.0/25 10.0.0.128/25"},
+		{cidr: "fd00::/64", parts: 2, want: "fd00::/65 fd00::8000:0:0:0/65"},
+		{cidr: "10.0.0.0/31", parts: 4, err: "not large enough to be split into 4 parts"},
+		{cidr: "10.0.0.0/16", parts: 3, err: "not a valid power of 2: 3"},
+		{cidr: "10.0.0.0/16", parts: 1, err: "not a valid power of 2: 1"},
+		{cidr: "10.0.0.0/16", parts: 0, err: "not a valid power of 2: 0"},
+		{cidr: "nope", parts: 2, err: "error reading CIDR nope"},
+	} {
+		got, err := splitCIDR(tc.cidr, tc.parts)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%s/%d: error %v, want %q", tc.cidr, tc.parts, err, tc.err)
+			}
+			continue
+		}
+		var s []string
+		for _, p := range got {
+			s = append(s, p.String())
+		}
+		if err != nil || strings.Join(s, " ") != tc.want {
+			t.Errorf("%s/%d: %v %v, want %s", tc.cidr, tc.parts, s, err, tc.want)
+		}
+	}
+}
