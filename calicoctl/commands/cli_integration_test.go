@@ -193,6 +193,7 @@ func cliSuite(t *testing.T, b cliBackend) {
 	t.Run("overlap", func(t *testing.T) { testPoolOverlap(t, b) })
 	t.Run("ipam", func(t *testing.T) { testIPAM(t, b) })
 	t.Run("ipam-calico-report", func(t *testing.T) { testIPAMCalicoReport(t, b) })
+	t.Run("nodes-asn", func(t *testing.T) { testNodeASN(t, b) })
 	ctlFlagScenarios(t, b)
 }
 

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"text/template"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v3 "github.com/tabbynet/tabby/api/v3"
@@ -167,4 +168,39 @@ func testIPAMCalicoReport(t *testing.T, b cliBackend) {
 	run(0, "ipam release --force --ip="+live.String()+","+cooling.String()+","+reused.String()+","+anchor.String())
 	run(0, "delete ippool cr-pool")
 	checkGolden(t, "ipam-calico-report", tr.String())
+}
+
+// testNodeASN: get nodes -o wide shows, for a node without its own AS
+// number, the cluster's (BGPConfiguration default), not a fixed 64512.
+func testNodeASN(t *testing.T, b cliBackend) {
+	w := newWorld(t, b)
+	if w.kube != nil {
+		_, err := w.kube.CoreV1().Nodes().Create(w.ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "asn-node",
+			Annotations: map[string]string{"projectcalico.org/IPv4Address": "192.168.5.1/24"}}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		n := &v3.Node{TypeMeta: metav1.TypeMeta{Kind: v3.KindNode, APIVersion: v3.GroupVersion}, ObjectMeta: metav1.ObjectMeta{Name: "asn-node"},
+			Spec: v3.NodeSpec{BGP: &v3.NodeBGPSpec{IPv4Address: "192.168.5.1/24"}}}
+		if _, err := w.c.Create(w.ctx, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer w.deleteNode("asn-node")
+	var tr strings.Builder
+	for _, s := range []step{
+		{args: args("get node asn-node -o wide")},
+		{args: args("apply -f -"), stdin: "apiVersion: projectcalico.org/v3\nkind: BGPConfiguration\nmetadata: {name: default}\nspec: {asNumber: 64600}\n"},
+		{args: args("get node asn-node -o wide")},
+		{args: args("get node asn-node -o custom-columns=NAME,ASN")},
+		{args: args("delete bgpconfig default")},
+	} {
+		out, code := b.run(t, s.stdin, s.args...)
+		if code != s.wantCode {
+			t.Errorf("exit %d:\n%s", code, out)
+		}
+		tr.WriteString(out + "\n")
+	}
+	checkGolden(t, "nodes-asn", tr.String())
 }
