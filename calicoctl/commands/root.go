@@ -12,6 +12,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -50,6 +51,12 @@ type app struct {
 	// it the process's slog default (the real binary, not tests).
 	logger           *slog.Logger
 	setDefaultLogger bool
+
+	// For node and cluster diags; tests replace them.
+	runCmd  commandRunner    // runs a diagnostics command [exec]
+	clock   func() time.Time // names the bundle [time.Now]
+	getuid  func() int       // root check [os.Getuid]
+	workDir string           // where cluster diags writes its bundle ["."]
 }
 
 // Execute runs calicoctl with args and returns the process exit code.
@@ -94,13 +101,13 @@ ETCD_ENDPOINTS, KUBECONFIG, K8S_API_ENDPOINT.`,
 		newCreateCmd(a), newApplyCmd(a), newReplaceCmd(a), newDeleteCmd(a),
 		newGetCmd(a), newPatchCmd(a), newLabelCmd(a),
 		newNodeCmd(a), newValidateCmd(), newVersionCmd(a),
-		newIPAMCmd(a), newConvertCmd(a), newDatastoreCmd(a),
+		newIPAMCmd(a), newConvertCmd(a), newDatastoreCmd(a), newClusterCmd(a),
 	)
 	// Cobra's completion command (bash, zsh, fish, powershell), added now
 	// rather than at Execute so it is configured like every other group.
 	root.InitDefaultCompletionCmd()
 	for _, c := range root.Commands() {
-		if c.Name() == "completion" || c.Name() == "ipam" || c.Name() == "node" || c.Name() == "datastore" {
+		if c.Name() == "completion" || c.Name() == "ipam" || c.Name() == "node" || c.Name() == "datastore" || c.Name() == "cluster" {
 			requireSubcommand(c)
 		}
 	}
