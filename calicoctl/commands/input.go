@@ -1,12 +1,18 @@
 package commands
 
 import (
+	"bufio"
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
 
 	v3 "github.com/tabbynet/tabby/api/v3"
 )
@@ -48,6 +54,10 @@ func (a *app) readInputs(sources []string, o inputOptions) ([]inputResource, err
 			data, err := a.readSource(f)
 			if err != nil {
 				return nil, err
+			}
+			if data, err = expandSequences(data); err != nil {
+				problems = append(problems, fmt.Sprintf("%s: %v", f, err))
+				continue
 			}
 			docs, err := v3.DecodeYAMLDocuments(data)
 			if err != nil {
@@ -130,4 +140,42 @@ func (a *app) readSource(f string) ([]byte, error) {
 		return nil, fmt.Errorf("reading %s: %w", f, err)
 	}
 	return data, nil
+}
+
+// expandSequences turns every document that is a sequence of resources
+// (what get -o yaml|json prints for several named resources, as Calico's
+// does) into one document per resource, so that output can be applied
+// again.
+func expandSequences(data []byte) ([]byte, error) {
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	var out bytes.Buffer
+	changed := false
+	for {
+		raw, err := r.Read()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		js, err := yaml.YAMLToJSON(raw)
+		if err != nil || !bytes.HasPrefix(bytes.TrimSpace(js), []byte("[")) {
+			out.Write(raw)
+			out.WriteString("\n---\n")
+			continue
+		}
+		var items []json.RawMessage
+		if err := json.Unmarshal(js, &items); err != nil {
+			return nil, fmt.Errorf("a sequence that is not of resources: %w", err)
+		}
+		changed = true
+		for _, it := range items {
+			out.Write(it)
+			out.WriteString("\n---\n")
+		}
+	}
+	if !changed {
+		return data, nil
+	}
+	return out.Bytes(), nil
 }

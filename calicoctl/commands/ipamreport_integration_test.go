@@ -144,7 +144,7 @@ func testIPAMCalicoReport(t *testing.T, b cliBackend) {
 	run(1, "ipam release --from-report="+other)
 	calico := filepath.Join(tmp, "calico.json")
 	fill(calico, guid)
-	run(0, "ipam release --from-report="+calico+" --grace=0s")
+	run(0, "ipam release --from-report="+calico+" --grace=0s --log-level=info")
 	want := []string{live.String() + " k8s-pod-network.cr-live", cooling.String() + " k8s-pod-network.cr-cooling",
 		reused.String() + " k8s-pod-network.cr-reused", anchor.String() + " k8s-pod-network.cr-anchor"}
 	slices.Sort(want)

@@ -155,6 +155,18 @@ func (p *printer) printDocument(w io.Writer, info v3.KindInfo, items []v3.Resour
 			return err
 		}
 		doc = json.RawMessage(js)
+	case !listed:
+		// Several resources asked for by name: Calico prints them as a
+		// sequence, not a List.
+		seq := []json.RawMessage{}
+		for _, it := range items {
+			js, err := v3.EncodeJSON(it)
+			if err != nil {
+				return err
+			}
+			seq = append(seq, js)
+		}
+		doc = seq
 	default:
 		list := struct {
 			APIVersion string            `json:"apiVersion"`
