@@ -13,7 +13,7 @@ import (
 )
 
 func main() {
-	dsconfig.NewKubernetesClient = kdd.FromSpec
+	dsconfig.NewKubernetesClient = commands.WithKubeconfigSettings(kdd.FromSpec)
 	dsconfig.NewEtcdTransport = etcdlib.New // long-running: etcd's client library
 	os.Exit(commands.Execute(os.Args[1:], os.Stdout, os.Stderr))
 }

@@ -103,7 +103,7 @@ func printChecks(w io.Writer, rs []checkResult) error {
 func newNodeCmd(a *app) *cobra.Command {
 	node := &cobra.Command{
 		Use:   "node",
-		Short: "Node-level commands: status, checksystem",
+		Short: "Node-level commands: status, checksystem, diags",
 		Example: `  calicoctl node status
   calicoctl node checksystem`,
 	}
@@ -119,7 +119,7 @@ func newNodeCmd(a *app) *cobra.Command {
 		},
 	}
 	status.Flags().StringVar(&socket, "bird-socket", "", "BIRD's control socket [default /var/run/calico/bird.ctl, else /var/run/bird/bird.ctl]")
-	node.AddCommand(status)
+	node.AddCommand(status, newNodeDiagsCmd(a))
 	node.AddCommand(&cobra.Command{
 		Use:     "checksystem",
 		Short:   "Check this host has what Tabby needs (iptables, ipset, BIRD, kernel modules)",

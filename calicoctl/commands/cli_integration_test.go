@@ -33,15 +33,31 @@ func etcdBackend(t *testing.T) cliBackend {
 
 func (b cliBackend) run(t *testing.T, stdin string, args ...string) (string, int) {
 	t.Helper()
+	return b.runVersion(t, stdin, "", args...)
+}
+
+// runVersion runs calicoctl as a client of the given version ("" for the
+// default, an unversioned build).
+func (b cliBackend) runVersion(t *testing.T, stdin, version string, args ...string) (string, int) {
+	t.Helper()
 	var out, errOut bytes.Buffer
 	a := &app{
 		stdin: strings.NewReader(stdin), stdout: &out, stderr: &errOut,
 		getenv:        func(k string) string { return b.env[k] },
 		newClient:     dsconfig.New,
 		defaultConfig: "/nonexistent/calicoctl.cfg",
+		version:       version,
 	}
 	code := run(a, args)
 	return fmt.Sprintf("$ calicoctl %s\nexit %d\n%s%s", strings.Join(args, " "), code, out.String(), errOut.String()), code
+}
+
+// kind is the datastore kind, for transcripts that differ between them.
+func (b cliBackend) kind() string {
+	if strings.HasPrefix(b.name, "etcd") {
+		return "etcd"
+	}
+	return b.name
 }
 
 // step is one calicoctl invocation of a scenario.
@@ -49,13 +65,15 @@ type step struct {
 	args     []string
 	stdin    string
 	wantCode int
+	// version is the client's version ("": an unversioned build).
+	version string
 }
 
 func cliScenario(t *testing.T, b cliBackend, name string, steps []step) {
 	t.Run(name, func(t *testing.T) {
 		var transcript strings.Builder
 		for _, s := range steps {
-			out, code := b.run(t, s.stdin, s.args...)
+			out, code := b.runVersion(t, s.stdin, s.version, s.args...)
 			if code != s.wantCode {
 				t.Errorf("calicoctl %s: exit %d, want %d\n%s", strings.Join(s.args, " "), code, s.wantCode, out)
 			}
@@ -73,7 +91,7 @@ func TestCLIEtcd(t *testing.T) { cliSuite(t, etcdBackend(t)) }
 func TestCLIKubernetes(t *testing.T) { cliSuite(t, kubeBackend(t)) }
 
 func kubeBackend(t *testing.T) cliBackend {
-	dsconfig.NewKubernetesClient = kdd.FromSpec
+	dsconfig.NewKubernetesClient = WithKubeconfigSettings(kdd.FromSpec)
 	k := testservers.StartKubeAPIServer(t, testservers.WithAPIServerFlags(
 		// calicoctl, like Calico's, writes namespaced resources into
 		// namespaces the test never creates as Kubernetes objects.
@@ -100,7 +118,7 @@ func cliSuite(t *testing.T, b cliBackend) {
 		{args: args("get ippool pool-a -o yaml")},
 		{args: args("get ipp pool-b -o json")},
 		{args: args("get pools -o name")},
-		{args: args("get ippools -l zone=='west'")},
+		{args: args("get ippools --selector zone=='west'")},
 		{args: args("create -f " + td + "pools.yaml"), wantCode: 1},
 		{args: args("create -f " + td + "pools.yaml --skip-exists")},
 		{args: args("apply -f " + td + "pools-changed.yaml")},
@@ -174,6 +192,10 @@ func cliSuite(t *testing.T, b cliBackend) {
 	})
 	t.Run("overlap", func(t *testing.T) { testPoolOverlap(t, b) })
 	t.Run("ipam", func(t *testing.T) { testIPAM(t, b) })
+	t.Run("ipam-calico-report", func(t *testing.T) { testIPAMCalicoReport(t, b) })
+	t.Run("nodes-asn", func(t *testing.T) { testNodeASN(t, b) })
+	t.Run("cluster-diags", func(t *testing.T) { testClusterDiags(t, b) })
+	ctlFlagScenarios(t, b)
 }
 
 func mustRead(t *testing.T, path string) string {

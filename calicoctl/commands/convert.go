@@ -57,8 +57,8 @@ Kubernetes datastore converts it. Needs no datastore.`,
 				return fmt.Errorf("no NetworkPolicy found in %s", strings.Join(files, ", "))
 			}
 			info, _ := v3.LookupKind(v3.KindNetworkPolicy)
-			p, _ := newPrinter(output)
-			return p.print(a.stdout, info, out, len(out) == 1, true)
+			p, _ := newPrinter(output, false)
+			return p.print(a.stdout, info, out, len(out) != 1, nil)
 		},
 	}
 	cmd.Flags().StringArrayVarP(&files, "filename", "f", nil, "file with Kubernetes NetworkPolicy YAML or JSON, or - for stdin (repeatable)")

@@ -42,32 +42,24 @@ func newDeleteCmd(a *app) *cobra.Command {
 				return err
 			}
 			defer c.Close()
-			done, skipped := 0, 0
+			done := 0
 			for _, name := range args[1:] {
 				k := datastore.Key{Kind: info.Kind, Namespace: ns, Name: name}
 				_, err := c.Delete(ctx, k, datastore.DeleteOptions{})
-				if err != nil && f.skipNotExists && isNotFound(err) {
-					skipped++
-					continue
-				}
-				if err != nil {
+				if err != nil && !(f.skipNotExists && isNotFound(err)) {
 					if done > 0 {
-						fmt.Fprintf(a.stdout, "Partial success: deleted the first %d out of %d resources.\n", done, len(args)-1)
+						fmt.Fprintf(a.stdout, "Partial success: deleted the first %d out of %d '%s' resources:\n", done, len(args)-1, info.Kind)
 					}
 					return friendly(err)
 				}
 				done++
 			}
-			msg := fmt.Sprintf("Successfully deleted %d resource(s)", done)
-			if skipped > 0 {
-				msg += fmt.Sprintf(", skipped %d", skipped)
-			}
-			fmt.Fprintln(a.stdout, msg+".")
+			fmt.Fprintln(a.stdout, successMessage("deleted", done, info.Kind))
 			return nil
 		},
 	}
 	addFileFlag(cmd, f)
-	cmd.Flags().BoolVar(&f.skipNotExists, "skip-not-exists", false, "treat resources that do not exist as deleted")
+	cmd.Flags().BoolVarP(&f.skipNotExists, "skip-not-exists", "s", false, "treat resources that do not exist as deleted")
 	cmd.Flags().StringVarP(&namespace, "namespace", "n", "", "namespace of namespaced resources (default \"default\")")
 	return cmd
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v3 "github.com/tabbynet/tabby/api/v3"
 	"github.com/tabbynet/tabby/datastore"
@@ -30,25 +31,31 @@ func warnUndecodable(w io.Writer, bad []datastore.BadRecord) {
 func newGetCmd(a *app) *cobra.Command {
 	var (
 		output, namespace, selector string
-		allNamespaces               bool
+		allNamespaces, export       bool
 		files                       []string
 	)
 	cmd := &cobra.Command{
 		Use:   "get (KIND [NAME...] | -f FILENAME)",
 		Short: "Show resources",
 		Long: `Show resources of a kind (all, or the named ones), or the ones named in
-files. Output: a table (default), wide (more columns), yaml, json or name.`,
+files. Output: a table (default), wide (more columns), custom-columns=H1,H2,
+go-template=TEMPLATE, go-template-file=FILE, yaml, json or name. --export
+leaves out what is specific to this cluster (namespace, uid,
+resourceVersion, creationTimestamp) when resources are named.`,
 		Example: `  calicoctl get ippools
   calicoctl get ippool default-ipv4-ippool -o yaml
   calicoctl get networkpolicy -A -o wide
-  calicoctl get gnp -l 'team == "net"'
+  calicoctl get gnp --selector 'team == "net"'
+  calicoctl get ippools -o custom-columns=NAME,CIDR,ASSIGNMENTMODE
+  calicoctl get ippools -o go-template='{{range .}}{{range .Items}}{{.Spec.CIDR}} {{end}}{{end}}'
+  calicoctl get ippool default-ipv4-ippool -o yaml --export
   calicoctl get -f policy.yaml -o json`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			if ctx == nil {
 				ctx = context.Background()
 			}
-			p, err := newPrinter(output)
+			p, err := newPrinter(output, allNamespaces || namespace != "")
 			if err != nil {
 				return err
 			}
@@ -60,7 +67,7 @@ files. Output: a table (default), wide (more columns), yaml, json or name.`,
 				if len(args) > 0 {
 					return fmt.Errorf("give either -f or KIND [NAME...], not both")
 				}
-				ins, err := a.readInputs(files, false)
+				ins, err := a.readInputs(files, inputOptions{})
 				if err != nil {
 					return err
 				}
@@ -116,13 +123,31 @@ files. Output: a table (default), wide (more columns), yaml, json or name.`,
 					items = append(items, r)
 				}
 			}
-			return p.print(a.stdout, info, items, !listAll && len(items) == 1, info.Namespaced)
+			if export && !listAll {
+				for _, it := range items {
+					exportStrip(it)
+				}
+			}
+			return p.print(a.stdout, info, items, listAll, clusterConfig(ctx, c))
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "ps", "output format: ps (table), wide, yaml, json, name")
+	cmd.Flags().StringVarP(&output, "output", "o", "ps", "Output format: yaml, json, ps, wide, custom-columns=..., go-template=..., go-template-file=..., name")
 	cmd.Flags().StringVarP(&namespace, "namespace", "n", "", "namespace of namespaced resources (default \"default\")")
 	cmd.Flags().BoolVarP(&allNamespaces, "all-namespaces", "A", false, "list namespaced resources in every namespace")
-	cmd.Flags().StringVarP(&selector, "selector", "l", "", "only resources whose labels match this Calico selector")
+	// -l is the global --log-level, as in Calico's calicoctl.
+	cmd.Flags().StringVar(&selector, "selector", "", "only resources whose labels match this Calico selector (Tabby's)")
+	cmd.Flags().BoolVar(&export, "export", false, "Strip cluster-specific information from the output.")
 	cmd.Flags().StringArrayVarP(&files, "filename", "f", nil, "get the resources named in a file, directory or - (stdin)")
 	return cmd
+}
+
+// exportStrip removes what ties a resource to this cluster, as Calico's
+// --export does.
+func exportStrip(r v3.Resource) {
+	r.SetNamespace("")
+	r.SetUID("")
+	r.SetResourceVersion("")
+	r.SetCreationTimestamp(metav1.Time{})
+	r.SetDeletionTimestamp(nil)
+	r.SetDeletionGracePeriodSeconds(nil)
 }

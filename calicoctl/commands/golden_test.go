@@ -17,6 +17,8 @@ var (
 	rvRE   = regexp.MustCompile(`(?m)(resourceVersion|"resourceVersion"): "[0-9]+"`)
 	tsRE   = regexp.MustCompile(`(?m)(creationTimestamp|"creationTimestamp"): "?[0-9TZ:-]+"?`)
 	portRE = regexp.MustCompile(`127\.0\.0\.1:[0-9]+`)
+	// slog's text lines (--log-level) start with the time.
+	logTimeRE = regexp.MustCompile(`(?m)^time=\S+ `)
 )
 
 // normalise replaces what changes from run to run.
@@ -24,6 +26,7 @@ func normalise(s string) string {
 	s = uidRE.ReplaceAllString(s, `$1: <uid>`)
 	s = rvRE.ReplaceAllString(s, `$1: <rv>`)
 	s = tsRE.ReplaceAllString(s, `$1: <timestamp>`)
+	s = logTimeRE.ReplaceAllString(s, "time=<time> ")
 	return portRE.ReplaceAllString(s, "127.0.0.1:<port>")
 }
 

@@ -26,7 +26,7 @@ and the cluster-wide IPAM settings.`,
 		Example: `  calicoctl ipam show --show-blocks
   calicoctl ipam check -o report.json && calicoctl ipam release --from-report=report.json`,
 	}
-	c.AddCommand(newIPAMShowCmd(a), newIPAMCheckCmd(a), newIPAMReleaseCmd(a), newIPAMConfigureCmd(a))
+	c.AddCommand(newIPAMShowCmd(a), newIPAMCheckCmd(a), newIPAMReleaseCmd(a), newIPAMConfigureCmd(a), newIPAMSplitCmd(a))
 	return c
 }
 
@@ -105,8 +105,8 @@ func usageCells(total *big.Int, used int64) (string, string) {
 
 func newIPAMShowCmd(a *app) *cobra.Command {
 	var (
-		showBlocks, showConfig bool
-		ip                     string
+		showBlocks, showConfig, showBorrowed bool
+		ip                                   string
 	)
 	cmd := &cobra.Command{
 		Use:   "show",
@@ -114,6 +114,7 @@ func newIPAMShowCmd(a *app) *cobra.Command {
 		Example: `  calicoctl ipam show
   calicoctl ipam show --show-blocks
   calicoctl ipam show --ip=10.244.0.5
+  calicoctl ipam show --show-borrowed
   calicoctl ipam show --show-configuration`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -142,6 +143,10 @@ func newIPAMShowCmd(a *app) *cobra.Command {
 				a.showIP(st, addr)
 				return nil
 			}
+			if showBorrowed {
+				a.showBorrowed(st)
+				return nil
+			}
 			a.showUsage(st, showBlocks)
 			return nil
 		},
@@ -149,6 +154,7 @@ func newIPAMShowCmd(a *app) *cobra.Command {
 	cmd.Flags().BoolVar(&showBlocks, "show-blocks", false, "add a row for each IPAM block")
 	cmd.Flags().BoolVar(&showConfig, "show-configuration", false, "show the cluster's IPAM settings (IPAMConfiguration default)")
 	cmd.Flags().StringVar(&ip, "ip", "", "show who holds this address")
+	cmd.Flags().BoolVar(&showBorrowed, "show-borrowed", false, "Show detailed information for borrowed IP addresses.")
 	return cmd
 }
 
@@ -259,4 +265,44 @@ func joinOr(s []string) string {
 		return "none"
 	}
 	return strings.Join(s, ", ")
+}
+
+// showBorrowed lists, as Calico's --show-borrowed does, every address
+// allocated for a node other than its block's owner (or from a block
+// without one), and counts those without a node attribute, which cannot
+// be classified.
+func (a *app) showBorrowed(st *ipamState) {
+	var rows [][]string
+	unclassified := 0
+	for _, b := range st.blocks {
+		cidr, _ := ipam.BlockCIDR(b)
+		owner := ""
+		if b.Spec.Affinity != nil {
+			owner = strings.TrimPrefix(*b.Spec.Affinity, "host:")
+		}
+		for _, al := range ipam.Allocations(b) {
+			node, ok := al.Attrs[ipam.AttrNode]
+			if !ok {
+				unclassified++
+				continue
+			}
+			if node == owner {
+				continue
+			}
+			ns := al.Attrs[ipam.AttrNamespace]
+			typ, to := "", ""
+			if vmi, ok := al.Attrs["vmi-name"]; ok {
+				typ, to = "vmi", ns+"/"+vmi
+			} else if pod, ok := al.Attrs[ipam.AttrPod]; ok {
+				typ, to = "pod", ns+"/"+pod
+			} else {
+				typ = al.Attrs[ipam.AttrType]
+			}
+			rows = append(rows, []string{al.IP.String(), node, cidr.String(), owner, typ, to})
+		}
+	}
+	boxTable(a.stdout, []string{"IP", "BORROWING-NODE", "BLOCK", "BLOCK OWNER", "TYPE", "ALLOCATED-TO"}, rows)
+	if unclassified != 0 {
+		fmt.Fprintf(a.stdout, "\nNote: found %d IP allocations without an explicit node association. Unable to determine if they are borrowed.\n", unclassified)
+	}
 }

@@ -66,8 +66,9 @@ func (r *checkReport) gcReport() (*ipam.GCReport, error) {
 
 func newIPAMCheckCmd(a *app) *cobra.Command {
 	var (
-		output string
-		grace  time.Duration
+		output                 string
+		grace                  time.Duration
+		showAllIPs, showProbIP bool
 	)
 	cmd := &cobra.Command{
 		Use:   "check",
@@ -93,7 +94,7 @@ with -o and free what it lists with ipam release --from-report.`,
 			defer c.Close()
 			ctx := cmdContext(cmd)
 			fmt.Fprintln(a.stdout, "Checking IPAM for leaks and inconsistencies...")
-			rep, err := ipam.New(c, ipam.Config{}).CheckLeaks(ctx, grace)
+			rep, err := ipam.New(c, ipam.Config{Logger: a.log()}).CheckLeaks(ctx, grace)
 			if err != nil {
 				return fmt.Errorf("checking IPAM: %w", friendly(err))
 			}
@@ -102,10 +103,26 @@ with -o and free what it lists with ipam release --from-report.`,
 				return err
 			}
 			cr := toCheckReport(rep, incons)
+			cr.Version = a.clientVersion()
 			cr.OverlappingBlocks = overlaps
+			var st *ipamState
+			var owners map[netip.Addr][]string
+			if output != "" || showAllIPs || showProbIP {
+				if st, err = loadIPAMState(ctx, c); err != nil {
+					return err
+				}
+				if owners, err = ipOwners(ctx, c); err != nil {
+					return err
+				}
+				showIPs(a.stdout, st, cr, owners, showAllIPs, showProbIP)
+			}
 			printCheck(a.stdout, cr)
 			if output != "" {
-				js, err := json.MarshalIndent(cr, "", "  ")
+				full, err := buildCalicoReport(ctx, c, st, cr, owners)
+				if err != nil {
+					return err
+				}
+				js, err := json.MarshalIndent(full, "", "  ")
 				if err != nil {
 					return err
 				}
@@ -117,8 +134,10 @@ with -o and free what it lists with ipam release --from-report.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "", "write the findings as JSON to this file, for ipam release --from-report")
-	cmd.Flags().DurationVar(&grace, "grace", time.Minute, "ignore allocations younger than this (a pod being set up holds its address before its endpoint exists)")
+	cmd.Flags().StringVarP(&output, "output", "o", "", "Path to output report file (Calico's report format, with Tabby's findings under \"tabby\"), for ipam release --from-report")
+	cmd.Flags().BoolVar(&showAllIPs, "show-all-ips", false, "Print all IPs that are checked.")
+	cmd.Flags().BoolVar(&showProbIP, "show-problem-ips", false, "Print all IPs that are leaked or not allocated properly.")
+	cmd.Flags().DurationVar(&grace, "grace", defaultGrace, "ignore allocations younger than this (a pod being set up holds its address before its endpoint exists)")
 	return cmd
 }
 
@@ -296,8 +315,9 @@ func poolOverlapFindings(ps []v3.IPPool) []string {
 func newIPAMReleaseCmd(a *app) *cobra.Command {
 	var (
 		ips        []string
-		fromReport string
+		fromReport []string
 		force      bool
+		grace      time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "release (--ip=ADDR... | --from-report=FILE)",
@@ -314,7 +334,7 @@ unless --force is given.`,
   calicoctl ipam release --ip=10.244.0.5 --force`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if (len(ips) == 0) == (fromReport == "") {
+			if (len(ips) == 0) == (len(fromReport) == 0) {
 				return fmt.Errorf("give exactly one of --ip=ADDR or --from-report=FILE (write a report with calicoctl ipam check -o FILE)")
 			}
 			var addrs []netip.Addr
@@ -325,12 +345,13 @@ unless --force is given.`,
 				}
 				addrs = append(addrs, ip.Unmap())
 			}
-			var rep *ipam.GCReport
-			if fromReport != "" {
-				var err error
-				if rep, err = readReport(fromReport); err != nil {
+			var files []*reportFile
+			for _, path := range fromReport {
+				f, err := readReport(path)
+				if err != nil {
 					return err
 				}
+				files = append(files, f)
 			}
 			c, err := a.client()
 			if err != nil {
@@ -338,38 +359,36 @@ unless --force is given.`,
 			}
 			defer c.Close()
 			ctx := cmdContext(cmd)
-			al := ipam.New(c, ipam.Config{})
-			if rep != nil {
+			al := ipam.New(c, ipam.Config{Logger: a.log()})
+			if len(files) > 0 {
+				rep, notes, err := releasePlan(ctx, c, al, files)
+				if err != nil {
+					return err
+				}
+				for _, n := range notes {
+					fmt.Fprintln(a.stdout, n)
+				}
+				if cmd.Flags().Changed("grace") {
+					rep.Grace = grace
+				}
 				return a.releaseReport(ctx, c, al, rep)
 			}
 			return a.releaseIPs(ctx, al, addrs, force)
 		},
 	}
 	cmd.Flags().StringSliceVar(&ips, "ip", nil, "address to free (repeatable, or comma-separated)")
-	cmd.Flags().StringVar(&fromReport, "from-report", "", "free what this ipam check -o report lists")
+	cmd.Flags().StringArrayVar(&fromReport, "from-report", nil, "Release all leaked addresses from the report (Calico's or Tabby's ipam check -o; repeat to release only what every report lists).")
+	cmd.Flags().DurationVar(&grace, "grace", defaultGrace, "with --from-report: spare addresses whose handle is younger than this (default: the report's --grace, 1m for Calico's reports)")
 	cmd.Flags().BoolVar(&force, "force", false, "with --ip: free the address even if its owner still exists")
 	return cmd
 }
 
-func readReport(path string) (*ipam.GCReport, error) {
+func readReport(path string) (*reportFile, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading the report: %w (write one with calicoctl ipam check -o FILE)", err)
 	}
-	var cr checkReport
-	dec := json.NewDecoder(strings.NewReader(string(data)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&cr); err != nil {
-		return nil, fmt.Errorf("%s is not an ipam check report: %w (write one with calicoctl ipam check -o FILE)", path, err)
-	}
-	if cr.Kind != reportKind {
-		return nil, fmt.Errorf("%s is not an ipam check report (kind %q, want %q): write one with calicoctl ipam check -o FILE", path, cr.Kind, reportKind)
-	}
-	rep, err := cr.gcReport()
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return rep, nil
+	return parseReport(path, data)
 }
 
 func (a *app) releaseReport(ctx context.Context, c datastore.Client, al *ipam.Allocator, rep *ipam.GCReport) error {

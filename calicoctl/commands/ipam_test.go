@@ -30,7 +30,11 @@ func TestReportRoundTrip(t *testing.T) {
 	}
 	path := filepath.Join(t.TempDir(), "r.json")
 	os.WriteFile(path, js, 0o644)
-	got, err := readReport(path)
+	f, err := readReport(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := f.tabby.gcReport()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +46,9 @@ func TestReportRoundTrip(t *testing.T) {
 	}
 
 	for name, tc := range map[string]struct{ body, want string }{
-		"wrong kind":     {`{"kind":"Other"}`, `kind "Other"`},
+		"neither format": {`{"kind":"Other"}`, `no "allocations"`},
+		"not json":       {`allocations:`, `is not an ipam check report`},
+		"tabby kind":     {`{"allocations":{},"tabby":{"kind":"Other"}}`, `"tabby" is not a Tabby ipam check report (kind "Other")`},
 		"unknown field":  {`{"kind":"TabbyIPAMCheckReport","bogus":1}`, `unknown field "bogus"`},
 		"ip not inblock": {`{"kind":"TabbyIPAMCheckReport","leaks":[{"IP":"10.0.0.99","Block":"10.0.0.0/26"}]}`, `leaks[0]: needs an IP inside its block`},
 		"bad block":      {`{"kind":"TabbyIPAMCheckReport","emptyUnaffineBlocks":["nope"]}`, `"nope" is not a CIDR`},
@@ -69,6 +75,39 @@ func TestUsageCells(t *testing.T) {
 		u, f := usageCells(prefixSize(p), tc.used)
 		if got := prefixSize(p).String(); got != tc.total || u != tc.inUse || f != tc.fr {
 			t.Errorf("%s: %s %q %q, want %s %q %q", tc.cidr, got, u, f, tc.total, tc.inUse, tc.fr)
+		}
+	}
+}
+
+func TestSplitCIDR(t *testing.T) {
+	for _, tc := range []struct {
+		cidr  string
+		parts int
+		want  string
+		err   string
+	}{
+		{cidr: "10.0.0.0/16", parts: 4, want: "10.0.0.0/18 10.0.64.0/18 10.0.128.0/18 10.0.192.0/18"},
+		{cidr: "10.0.0.7/24", parts: 2, want: "10.0.0.0/25 10.0.0.128/25"},
+		{cidr: "fd00::/64", parts: 2, want: "fd00::/65 fd00::8000:0:0:0/65"},
+		{cidr: "10.0.0.0/31", parts: 4, err: "not large enough to be split into 4 parts"},
+		{cidr: "10.0.0.0/16", parts: 3, err: "not a valid power of 2: 3"},
+		{cidr: "10.0.0.0/16", parts: 1, err: "not a valid power of 2: 1"},
+		{cidr: "10.0.0.0/16", parts: 0, err: "not a valid power of 2: 0"},
+		{cidr: "nope", parts: 2, err: "error reading CIDR nope"},
+	} {
+		got, err := splitCIDR(tc.cidr, tc.parts)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%s/%d: error %v, want %q", tc.cidr, tc.parts, err, tc.err)
+			}
+			continue
+		}
+		var s []string
+		for _, p := range got {
+			s = append(s, p.String())
+		}
+		if err != nil || strings.Join(s, " ") != tc.want {
+			t.Errorf("%s/%d: %v %v, want %s", tc.cidr, tc.parts, s, err, tc.want)
 		}
 	}
 }

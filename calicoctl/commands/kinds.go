@@ -42,6 +42,14 @@ func resolveKind(s string) (v3.KindInfo, error) {
 		info, _ := v3.LookupKind(k)
 		return info, nil
 	}
+	for kind, t := range kindTables {
+		for _, n := range t.names {
+			if l == n {
+				info, _ := v3.LookupKind(kind)
+				return info, nil
+			}
+		}
+	}
 	for _, k := range v3.Kinds() {
 		if l == strings.ToLower(k.Kind) || l == k.Plural {
 			return k, nil

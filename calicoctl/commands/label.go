@@ -1,10 +1,13 @@
 package commands
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	v3 "github.com/tabbynet/tabby/api/v3"
 )
 
 func newLabelCmd(a *app) *cobra.Command {
@@ -27,29 +30,36 @@ func newLabelCmd(a *app) *cobra.Command {
 			case key == "":
 				return fmt.Errorf("the label key is empty")
 			}
-			past := "labeled"
-			if remove {
-				past = "removed the label from"
-			}
-			return a.modify(cmd.Context(), args[0], args[1], namespace, past, func(doc map[string]any) error {
+			kind, name := args[0], args[1]
+			return a.modify(cmd.Context(), kind, name, namespace, func(_ v3.KindInfo, js []byte) ([]byte, string, error) {
+				var doc map[string]any
+				if err := json.Unmarshal(js, &doc); err != nil {
+					return nil, "", err
+				}
 				md, _ := doc["metadata"].(map[string]any)
 				labels, _ := md["labels"].(map[string]any)
 				if labels == nil {
 					labels = map[string]any{}
 				}
 				old, exists := labels[key]
+				msg := fmt.Sprintf("Successfully set label %s on %s %s", key, kind, name)
 				switch {
 				case remove && !exists:
-					return fmt.Errorf("label %q is not set on %s", key, args[1])
+					return nil, "", fmt.Errorf("cannot remove label of %s %s, key %s does not exist", kind, name, key)
 				case remove:
 					delete(labels, key)
+					msg = fmt.Sprintf("Successfully removed label %s from %s %s", key, kind, name)
 				case exists && old != value && !overwrite:
-					return fmt.Errorf("label %q is already %q: use --overwrite to change it", key, old)
+					return nil, "", fmt.Errorf("failed to update label of %s %s, key %s is already present. please use '--overwrite' to set a new value", kind, name, key)
+				case exists:
+					labels[key] = value
+					msg = fmt.Sprintf("Successfully updated label %s on %s %s", key, kind, name)
 				default:
 					labels[key] = value
 				}
 				md["labels"] = labels
-				return nil
+				out, err := json.Marshal(doc)
+				return out, msg, err
 			})
 		},
 	}

@@ -4,234 +4,196 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strconv"
+	"os"
 	"strings"
 	"text/tabwriter"
+	"text/template"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
 	v3 "github.com/tabbynet/tabby/api/v3"
 )
 
-// printer renders resources in one output format.
-type printer struct{ format string }
-
-func newPrinter(format string) (*printer, error) {
-	switch format {
-	case "ps", "wide", "yaml", "json", "name":
-		return &printer{format: format}, nil
-	}
-	return nil, fmt.Errorf("output format %q is not supported: use ps, wide, yaml, json or name", format)
+// printer renders resources in one of calicoctl's output formats: ps
+// (table), wide, custom-columns=H1,H2, go-template=T, go-template-file=F,
+// yaml, json, and name.
+type printer struct {
+	format   string   // ps, wide, custom, template, yaml, json, name
+	headings []string // custom-columns
+	tmpl     string   // go-template (the file's text for go-template-file)
+	// withNS adds a NAMESPACE column to tables of namespaced kinds (Calico:
+	// when -n or -A was given).
+	withNS bool
 }
 
-// print writes items. single says the user asked for exactly one object
-// (yaml/json then print the object rather than a list); showNS adds a
-// NAMESPACE column to tables.
-func (p *printer) print(w io.Writer, info v3.KindInfo, items []v3.Resource, single, showNS bool) error {
+// newPrinter parses -o as Calico's calicoctl does, with its messages.
+func newPrinter(output string, withNS bool) (*printer, error) {
+	switch output {
+	case "ps", "wide", "json", "name":
+		return &printer{format: output, withNS: withNS}, nil
+	case "yaml", "yml":
+		return &printer{format: "yaml"}, nil
+	}
+	key, value, _ := strings.Cut(output, "=")
+	switch key {
+	case "go-template":
+		if value == "" {
+			return nil, fmt.Errorf("need to specify a template")
+		}
+		return &printer{format: "template", tmpl: value}, nil
+	case "go-template-file":
+		if value == "" {
+			return nil, fmt.Errorf("need to specify a template file")
+		}
+		b, err := os.ReadFile(value)
+		if err != nil {
+			return nil, fmt.Errorf("reading the template file: %w", err)
+		}
+		return &printer{format: "template", tmpl: string(b)}, nil
+	case "custom-columns":
+		if value == "" {
+			return nil, fmt.Errorf("need to specify at least one column")
+		}
+		return &printer{format: "custom", headings: strings.Split(value, ",")}, nil
+	}
+	return nil, fmt.Errorf("unrecognized output format '%s'", output)
+}
+
+// print writes items. listed says they are the result of listing a kind
+// (Calico prints one List object, one table); otherwise they are the
+// objects asked for by name (one object, or each in turn). config answers
+// {{config "asnumber"}} in templates.
+func (p *printer) print(w io.Writer, info v3.KindInfo, items []v3.Resource, listed bool, config func(string) string) error {
 	switch p.format {
 	case "yaml", "json":
-		var doc any
-		if single {
-			js, err := v3.EncodeJSON(items[0])
-			if err != nil {
-				return err
-			}
-			doc = json.RawMessage(js)
-		} else {
-			list := struct {
-				APIVersion string            `json:"apiVersion"`
-				Kind       string            `json:"kind"`
-				Items      []json.RawMessage `json:"items"`
-			}{APIVersion: v3.GroupVersion, Kind: info.Kind + "List", Items: []json.RawMessage{}}
-			for _, it := range items {
-				js, err := v3.EncodeJSON(it)
-				if err != nil {
-					return err
-				}
-				list.Items = append(list.Items, js)
-			}
-			doc = list
-		}
-		js, err := json.MarshalIndent(doc, "", "  ")
-		if err != nil {
-			return err
-		}
-		if p.format == "json" {
-			_, err = fmt.Fprintf(w, "%s\n", js)
-			return err
-		}
-		y, err := yaml.JSONToYAML(js)
-		if err != nil {
-			return err
-		}
-		_, err = w.Write(y)
-		return err
+		return p.printDocument(w, info, items, listed)
 	case "name":
 		for _, it := range items {
 			fmt.Fprintln(w, it.GetName())
 		}
 		return nil
-	}
-	cols := columnsFor(info.Kind, p.format == "wide")
-	if showNS {
-		cols = append([]column{{"NAMESPACE", func(r v3.Resource) string { return r.GetNamespace() }}}, cols...)
-	}
-	tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
-	heads := make([]string, len(cols))
-	for i, c := range cols {
-		heads[i] = c.header
-	}
-	fmt.Fprintln(tw, strings.Join(heads, "\t"))
-	for _, it := range items {
-		vals := make([]string, len(cols))
-		for i, c := range cols {
-			vals[i] = c.value(it)
+	case "template":
+		t, err := template.New("get").Funcs(templateFuncs(config)).Parse(p.tmpl)
+		if err != nil {
+			return fmt.Errorf("parsing the template: %w", err)
 		}
-		fmt.Fprintln(tw, strings.Join(vals, "\t"))
+		var data []runtime.Object
+		if listed {
+			l, err := listOf(info, items)
+			if err != nil {
+				return err
+			}
+			data = []runtime.Object{l}
+		} else {
+			for _, it := range items {
+				data = append(data, it)
+			}
+		}
+		return t.Execute(w, data)
 	}
-	return tw.Flush()
+	table := tableFor(info.Kind)
+	headings := p.headings
+	if headings == nil {
+		headings = table.headers
+		if p.format == "wide" {
+			headings = table.wide
+		}
+	}
+	headings, row, err := table.rowTemplate(headings, p.withNS)
+	if err != nil {
+		return err
+	}
+	t, err := template.New("row").Funcs(templateFuncs(config)).Parse(row)
+	if err != nil {
+		return err
+	}
+	groups := [][]v3.Resource{items}
+	if !listed {
+		groups = nil
+		for _, it := range items {
+			groups = append(groups, []v3.Resource{it})
+		}
+	}
+	for _, g := range groups {
+		tw := tabwriter.NewWriter(w, 5, 1, 3, ' ', 0)
+		fmt.Fprintln(tw, strings.Join(headings, "\t")+"\t")
+		for _, it := range g {
+			if err := t.Execute(tw, it); err != nil {
+				return fmt.Errorf("printing %s %q: %w", info.Kind, it.GetName(), err)
+			}
+			fmt.Fprintln(tw)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		fmt.Fprintln(w) // Calico leaves a blank line after each table
+	}
+	return nil
 }
 
-type column struct {
-	header string
-	value  func(v3.Resource) string
+// listOf builds the kind's List object (e.g. IPPoolList) holding items.
+func listOf(info v3.KindInfo, items []v3.Resource) (runtime.Object, error) {
+	l := info.NewList()
+	objs := make([]runtime.Object, len(items))
+	for i, it := range items {
+		objs[i] = it
+	}
+	if err := meta.SetList(l, objs); err != nil {
+		return nil, fmt.Errorf("building the %s list: %w", info.Kind, err)
+	}
+	return l, nil
 }
 
-var nameCol = column{"NAME", func(r v3.Resource) string { return r.GetName() }}
-
-func order(o *float64) string {
-	if o == nil {
-		return ""
+func (p *printer) printDocument(w io.Writer, info v3.KindInfo, items []v3.Resource, listed bool) error {
+	var doc any
+	switch {
+	case !listed && len(items) == 1:
+		js, err := v3.EncodeJSON(items[0])
+		if err != nil {
+			return err
+		}
+		doc = json.RawMessage(js)
+	case !listed:
+		// Several resources asked for by name: Calico prints them as a
+		// sequence, not a List.
+		seq := []json.RawMessage{}
+		for _, it := range items {
+			js, err := v3.EncodeJSON(it)
+			if err != nil {
+				return err
+			}
+			seq = append(seq, js)
+		}
+		doc = seq
+	default:
+		list := struct {
+			APIVersion string            `json:"apiVersion"`
+			Kind       string            `json:"kind"`
+			Items      []json.RawMessage `json:"items"`
+		}{APIVersion: v3.GroupVersion, Kind: info.Kind + "List", Items: []json.RawMessage{}}
+		for _, it := range items {
+			js, err := v3.EncodeJSON(it)
+			if err != nil {
+				return err
+			}
+			list.Items = append(list.Items, js)
+		}
+		doc = list
 	}
-	return strconv.FormatFloat(*o, 'f', -1, 64)
-}
-
-// columnsFor returns Calico's table columns for a kind (NAME only for
-// kinds without a richer table).
-func columnsFor(kind string, wide bool) []column {
-	switch kind {
-	case v3.KindIPPool:
-		c := []column{nameCol,
-			{"CIDR", func(r v3.Resource) string { return r.(*v3.IPPool).Spec.CIDR }}}
-		if wide {
-			c = append(c,
-				column{"NAT", func(r v3.Resource) string { return strconv.FormatBool(r.(*v3.IPPool).Spec.NATOutgoing) }},
-				column{"IPIPMODE", func(r v3.Resource) string { return string(r.(*v3.IPPool).Spec.IPIPMode) }},
-				column{"VXLANMODE", func(r v3.Resource) string { return string(r.(*v3.IPPool).Spec.VXLANMode) }},
-				column{"DISABLED", func(r v3.Resource) string { return strconv.FormatBool(r.(*v3.IPPool).Spec.Disabled) }},
-				column{"DISABLEBGPEXPORT", func(r v3.Resource) string {
-					return strconv.FormatBool(r.(*v3.IPPool).Spec.DisableBGPExport)
-				}})
-		}
-		return append(c, column{"SELECTOR", func(r v3.Resource) string { return r.(*v3.IPPool).Spec.NodeSelector }})
-	case v3.KindBGPPeer:
-		return []column{nameCol,
-			{"PEERIP", func(r v3.Resource) string { return r.(*v3.BGPPeer).Spec.PeerIP }},
-			{"NODE", func(r v3.Resource) string {
-				s := r.(*v3.BGPPeer).Spec
-				if s.Node == "" && s.NodeSelector == "" {
-					return "(global)"
-				}
-				if s.Node != "" {
-					return s.Node
-				}
-				return s.NodeSelector
-			}},
-			{"ASN", func(r v3.Resource) string { return r.(*v3.BGPPeer).Spec.ASNumber.String() }}}
-	case v3.KindNode:
-		c := []column{nameCol}
-		if wide {
-			bgp := func(r v3.Resource) *v3.NodeBGPSpec { return r.(*v3.Node).Spec.BGP }
-			c = append(c,
-				column{"ASN", func(r v3.Resource) string {
-					if b := bgp(r); b != nil && b.ASNumber != nil {
-						return b.ASNumber.String()
-					}
-					return "(64512)"
-				}},
-				column{"IPV4", func(r v3.Resource) string {
-					if b := bgp(r); b != nil {
-						return b.IPv4Address
-					}
-					return ""
-				}},
-				column{"IPV6", func(r v3.Resource) string {
-					if b := bgp(r); b != nil {
-						return b.IPv6Address
-					}
-					return ""
-				}})
-		}
-		return c
-	case v3.KindWorkloadEndpoint:
-		return []column{
-			{"WORKLOAD", func(r v3.Resource) string { return r.(*v3.WorkloadEndpoint).Spec.Workload }},
-			{"NODE", func(r v3.Resource) string { return r.(*v3.WorkloadEndpoint).Spec.Node }},
-			{"NETWORKS", func(r v3.Resource) string { return strings.Join(r.(*v3.WorkloadEndpoint).Spec.IPNetworks, ",") }},
-			{"INTERFACE", func(r v3.Resource) string { return r.(*v3.WorkloadEndpoint).Spec.InterfaceName }}}
-	case v3.KindHostEndpoint:
-		return []column{nameCol,
-			{"NODE", func(r v3.Resource) string { return r.(*v3.HostEndpoint).Spec.Node }},
-			{"INTERFACE", func(r v3.Resource) string { return r.(*v3.HostEndpoint).Spec.InterfaceName }},
-			{"IPS", func(r v3.Resource) string { return strings.Join(r.(*v3.HostEndpoint).Spec.ExpectedIPs, ",") }}}
-	case v3.KindTier:
-		return []column{nameCol, {"ORDER", func(r v3.Resource) string { return order(r.(*v3.Tier).Spec.Order) }}}
-	case v3.KindNetworkPolicy:
-		c := []column{nameCol}
-		if wide {
-			c = append(c,
-				column{"TIER", func(r v3.Resource) string { return r.(*v3.NetworkPolicy).Spec.Tier }},
-				column{"ORDER", func(r v3.Resource) string { return order(r.(*v3.NetworkPolicy).Spec.Order) }},
-				column{"SELECTOR", func(r v3.Resource) string { return r.(*v3.NetworkPolicy).Spec.Selector }})
-		}
-		return c
-	case v3.KindGlobalNetworkPolicy:
-		c := []column{nameCol}
-		if wide {
-			c = append(c,
-				column{"TIER", func(r v3.Resource) string { return r.(*v3.GlobalNetworkPolicy).Spec.Tier }},
-				column{"ORDER", func(r v3.Resource) string { return order(r.(*v3.GlobalNetworkPolicy).Spec.Order) }},
-				column{"SELECTOR", func(r v3.Resource) string { return r.(*v3.GlobalNetworkPolicy).Spec.Selector }})
-		}
-		return c
-	case v3.KindStagedNetworkPolicy:
-		spec := func(r v3.Resource) *v3.StagedNetworkPolicySpec { return &r.(*v3.StagedNetworkPolicy).Spec }
-		c := []column{nameCol, {"TIER", func(r v3.Resource) string { return spec(r).Tier }}}
-		if wide {
-			c = append(c,
-				column{"ORDER", func(r v3.Resource) string { return order(spec(r).Order) }},
-				column{"SELECTOR", func(r v3.Resource) string { return spec(r).Selector }})
-		}
-		return c
-	case v3.KindStagedGlobalNetworkPolicy:
-		spec := func(r v3.Resource) *v3.StagedGlobalNetworkPolicySpec { return &r.(*v3.StagedGlobalNetworkPolicy).Spec }
-		c := []column{nameCol, {"TIER", func(r v3.Resource) string { return spec(r).Tier }}}
-		if wide {
-			c = append(c,
-				column{"ORDER", func(r v3.Resource) string { return order(spec(r).Order) }},
-				column{"SELECTOR", func(r v3.Resource) string { return spec(r).Selector }})
-		}
-		return c
-	case v3.KindStagedKubernetesNetworkPolicy:
-		c := []column{nameCol}
-		if wide {
-			c = append(c, column{"PODSELECTOR", func(r v3.Resource) string {
-				return r.(*v3.StagedKubernetesNetworkPolicy).Spec.PodSelector.String()
-			}})
-		}
-		return c
-	case v3.KindNetworkSet:
-		c := []column{nameCol}
-		if wide {
-			c = append(c, column{"NETS", func(r v3.Resource) string { return strings.Join(r.(*v3.NetworkSet).Spec.Nets, ",") }})
-		}
-		return c
-	case v3.KindGlobalNetworkSet:
-		c := []column{nameCol}
-		if wide {
-			c = append(c, column{"NETS", func(r v3.Resource) string { return strings.Join(r.(*v3.GlobalNetworkSet).Spec.Nets, ",") }})
-		}
-		return c
+	js, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return err
 	}
-	return []column{nameCol}
+	if p.format == "json" {
+		_, err = fmt.Fprintf(w, "%s\n", js)
+		return err
+	}
+	y, err := yaml.JSONToYAML(js)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(y)
+	return err
 }

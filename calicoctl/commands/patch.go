@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
@@ -16,12 +18,18 @@ import (
 )
 
 func newPatchCmd(a *app) *cobra.Command {
-	var patch, namespace string
+	var patch, namespace, patchType string
 	cmd := &cobra.Command{
-		Use:   "patch KIND NAME -p PATCH",
-		Short: "Change fields of a resource with a JSON merge patch",
+		Use:   "patch KIND NAME -p PATCH [-t strategic|json|merge]",
+		Short: "Patch a pre-existing resource in place",
+		Long: `Change fields of one resource with a patch: strategic (the default, as
+Calico's: a JSON merge patch that also understands Kubernetes' $patch
+directives), merge (RFC 7386 JSON merge patch) or json (RFC 6902 JSON patch,
+a list of operations). The patch may be written as YAML.`,
 		Example: `  calicoctl patch ippool default-ipv4-ippool -p '{"spec": {"natOutgoing": false}}'
-  calicoctl patch node node1 -p '{"spec": {"bgp": {"routeReflectorClusterID": "224.0.0.1"}}}'`,
+  calicoctl patch node node1 -p '{"spec": {"bgp": {"routeReflectorClusterID": "224.0.0.1"}}}'
+  calicoctl patch ippool pool-a -t json -p '[{"op": "replace", "path": "/spec/disabled", "value": true}]'
+  calicoctl patch ippool pool-a -t merge -p '{"spec": {"natOutgoing": null}}'`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if patch == "" {
@@ -31,48 +39,73 @@ func newPatchCmd(a *app) *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("the patch is not valid JSON or YAML: %w", err)
 			}
-			var p any
-			if err := json.Unmarshal(pj, &p); err != nil {
-				return fmt.Errorf("the patch is not valid JSON: %w", err)
+			apply, err := patcher(patchType, pj)
+			if err != nil {
+				return err
 			}
-			if _, ok := p.(map[string]any); !ok {
-				return fmt.Errorf("the patch must be an object, e.g. {\"spec\": {...}}")
-			}
-			return a.modify(cmd.Context(), args[0], args[1], namespace, "patched", func(doc map[string]any) error {
-				mergePatch(doc, p) // doc is a map, so it is patched in place
-				return nil
+			return a.modify(cmd.Context(), args[0], args[1], namespace, func(info v3.KindInfo, doc []byte) ([]byte, string, error) {
+				out, err := apply(doc, info.New())
+				if err != nil {
+					return nil, "", err
+				}
+				return out, fmt.Sprintf("Successfully patched 1 '%s' resource", info.Kind), nil
 			})
 		},
 	}
-	cmd.Flags().StringVarP(&patch, "patch", "p", "", "JSON (or YAML) merge patch to apply")
-	cmd.Flags().StringVarP(&namespace, "namespace", "n", "", "namespace of namespaced resources (default \"default\")")
+	cmd.Flags().StringVarP(&patch, "patch", "p", "", "Spec to use to patch the resource.")
+	cmd.Flags().StringVarP(&patchType, "type", "t", "strategic", "Format of patch type: strategic, json, or merge.")
+	cmd.Flags().StringVarP(&namespace, "namespace", "n", "", "Namespace of the resource.")
 	return cmd
 }
 
-// mergePatch applies an RFC 7386 JSON merge patch: objects merge
-// recursively, null deletes, anything else replaces.
-func mergePatch(target, patch any) any {
-	pm, ok := patch.(map[string]any)
-	if !ok {
-		return patch
-	}
-	tm, ok := target.(map[string]any)
-	if !ok {
-		tm = map[string]any{}
-	}
-	for k, v := range pm {
-		if v == nil {
-			delete(tm, k)
-			continue
+// patcher returns the function applying a patch of the given type to a
+// resource's JSON (dataStruct is an empty object of its kind, which
+// strategic merge reads its patch strategies from).
+func patcher(patchType string, pj []byte) (func(doc []byte, dataStruct any) ([]byte, error), error) {
+	switch patchType {
+	case "strategic":
+		var p any
+		if err := json.Unmarshal(pj, &p); err != nil {
+			return nil, fmt.Errorf("the patch is not valid JSON: %w", err)
 		}
-		tm[k] = mergePatch(tm[k], v)
+		if _, ok := p.(map[string]any); !ok {
+			return nil, fmt.Errorf("a strategic merge patch must be an object, e.g. {\"spec\": {...}} (use -t json for a list of operations)")
+		}
+		return func(doc []byte, ds any) ([]byte, error) {
+			out, err := strategicpatch.StrategicMergePatch(doc, pj, ds)
+			if err != nil {
+				return nil, fmt.Errorf("performing strategic merge patch: %w", err)
+			}
+			return out, nil
+		}, nil
+	case "merge":
+		return func(doc []byte, _ any) ([]byte, error) {
+			out, err := jsonpatch.MergePatch(doc, pj)
+			if err != nil {
+				return nil, fmt.Errorf("performing merge patch: %w", err)
+			}
+			return out, nil
+		}, nil
+	case "json":
+		ops, err := jsonpatch.DecodePatch(pj)
+		if err != nil {
+			return nil, fmt.Errorf("the patch is not a JSON patch (a list of operations): %w", err)
+		}
+		return func(doc []byte, _ any) ([]byte, error) {
+			out, err := ops.Apply(doc)
+			if err != nil {
+				return nil, fmt.Errorf("performing json patch: %w", err)
+			}
+			return out, nil
+		}, nil
 	}
-	return tm
+	return nil, fmt.Errorf("unknown patch type %q: use strategic, json or merge", patchType)
 }
 
 // modify reads a resource, changes its JSON form with change, and writes it
 // back with compare-and-swap, retrying when someone else wrote in between.
-func (a *app) modify(ctx context.Context, kindArg, name, namespace, past string, change func(map[string]any) error) error {
+// change returns the new JSON and the message to print on success.
+func (a *app) modify(ctx context.Context, kindArg, name, namespace string, change func(info v3.KindInfo, doc []byte) ([]byte, string, error)) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -95,14 +128,7 @@ func (a *app) modify(ctx context.Context, kindArg, name, namespace, past string,
 		if err != nil {
 			return err
 		}
-		var doc map[string]any
-		if err := json.Unmarshal(js, &doc); err != nil {
-			return err
-		}
-		if err := change(doc); err != nil {
-			return err
-		}
-		out, err := json.Marshal(doc)
+		out, msg, err := change(info, js)
 		if err != nil {
 			return err
 		}
@@ -125,7 +151,7 @@ func (a *app) modify(ctx context.Context, kindArg, name, namespace, past string,
 		if err != nil {
 			return fmt.Errorf("%s: %w", key, friendly(err))
 		}
-		fmt.Fprintf(a.stdout, "Successfully %s 1 '%s' resource.\n", past, info.Kind)
+		fmt.Fprintln(a.stdout, msg)
 		return nil
 	}
 }

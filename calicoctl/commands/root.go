@@ -10,7 +10,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -37,11 +39,29 @@ type app struct {
 	probe func() systemProbe
 	// birdc talks to BIRD for node status [default: the birdc binary].
 	birdc birdCommand
+
+	// Global flags, as Calico's calicoctl has them.
+	logLevel      string
+	kubeContext   string
+	allowMismatch bool
+	// version is this client's version, compared with the cluster's
+	// (Version unless a test sets it).
+	version string
+	// logger writes at --log-level to stderr; setDefaultLogger also makes
+	// it the process's slog default (the real binary, not tests).
+	logger           *slog.Logger
+	setDefaultLogger bool
+
+	// For node and cluster diags; tests replace them.
+	runCmd  commandRunner    // runs a diagnostics command [exec]
+	clock   func() time.Time // names the bundle [time.Now]
+	getuid  func() int       // root check [os.Getuid]
+	workDir string           // where cluster diags writes its bundle ["."]
 }
 
 // Execute runs calicoctl with args and returns the process exit code.
 func Execute(args []string, stdout, stderr io.Writer) int {
-	return run(&app{stdin: os.Stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv, newClient: dsconfig.New, defaultConfig: dsconfig.DefaultConfigFile, probe: realProbe}, args)
+	return run(&app{stdin: os.Stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv, newClient: dsconfig.New, defaultConfig: dsconfig.DefaultConfigFile, probe: realProbe, setDefaultLogger: true}, args)
 }
 
 func run(a *app, args []string) int {
@@ -65,34 +85,53 @@ default /etc/calico/calicoctl.cfg) and the environment: DATASTORE_TYPE,
 ETCD_ENDPOINTS, KUBECONFIG, K8S_API_ENDPOINT.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		PersistentPreRun: func(cmd *cobra.Command, _ []string) {
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			a.configExplicit = cmd.Flags().Changed("config")
+			return a.applyGlobalFlags()
 		},
 	}
 	root.SetIn(a.stdin)
 	root.SetOut(a.stdout)
 	root.SetErr(a.stderr)
 	root.PersistentFlags().StringVarP(&a.configPath, "config", "c", a.defaultConfig, "path to the CalicoAPIConfig file")
+	root.PersistentFlags().StringVarP(&a.logLevel, "log-level", "l", "panic", "Set the log level (panic, fatal, error, warn, info, debug)")
+	root.PersistentFlags().StringVar(&a.kubeContext, "context", "", "The name of the kubeconfig context to use")
+	root.PersistentFlags().BoolVar(&a.allowMismatch, "allow-version-mismatch", false, "Allow client and cluster versions mismatch")
 	root.AddCommand(
 		newCreateCmd(a), newApplyCmd(a), newReplaceCmd(a), newDeleteCmd(a),
 		newGetCmd(a), newPatchCmd(a), newLabelCmd(a),
 		newNodeCmd(a), newValidateCmd(), newVersionCmd(a),
-		newIPAMCmd(a), newConvertCmd(a),
+		newIPAMCmd(a), newConvertCmd(a), newDatastoreCmd(a), newClusterCmd(a),
 	)
 	// Cobra's completion command (bash, zsh, fish, powershell), added now
 	// rather than at Execute so it is configured like every other group.
 	root.InitDefaultCompletionCmd()
 	for _, c := range root.Commands() {
-		if c.Name() == "completion" || c.Name() == "ipam" || c.Name() == "node" {
+		if c.Name() == "completion" || c.Name() == "ipam" || c.Name() == "node" || c.Name() == "datastore" || c.Name() == "cluster" {
 			requireSubcommand(c)
 		}
 	}
 	return root
 }
 
-// client loads the datastore configuration and connects.
+// client loads the datastore configuration and connects, then refuses a
+// cluster of another version unless --allow-version-mismatch (Calico's
+// check, made by every command that uses the datastore).
 func (a *app) client() (datastore.Client, error) {
-	spec, err := dsconfig.Load(a.configPath, a.configExplicit, a.getenv)
+	c, err := a.connect()
+	if err != nil {
+		return nil, err
+	}
+	if err := a.checkVersionMismatch(c); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// connect loads the datastore configuration and connects.
+func (a *app) connect() (datastore.Client, error) {
+	spec, err := dsconfig.Load(a.configPath, a.configExplicit, a.env)
 	if err != nil {
 		return nil, err
 	}
@@ -111,8 +150,8 @@ func newVersionCmd(a *app) *cobra.Command {
   DATASTORE_TYPE=kubernetes KUBECONFIG=~/.kube/config calicoctl version`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			fmt.Fprintf(a.stdout, "Client Version:    %s\n", Version)
-			c, err := a.client()
+			fmt.Fprintf(a.stdout, "Client Version:    %s\n", a.clientVersion())
+			c, err := a.connect()
 			if errors.Is(err, dsconfig.ErrNotConfigured) {
 				return nil // no datastore: the client version is all there is
 			}

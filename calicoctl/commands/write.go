@@ -18,6 +18,8 @@ type writeOp func(ctx context.Context, c datastore.Client, r v3.Resource) (skipp
 
 type writeFlags struct {
 	files         []string
+	recursive     bool
+	skipEmpty     bool
 	skipExists    bool
 	skipNotExists bool
 }
@@ -29,9 +31,13 @@ func (a *app) runWrite(ctx context.Context, past string, flags *writeFlags, op w
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	ins, err := a.readInputs(flags.files, past != "deleted")
+	ins, err := a.readInputs(flags.files, inputOptions{validate: past != "deleted", recursive: flags.recursive, skipEmpty: flags.skipEmpty})
 	if err != nil {
 		return err
+	}
+	if len(ins) == 0 {
+		fmt.Fprintln(a.stdout, "No resources specified")
+		return nil
 	}
 	if past == "created" {
 		// New pools overlapping each other: the datastore would take the
@@ -45,27 +51,47 @@ func (a *app) runWrite(ctx context.Context, past string, flags *writeFlags, op w
 		return err
 	}
 	defer c.Close()
-	done, skipped := 0, 0
+	kind := singleKind(ins)
+	done := 0
 	for _, in := range ins {
-		sk, err := op(ctx, c, in.r)
-		if err != nil {
+		// Skipped resources (--skip-exists, --skip-not-exists) count as
+		// handled, as Calico counts them.
+		if _, err := op(ctx, c, in.r); err != nil {
 			if done > 0 {
-				fmt.Fprintf(a.stdout, "Partial success: %s the first %d out of %d resources.\n", past, done, len(ins))
+				fmt.Fprintf(a.stdout, "Partial success: %s the first %d out of %d %sresources:\n", past, done, len(ins), kindWord(kind))
 			}
 			return fmt.Errorf("%s: %w", in.where(), friendly(err))
 		}
-		if sk {
-			skipped++
-		} else {
-			done++
-		}
+		done++
 	}
-	msg := fmt.Sprintf("Successfully %s %d resource(s)", past, done)
-	if skipped > 0 {
-		msg += fmt.Sprintf(", skipped %d", skipped)
-	}
-	fmt.Fprintln(a.stdout, msg+".")
+	fmt.Fprintln(a.stdout, successMessage(past, done, kind))
 	return nil
+}
+
+// singleKind is the one kind of all inputs, or "" when they mix kinds.
+func singleKind(ins []inputResource) string {
+	kind := ""
+	for i, in := range ins {
+		k := v3.KindOf(in.r)
+		if i > 0 && k != kind {
+			return ""
+		}
+		kind = k
+	}
+	return kind
+}
+
+func kindWord(kind string) string {
+	if kind == "" {
+		return ""
+	}
+	return "'" + kind + "' "
+}
+
+// successMessage is Calico's: "Successfully applied 2 'IPPool'
+// resource(s)", without the kind when several kinds were written.
+func successMessage(past string, n int, kind string) string {
+	return fmt.Sprintf("Successfully %s %d %sresource(s)", past, n, kindWord(kind))
 }
 
 // friendly adds what to do to the errors users hit most.
@@ -200,4 +226,6 @@ func newReplaceCmd(a *app) *cobra.Command {
 
 func addFileFlag(cmd *cobra.Command, f *writeFlags) {
 	cmd.Flags().StringArrayVarP(&f.files, "filename", "f", nil, "file, directory of *.yaml/*.yml/*.json, or - for stdin (repeatable)")
+	cmd.Flags().BoolVarP(&f.recursive, "recursive", "R", false, "Process the filename specified in -f recursively.")
+	cmd.Flags().BoolVar(&f.skipEmpty, "skip-empty", false, "Do not error if files contain no data.")
 }

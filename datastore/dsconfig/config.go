@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -48,6 +49,18 @@ type Spec struct {
 	K8sCAFile                string `json:"k8sCAFile,omitempty"`
 	K8sAPIToken              string `json:"k8sAPIToken,omitempty"`
 	K8sInsecureSkipTLSVerify bool   `json:"k8sInsecureSkipTLSVerify,omitempty"`
+	// The rest of Calico's KubeConfig fields, accepted in the file and the
+	// environment as Calico accepts them. KubeconfigInline is the
+	// kubeconfig's content (no environment variable, as in Calico);
+	// K8sCurrentContext picks a context of the kubeconfig (calicoctl
+	// --context sets it).
+	K8sDisableNodePoll bool    `json:"k8sDisableNodePoll,omitempty"`
+	K8sUsePodCIDR      bool    `json:"usePodCIDR,omitempty"`
+	KubeconfigInline   string  `json:"kubeconfigInline,omitempty"`
+	K8sClientQPS       float32 `json:"k8sClientQPS,omitempty"`
+	K8sClientBurst     int     `json:"k8sClientBurst,omitempty"`
+	K8sCurrentContext  string  `json:"k8sCurrentContext,omitempty"`
+	CalicoAPIGroup     string  `json:"calicoAPIGroup,omitempty"`
 
 	// RequestTimeout bounds each datastore request (0: the backend's
 	// default). Not part of the file format: components set it.
@@ -67,23 +80,36 @@ type APIConfig struct {
 // its documentation names.
 var envVars = []struct {
 	name string
-	set  func(*Spec, string)
+	set  func(*Spec, string) error
 }{
-	{"DATASTORE_TYPE", func(s *Spec, v string) { s.DatastoreType = v }},
-	{"ETCD_ENDPOINTS", func(s *Spec, v string) { s.EtcdEndpoints = v }},
-	{"ETCD_DISCOVERY_SRV", func(s *Spec, v string) { s.EtcdDiscoverySrv = v }},
-	{"ETCD_USERNAME", func(s *Spec, v string) { s.EtcdUsername = v }},
-	{"ETCD_PASSWORD", func(s *Spec, v string) { s.EtcdPassword = v }},
-	{"ETCD_KEY_FILE", func(s *Spec, v string) { s.EtcdKeyFile = v }},
-	{"ETCD_CERT_FILE", func(s *Spec, v string) { s.EtcdCertFile = v }},
-	{"ETCD_CA_CERT_FILE", func(s *Spec, v string) { s.EtcdCACertFile = v }},
-	{"KUBECONFIG", func(s *Spec, v string) { s.Kubeconfig = v }},
-	{"K8S_API_ENDPOINT", func(s *Spec, v string) { s.K8sAPIEndpoint = v }},
-	{"K8S_KEY_FILE", func(s *Spec, v string) { s.K8sKeyFile = v }},
-	{"K8S_CERT_FILE", func(s *Spec, v string) { s.K8sCertFile = v }},
-	{"K8S_CA_FILE", func(s *Spec, v string) { s.K8sCAFile = v }},
-	{"K8S_API_TOKEN", func(s *Spec, v string) { s.K8sAPIToken = v }},
-	{"K8S_INSECURE_SKIP_TLS_VERIFY", func(s *Spec, v string) { s.K8sInsecureSkipTLSVerify = v == "true" }},
+	{"DATASTORE_TYPE", func(s *Spec, v string) error { s.DatastoreType = v; return nil }},
+	{"ETCD_ENDPOINTS", func(s *Spec, v string) error { s.EtcdEndpoints = v; return nil }},
+	{"ETCD_DISCOVERY_SRV", func(s *Spec, v string) error { s.EtcdDiscoverySrv = v; return nil }},
+	{"ETCD_USERNAME", func(s *Spec, v string) error { s.EtcdUsername = v; return nil }},
+	{"ETCD_PASSWORD", func(s *Spec, v string) error { s.EtcdPassword = v; return nil }},
+	{"ETCD_KEY_FILE", func(s *Spec, v string) error { s.EtcdKeyFile = v; return nil }},
+	{"ETCD_CERT_FILE", func(s *Spec, v string) error { s.EtcdCertFile = v; return nil }},
+	{"ETCD_CA_CERT_FILE", func(s *Spec, v string) error { s.EtcdCACertFile = v; return nil }},
+	{"KUBECONFIG", func(s *Spec, v string) error { s.Kubeconfig = v; return nil }},
+	{"K8S_API_ENDPOINT", func(s *Spec, v string) error { s.K8sAPIEndpoint = v; return nil }},
+	{"K8S_KEY_FILE", func(s *Spec, v string) error { s.K8sKeyFile = v; return nil }},
+	{"K8S_CERT_FILE", func(s *Spec, v string) error { s.K8sCertFile = v; return nil }},
+	{"K8S_CA_FILE", func(s *Spec, v string) error { s.K8sCAFile = v; return nil }},
+	{"K8S_API_TOKEN", func(s *Spec, v string) error { s.K8sAPIToken = v; return nil }},
+	{"K8S_INSECURE_SKIP_TLS_VERIFY", func(s *Spec, v string) error { s.K8sInsecureSkipTLSVerify = v == "true"; return nil }},
+	{"K8S_DISABLE_NODE_POLL", func(s *Spec, v string) error { s.K8sDisableNodePoll = v == "true"; return nil }},
+	{"USE_POD_CIDR", func(s *Spec, v string) error { s.K8sUsePodCIDR = v == "true"; return nil }},
+	{"K8S_CLIENT_QPS", func(s *Spec, v string) error {
+		f, err := strconv.ParseFloat(v, 32)
+		s.K8sClientQPS = float32(f)
+		return err
+	}},
+	{"K8S_CLIENT_BURST", func(s *Spec, v string) (err error) {
+		s.K8sClientBurst, err = strconv.Atoi(v)
+		return err
+	}},
+	{"K8S_CURRENT_CONTEXT", func(s *Spec, v string) error { s.K8sCurrentContext = v; return nil }},
+	{"CALICO_API_GROUP", func(s *Spec, v string) error { s.CalicoAPIGroup = v; return nil }},
 }
 
 // Load reads the config file at path (if it exists; a missing file is not
@@ -104,14 +130,16 @@ func Load(path string, explicit bool, getenv func(string) string) (Spec, error) 
 	}
 	for _, ev := range envVars {
 		if v := getenv(ev.name); v != "" {
-			ev.set(&spec, v)
+			if err := ev.set(&spec, v); err != nil {
+				return Spec{}, fmt.Errorf("environment variable %s=%q: %w", ev.name, v, err)
+			}
 		}
 	}
 	if spec.DatastoreType == "" {
 		switch {
 		case spec.EtcdEndpoints != "" || spec.EtcdDiscoverySrv != "":
 			spec.DatastoreType = TypeEtcdV3
-		case spec.Kubeconfig != "" || spec.K8sAPIEndpoint != "":
+		case spec.Kubeconfig != "" || spec.KubeconfigInline != "" || spec.K8sAPIEndpoint != "":
 			spec.DatastoreType = TypeKubernetes
 		default:
 			return Spec{}, fmt.Errorf("%w: set DATASTORE_TYPE=etcdv3 with ETCD_ENDPOINTS, or DATASTORE_TYPE=kubernetes with KUBECONFIG, or write %s (kind CalicoAPIConfig)", ErrNotConfigured, path)
@@ -151,7 +179,7 @@ func (s Spec) Validate() error {
 			return fmt.Errorf("%w: datastoreType etcdv3 needs etcdEndpoints (ETCD_ENDPOINTS), e.g. http://127.0.0.1:2379, or etcdDiscoverySrv (ETCD_DISCOVERY_SRV)", ErrNotConfigured)
 		}
 	case TypeKubernetes:
-		if s.Kubeconfig == "" && s.K8sAPIEndpoint == "" && os.Getenv("KUBERNETES_SERVICE_HOST") == "" {
+		if s.Kubeconfig == "" && s.KubeconfigInline == "" && s.K8sAPIEndpoint == "" && os.Getenv("KUBERNETES_SERVICE_HOST") == "" {
 			return fmt.Errorf("%w: datastoreType kubernetes needs kubeconfig (KUBECONFIG) or k8sAPIEndpoint, or must run in a pod", ErrNotConfigured)
 		}
 	default:
