@@ -78,6 +78,18 @@ spec:
 		{"WorkloadEndpoint name", wepDoc("node--1-cni-other-eth0", "cni"), "expected name node--1-cni-abc123-eth0"},
 		{"WorkloadEndpoint name", strings.Replace(wepDoc("x", "k8s"), "  orchestrator: k8s\n", "", 1),
 			"spec.orchestrator: field should be assigned"},
+		// IPPool CRD rules (x-kubernetes-validations).
+		{"IPPool selectors", "apiVersion: projectcalico.org/v3\nkind: IPPool\nmetadata: {name: p}\nspec: {cidr: 10.9.0.0/16, nodeSelector: all(), namespaceSelector: all(), allowedUses: [Workload]}", ""},
+		// allowedUses defaults to Workload and Tunnel before Calico's rules
+		// run, so a namespaceSelector needs allowedUses [Workload].
+		{"IPPool selectors", "apiVersion: projectcalico.org/v3\nkind: IPPool\nmetadata: {name: p}\nspec: {cidr: 10.9.0.0/16, namespaceSelector: all()}",
+			"spec.namespaceSelector: IP Pool with AllowedUse Tunnel cannot have namespaceSelector"},
+		{"IPPool selectors", "apiVersion: projectcalico.org/v3\nkind: IPPool\nmetadata: {name: p}\nspec: {cidr: 10.9.0.0/16, nodeSelector: global()}",
+			"spec.nodeSelector: global() selector is not valid for IPPool nodeSelector"},
+		{"IPPool selectors", "apiVersion: projectcalico.org/v3\nkind: IPPool\nmetadata: {name: p}\nspec: {cidr: 10.9.0.0/16, namespaceSelector: global()}",
+			"spec.namespaceSelector: global() selector is not valid for IPPool namespaceSelector"},
+		{"IPPool selectors", "apiVersion: projectcalico.org/v3\nkind: IPPool\nmetadata: {name: p}\nspec: {cidr: 10.9.0.0/16, allowedUses: [Tunnel], namespaceSelector: all()}",
+			"spec.namespaceSelector: IP Pool with AllowedUse Tunnel cannot have namespaceSelector"},
 		// Annotations on every kind (validateObjectMeta).
 		{"metadata annotations", "apiVersion: projectcalico.org/v3\nkind: IPPool\nmetadata: {name: p, annotations: {example.com/Owner: a}}\nspec: {cidr: 10.9.0.0/16}", ""},
 		{"metadata annotations", "apiVersion: projectcalico.org/v3\nkind: IPPool\nmetadata: {name: p, annotations: {\"bad key\": a}}\nspec: {cidr: 10.9.0.0/16}",
