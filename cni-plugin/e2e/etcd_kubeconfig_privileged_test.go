@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"maps"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -20,6 +21,7 @@ import (
 
 	v3 "github.com/tabbynet/tabby/api/v3"
 	"github.com/tabbynet/tabby/datastore"
+	ct "github.com/tabbynet/tabby/felix/calc/calctest"
 	"github.com/tabbynet/tabby/internal/testservers"
 )
 
@@ -113,6 +115,37 @@ func TestPrivilegedEtcdModeReadsPodFromKubernetes(t *testing.T) {
 	}
 	if d := get("node1-k8s-db-eth0"); d.Labels["app"] != "db" || d.Spec.IPNetworks[0] != "10.66.9.9/32" {
 		t.Errorf("db endpoint: labels %v, addresses %v", d.Labels, d.Spec.IPNetworks)
+	}
+
+	// Felix on the node enforces a policy that selects the pod by a label
+	// the endpoint has only because the plugin read the pod: db -> web is
+	// cut, web -> db (db is not selected) stays open.
+	for _, r := range []v3.Resource{
+		ct.NSProfile("default", nil),
+		&v3.Profile{TypeMeta: metav1.TypeMeta{Kind: v3.KindProfile, APIVersion: v3.GroupVersion},
+			ObjectMeta: metav1.ObjectMeta{Name: "ksa.default.websa"},
+			Spec:       v3.ProfileSpec{LabelsToApply: map[string]string{"pcsa.projectcalico.org/name": "websa"}}},
+	} {
+		if _, err := c.client.Create(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dp := runFelix(t, c)
+	webAddr := serve(t, web.netns, net.JoinHostPort(web.ip(false), "8080"), "web")
+	dbAddr := serve(t, db.netns, net.JoinHostPort(db.ip(false), "5432"), "db")
+	reaches := func(from *pod, addr, want string) bool {
+		got, err := dial(from.netns, addr)
+		return err == nil && got == want
+	}
+	waitFor(t, "felix in sync with db -> web open under the namespace profile", func() bool {
+		return dp.InSync() && reaches(db, webAddr, "web")
+	})
+	if _, err := c.client.Create(ctx, ct.NP("default", "isolate-web", nil, "app == 'web' && projectcalico.org/serviceaccount == 'websa'", ct.Ingress, nil, nil)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "db -> web denied by the label-selected policy", func() bool { return !reaches(db, webAddr, "web") })
+	if !reaches(web, dbAddr, "db") {
+		t.Error("web -> db denied: the policy selects web only")
 	}
 
 	// A pod the API server does not know is refused before any change.
