@@ -16,6 +16,7 @@ import (
 	"github.com/containernetworking/cni/libcni"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8stypes "k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -30,7 +31,8 @@ import (
 // kube-apiserver, as Calico's plugin does: the WorkloadEndpoint it writes
 // to etcd carries the pod's labels (with projectcalico.org/namespace,
 // orchestrator and serviceaccount), its service account, the kns./ksa.
-// profiles and its named ports; the pod's ipAddrs annotation is honoured.
+// profiles and its named ports; the pod's ipAddrs annotation and its
+// namespace's ipv4pools annotation are honoured.
 // Before, the endpoint had only the namespace and orchestrator labels, so
 // label-selected policy did not apply to pods in etcd mode.
 func TestPrivilegedEtcdModeReadsPodFromKubernetes(t *testing.T) {
@@ -42,6 +44,13 @@ func TestPrivilegedEtcdModeReadsPodFromKubernetes(t *testing.T) {
 	}
 	kube := kubernetes.NewForConfigOrDie(rc)
 	ctx := context.Background()
+	// The namespace's pool annotation applies to its pods that name no
+	// pool themselves.
+	c.createPool("ns-pool", "10.67.0.0/16")
+	nsPatch := []byte(`{"metadata":{"annotations":{"cni.projectcalico.org/ipv4pools":"[\"ns-pool\"]"}}}`)
+	if _, err := kube.CoreV1().Namespaces().Patch(ctx, "default", k8stypes.MergePatchType, nsPatch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := kube.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "websa"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -84,6 +93,9 @@ func TestPrivilegedEtcdModeReadsPodFromKubernetes(t *testing.T) {
 	web, db := c.newPod("web"), c.newPod("db")
 	c.mustAdd(web)
 	c.mustAdd(db)
+	if !strings.HasPrefix(web.ip(false), "10.67.") {
+		t.Fatalf("web got %s, want an address of ns-pool (its namespace's ipv4pools annotation)", web.ip(false))
+	}
 	if db.ip(false) != "10.66.9.9" {
 		t.Fatalf("db got %s, want 10.66.9.9 from its ipAddrs annotation", db.ip(false))
 	}

@@ -46,16 +46,29 @@ func ReaderFor(conf *netconf.NetConf) (plugin.PodReader, error) {
 
 type reader struct{ kube kubernetes.Interface }
 
-// Read gets the pod: its IPAM annotations, and the endpoint fields the
+// Read gets the pod and its namespace (in parallel): the pod's IPAM
+// annotations, with the namespace's ipv4pools/ipv6pools used where the pod
+// has none (as Calico's plugin does), and the endpoint fields the
 // Kubernetes datastore derives from a pod (kdd.PodToWorkloadEndpoint, so
 // labels, profiles, service account and ports are the same in both
 // modes).
 func (r *reader) Read(ctx context.Context, namespace, name string) (plugin.PodInfo, error) {
+	var ns *corev1.Namespace
+	var nsErr error
+	nsDone := make(chan struct{})
+	go func() {
+		defer close(nsDone)
+		ns, nsErr = r.kube.CoreV1().Namespaces().Get(ctx, namespace, metav1.GetOptions{})
+	}()
 	pod, err := r.kube.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
+	<-nsDone
 	if err != nil {
 		return plugin.PodInfo{}, fmt.Errorf("reading pod %s/%s: %w", namespace, name, kubeErr(err))
 	}
-	req, err := ipam.ParsePodAnnotations(pod.Annotations)
+	if nsErr != nil {
+		return plugin.PodInfo{}, fmt.Errorf("reading namespace %s of pod %s: %w", namespace, name, kubeErr(nsErr))
+	}
+	req, err := ipam.ParsePodAnnotations(ipamAnnotations(ns.Annotations, pod.Annotations))
 	if err != nil {
 		return plugin.PodInfo{}, fmt.Errorf("pod %s/%s annotations: %w", namespace, name, err)
 	}
@@ -64,6 +77,25 @@ func (r *reader) Read(ctx context.Context, namespace, name string) (plugin.PodIn
 		return plugin.PodInfo{}, fmt.Errorf("pod %s/%s: %w", namespace, name, err)
 	}
 	return plugin.PodInfo{Request: req, Endpoint: wep}, nil
+}
+
+// ipamAnnotations merges the IPAM annotations as Calico's plugin does: the
+// namespace's pool lists apply unless the pod sets its own (non-empty);
+// addresses (ipAddrs) come from the pod only.
+func ipamAnnotations(nsAnn, podAnn map[string]string) map[string]string {
+	out := map[string]string{}
+	for _, k := range []string{ipam.AnnotationIPv4Pools, ipam.AnnotationIPv6Pools} {
+		if v := nsAnn[k]; v != "" {
+			out[k] = v
+		}
+		if v := podAnn[k]; v != "" {
+			out[k] = v
+		}
+	}
+	if v, ok := podAnn[ipam.AnnotationIPAddrs]; ok {
+		out[ipam.AnnotationIPAddrs] = v
+	}
+	return out
 }
 
 // endpointFields derives the pod's endpoint with the Kubernetes
