@@ -110,7 +110,7 @@ func (r *Rule) checkPorts(p Path, errs *ErrorList) {
 		}
 		switch {
 		case r.Protocol == nil && !allPortsNamed(l.ports):
-			errs.Addf(l.path, "rules with numeric port or port range must set protocol to TCP or UDP or SCTP (protocol is not set)")
+			errs.Add(l.path, "rules with numeric port or port range must set protocol to TCP or UDP or SCTP (protocol is not set)")
 		case r.Protocol != nil && !r.Protocol.SupportsPorts():
 			errs.Addf(l.path, "rules that specify ports must set protocol to TCP or UDP or SCTP (protocol is %s)", r.protocolText())
 		}
