@@ -11,7 +11,7 @@ import (
 
 // Checks of a write that need the rest of the datastore, which Calico's
 // clientv3 runs in its per-kind clients (IPPool: no overlap with another
-// pool, no change of CIDR or block size). Every backend calls CheckWrite
+// pool, no change of CIDR or block size; a tiered policy: its tier exists). Every backend calls CheckWrite
 // after PrepareWrite on each create and update, and VerifyCreated after a
 // create succeeded, passing itself as the Client; so do wrappers that write
 // without a backend (none for now). A raw write into the store (etcdctl,
@@ -29,7 +29,11 @@ type writeChecks struct {
 }
 
 var checksByKind = map[string]writeChecks{
-	v3.KindIPPool: {create: checkPoolCreate, update: checkPoolUpdate, created: checkPoolCreated},
+	v3.KindIPPool:                    {create: checkPoolCreate, update: checkPoolUpdate, created: checkPoolCreated},
+	v3.KindNetworkPolicy:             {create: checkTierExists},
+	v3.KindGlobalNetworkPolicy:       {create: checkTierExists},
+	v3.KindStagedNetworkPolicy:       {create: checkTierExists},
+	v3.KindStagedGlobalNetworkPolicy: {create: checkTierExists},
 }
 
 // CheckWrite runs the datastore-level checks of a create or update (op) of

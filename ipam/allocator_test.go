@@ -133,7 +133,7 @@ func TestPoolExhausted(t *testing.T) {
 }
 
 func TestReservationsNeverHandedOut(t *testing.T) {
-	s, a := newFake(t, pool("p", "10.0.0.0/28", 28), reservation("r", "10.0.0.0/30", "10.0.0.9"))
+	s, a := newFake(t, pool("p", "10.0.0.0/28", 28), reservation("r", "10.0.0.0/30", "10.0.0.9/32"))
 	ips := mustAssign(t, a, podArgs("n1", "a", 11, 0))
 	for _, ip := range ips {
 		if netip.MustParsePrefix("10.0.0.0/30").Contains(ip) || ip == netip.MustParseAddr("10.0.0.9") {

@@ -33,7 +33,7 @@ func runModel(t *testing.T, seed uint64, strict bool, steps int) {
 	poolCIDR := netip.MustParsePrefix("10.0.0.0/26")
 	const blockBits = 29
 	s := ipamtest.NewStore()
-	mustCreate(t, s, pool("p", poolCIDR.String(), blockBits), ipamConfig(strict), reservation("r", "10.0.0.3", "10.0.0.40/30"))
+	mustCreate(t, s, pool("p", poolCIDR.String(), blockBits), ipamConfig(strict), reservation("r", "10.0.0.3/32", "10.0.0.40/30"))
 	reserved := Reservations{netip.MustParsePrefix("10.0.0.3/32"), netip.MustParsePrefix("10.0.0.40/30")}
 	nodes := []string{"n0", "n1", "n2"}
 	// Half read through the Store's one-revision ReadMany, half through

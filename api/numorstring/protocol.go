@@ -32,8 +32,23 @@ type Protocol struct {
 	Name string `json:"-"`
 }
 
-// ProtocolFromString returns a named protocol (unvalidated).
-func ProtocolFromString(s string) Protocol { return Protocol{Name: s} }
+// canonicalNames maps each name, lower-cased, to its spelling in Calico's
+// API.
+var canonicalNames = map[string]string{
+	"tcp": ProtocolTCP, "udp": ProtocolUDP, "icmp": ProtocolICMP,
+	"icmpv6": ProtocolICMPv6, "sctp": ProtocolSCTP, "udplite": ProtocolUDPLite,
+}
+
+// ProtocolFromString returns a named protocol. A known name is spelled as
+// Calico's API spells it ("tcp" becomes "TCP"), as Calico's own
+// ProtocolFromString does; an unknown one is kept as given, for
+// validation to report.
+func ProtocolFromString(s string) Protocol {
+	if c, ok := canonicalNames[strings.ToLower(s)]; ok {
+		return Protocol{Name: c}
+	}
+	return Protocol{Name: s}
+}
 
 // ProtocolFromInt returns a numbered protocol.
 func ProtocolFromInt(n uint8) Protocol { return Protocol{Num: n} }
@@ -48,6 +63,21 @@ func (p Protocol) Validate() error {
 	}
 	if p.Num == 0 {
 		return fmt.Errorf("protocol number must be 1-255")
+	}
+	return nil
+}
+
+// ValidateCanonical is Validate as Calico's validator applies it to a
+// resource being written: a name must be spelled exactly as Calico's API
+// spells it (TCP, UDP, ICMP, ICMPv6, SCTP, UDPLite); "tcp" is refused,
+// with Calico's reason ("protocol name invalid"). Stored data is read
+// with the lenient Validate.
+func (p Protocol) ValidateCanonical() error {
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	if p.Name != "" && canonicalNames[strings.ToLower(p.Name)] != p.Name {
+		return fmt.Errorf("protocol name invalid: %q must be spelled %q", p.Name, canonicalNames[strings.ToLower(p.Name)])
 	}
 	return nil
 }

@@ -41,7 +41,7 @@ type ClusterInformationList struct {
 
 func init() {
 	register(KindInfo{
-		Kind: KindClusterInformation, Plural: "clusterinformations",
+		Kind: KindClusterInformation, Plural: "clusterinformations", ReadOnly: true,
 		New: func() Resource { return &ClusterInformation{TypeMeta: typeMeta(KindClusterInformation)} },
 		NewList: func() runtimeObject {
 			return &ClusterInformationList{TypeMeta: typeMeta(KindClusterInformation + "List")}

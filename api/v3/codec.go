@@ -267,5 +267,7 @@ func KindOf(r Resource) string {
 // one error (nil when valid).
 func DefaultAndValidate(r Resource) error {
 	r.Default()
-	return r.Validate().Err()
+	errs := r.Validate()
+	errs.Extend(WriteRules(r))
+	return errs.Err()
 }

@@ -2,6 +2,7 @@ package v3
 
 import (
 	"net"
+	"slices"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -75,6 +76,18 @@ func (s *IPPoolSpec) validate(p Path) ErrorList {
 
 	errs.Extend(validateSelector(p.Child("nodeSelector"), s.NodeSelector))
 	errs.Extend(validateSelector(p.Child("namespaceSelector"), s.NamespaceSelector))
+	// Calico's CRD rules: global() selects across namespaces of a
+	// policy's rule only; a tunnel address is the node's, never a
+	// namespace's.
+	if strings.Contains(s.NodeSelector, "global(") {
+		errs.Add(p.Child("nodeSelector"), "global() selector is not valid for IPPool nodeSelector")
+	}
+	if strings.Contains(s.NamespaceSelector, "global(") {
+		errs.Add(p.Child("namespaceSelector"), "global() selector is not valid for IPPool namespaceSelector")
+	}
+	if s.NamespaceSelector != "" && slices.Contains(s.AllowedUses, IPPoolAllowedUseTunnel) {
+		errs.Add(p.Child("namespaceSelector"), "IP Pool with AllowedUse Tunnel cannot have namespaceSelector")
+	}
 
 	// Allowed uses: known values, no repeats, LoadBalancer on its own.
 	uses := p.Child("allowedUses")

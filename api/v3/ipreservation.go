@@ -47,7 +47,8 @@ func (r *IPReservation) Default() {}
 
 // Validate implements Resource. Each entry is a CIDR or a bare IP (Calico's
 // "cidrs" rule: host bits may be set, the whole CIDR is reserved); entries
-// may not repeat.
+// may not repeat. (Calico's schema also wants the prefix length written:
+// checked on write, see WriteRules.)
 func (r *IPReservation) Validate() ErrorList {
 	errs := validateMeta(&r.ObjectMeta, false)
 	p := Path("spec").Child("reservedCIDRs")

@@ -88,8 +88,12 @@ func (r *Rule) protocolText() string {
 	return r.Protocol.String()
 }
 
-// checkPorts: ports need a protocol that has ports, and each port must be a
-// real port (1-65535), a well-ordered range or a name.
+// checkPorts: as Calico's validateRule, a rule without a protocol may
+// match named ports only (a named port carries its own protocol), and a
+// rule whose protocol has no ports may match none; each port must be a
+// real port (1-65535) or a well-ordered range. (Calico's narrower rules,
+// UDPLite without ports and port names by Kubernetes' rules, are checked
+// on write: see WriteRules.)
 func (r *Rule) checkPorts(p Path, errs *ErrorList) {
 	lists := []struct {
 		path  Path
@@ -100,13 +104,15 @@ func (r *Rule) checkPorts(p Path, errs *ErrorList) {
 		{p.Child("destination").Child("ports"), r.Destination.Ports},
 		{p.Child("destination").Child("notPorts"), r.Destination.NotPorts},
 	}
-	hasPorts := r.Protocol != nil && r.Protocol.SupportsPorts()
 	for _, l := range lists {
 		if len(l.ports) == 0 {
 			continue
 		}
-		if !hasPorts {
-			errs.Addf(l.path, "matching ports needs protocol TCP, UDP, SCTP or UDPLite (protocol is %s)", r.protocolText())
+		switch {
+		case r.Protocol == nil && !allPortsNamed(l.ports):
+			errs.Add(l.path, "rules with numeric port or port range must set protocol to TCP or UDP or SCTP (protocol is not set)")
+		case r.Protocol != nil && !r.Protocol.SupportsPorts():
+			errs.Addf(l.path, "rules that specify ports must set protocol to TCP or UDP or SCTP (protocol is %s)", r.protocolText())
 		}
 		if len(l.ports) > polMaxPorts {
 			errs.Addf(l.path, "has %d entries, more than the %d allowed", len(l.ports), polMaxPorts)
@@ -117,7 +123,17 @@ func (r *Rule) checkPorts(p Path, errs *ErrorList) {
 	}
 }
 
-// polCheckPort checks one numorstring.Port as Calico does.
+func allPortsNamed(ports []numorstring.Port) bool {
+	for _, p := range ports {
+		if p.PortName == "" {
+			return false
+		}
+	}
+	return true
+}
+
+// polCheckPort checks one numorstring.Port as Calico's validatePort does:
+// a name carries no numbers, a range is ordered and within 1-65535.
 func polCheckPort(p Path, port numorstring.Port, errs *ErrorList) {
 	switch {
 	case port.PortName != "":
@@ -187,6 +203,8 @@ func (f *ICMPFields) validate(p Path, errs *ErrorList) {
 
 // checkNets: every net is a valid, correctly masked CIDR (or bare IP); the
 // nets agree with ipVersion, and one rule never mixes IPv4 and IPv6.
+// (Calico's write-time rules, no bare IP and no catch-all notNets, are in
+// WriteRules.)
 func (r *Rule) checkNets(p Path, errs *ErrorList) {
 	seen := map[int]bool{}
 	for _, l := range []struct {

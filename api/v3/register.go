@@ -48,6 +48,10 @@ type KindInfo struct {
 	New func() Resource
 	// NewList returns an empty list of this kind with TypeMeta set.
 	NewList func() runtimeObject
+	// ReadOnly kinds are written by Calico's components only: Calico's
+	// calicoctl refuses to create, apply, replace or delete them
+	// ("operation create or apply is not supported on ClusterInformation").
+	ReadOnly bool
 }
 
 var (

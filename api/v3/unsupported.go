@@ -47,11 +47,13 @@ func unsupportedRules(p Path, rules []Rule, errs *ErrorList) {
 	}
 }
 
-// DefaultValidateForWrite fills defaults, validates and refuses what
-// Tabby cannot enforce (Unsupported): what a write must pass.
+// DefaultValidateForWrite fills defaults, validates (with Calico's
+// write-time rules, WriteRules) and refuses what Tabby cannot enforce
+// (Unsupported): what a write must pass.
 func DefaultValidateForWrite(r Resource) error {
 	r.Default()
 	errs := r.Validate()
+	errs.Extend(WriteRules(r))
 	errs.Extend(Unsupported(r))
 	return errs.Err()
 }

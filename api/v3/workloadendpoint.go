@@ -153,5 +153,12 @@ func init() {
 	})
 }
 
-// Default implements Resource; WorkloadEndpoint has no defaults.
-func (w *WorkloadEndpoint) Default() {}
+// Default implements Resource: an endpoint written without a name gets the
+// one its spec implies, as Calico's client names it.
+func (w *WorkloadEndpoint) Default() {
+	if w.Name == "" {
+		if name, errs := w.Spec.ExpectedName(); len(errs) == 0 {
+			w.Name = name
+		}
+	}
+}

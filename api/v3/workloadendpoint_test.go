@@ -12,6 +12,9 @@ func TestWorkloadEndpointValidation(t *testing.T) {
 			ObjectMeta: polMeta("node1-k8s-pod-eth0", "ns"),
 			Spec: WorkloadEndpointSpec{
 				Node:          "node1",
+				Orchestrator:  "k8s",
+				Pod:           "pod",
+				Endpoint:      "eth0",
 				InterfaceName: "cali12345",
 				IPNetworks:    []string{"10.65.0.5/32", "fd00::5"},
 			},

@@ -220,6 +220,17 @@ func (p *Plugin) recordEndpoint(ctx context.Context, client datastore.Client, c 
 			IPNetworks: nets, Profiles: profiles, InterfaceName: c.id.hostIf, MAC: mac,
 		},
 	}
+	if pe := c.podEndpoint; pe != nil {
+		// Read from Kubernetes (etcd mode with a kubeconfig): the pod's
+		// labels, profiles, service account and ports, as Calico's
+		// plugin records them.
+		wep.Labels = pe.Labels
+		wep.GenerateName = pe.GenerateName
+		wep.Spec.Profiles = pe.Spec.Profiles
+		wep.Spec.ServiceAccountName = pe.Spec.ServiceAccountName
+		wep.Spec.Ports = pe.Spec.Ports
+		wep.Spec.AllowSpoofedSourcePrefixes = pe.Spec.AllowSpoofedSourcePrefixes
+	}
 	_, err := client.Create(ctx, wep)
 	if errors.Is(err, datastore.ErrAlreadyExists) {
 		// A record left by an earlier sandbox of the same pod: this ADD
@@ -259,8 +270,23 @@ func result(c *call, a *skel.CmdArgs, addrs []net.IPNet, wired *wiring.Result) *
 	return res
 }
 
-// ipam reads the pod's IPAM annotations (Kubernetes mode) in parallel with
-// warming the allocator's view, then assigns the pod's addresses.
+// readPod reads the pod from Kubernetes in etcd mode.
+func (p *Plugin) readPod(ctx context.Context, c *call) (PodInfo, error) {
+	if p.PodReaderFor == nil {
+		return PodInfo{}, &netconf.Error{Code: types.ErrInvalidNetworkConfig, Field: "kubernetes.kubeconfig",
+			Msg: "with policy type k8s and a kubeconfig the pod is read from Kubernetes, which this binary cannot do: install calico-k8s beside calico"}
+	}
+	r, err := p.PodReaderFor(c.conf)
+	if err != nil {
+		return PodInfo{}, err
+	}
+	return r.Read(ctx, c.id.namespace, c.id.pod)
+}
+
+// ipam reads the pod's IPAM annotations (Kubernetes mode, or etcd mode
+// with a kubeconfig, where the rest of the pod is kept for its endpoint)
+// in parallel with warming the allocator's view, then assigns the pod's
+// addresses.
 func (p *Plugin) ipam(ctx context.Context, c *call, a *skel.CmdArgs, client datastore.Client, alloc *ipam.Allocator, tm *phaseTimer) ([]net.IPNet, error) {
 	var req ipam.PodRequest
 	var reqErr error
@@ -269,6 +295,12 @@ func (p *Plugin) ipam(ctx context.Context, c *call, a *skel.CmdArgs, client data
 		defer close(reqDone)
 		if pods, ok := p.pods(client, c); ok {
 			req, reqErr = pods.Request(ctx, c.id.namespace, c.id.pod)
+			return
+		}
+		if readsPodFromKubernetes(c.conf, c.id.orchestrator) {
+			var info PodInfo
+			info, reqErr = p.readPod(ctx, c)
+			req, c.podEndpoint = info.Request, info.Endpoint
 		}
 	}()
 	var warmErr error

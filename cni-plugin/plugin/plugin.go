@@ -16,6 +16,7 @@ import (
 	current "github.com/containernetworking/cni/pkg/types/100"
 	"github.com/containernetworking/plugins/pkg/ns"
 
+	v3 "github.com/tabbynet/tabby/api/v3"
 	"github.com/tabbynet/tabby/cni-plugin/netconf"
 	"github.com/tabbynet/tabby/cni-plugin/wiring"
 	"github.com/tabbynet/tabby/datastore"
@@ -50,6 +51,12 @@ type Plugin struct {
 	// MTUFile is calico-node's MTU file, read when the config sets no
 	// mtu [netconf.DefaultMTUFile].
 	MTUFile string
+	// PodReaderFor reads pods from Kubernetes in etcd mode when the
+	// network config gives a kubeconfig and policy type k8s (see
+	// PodReader; nil in a binary built without Kubernetes support, which
+	// then refuses such calls rather than write endpoints without the
+	// pod's labels).
+	PodReaderFor func(*netconf.NetConf) (PodReader, error)
 }
 
 // pods returns Pod access for a Kubernetes pod's eth0 on the Kubernetes
@@ -100,6 +107,9 @@ type call struct {
 	// idErr says the pod's identity (CNI_ARGS) is unusable: ADD and
 	// CHECK refuse it, DEL still cleans up what the container ID names.
 	idErr error
+	// podEndpoint holds what the pod gives its WorkloadEndpoint when read
+	// from Kubernetes in etcd mode (nil otherwise).
+	podEndpoint *v3.WorkloadEndpoint
 }
 
 // identity says who the pod is and how its records are named.

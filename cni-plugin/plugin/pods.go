@@ -4,6 +4,8 @@ import (
 	"context"
 	"net"
 
+	v3 "github.com/tabbynet/tabby/api/v3"
+	"github.com/tabbynet/tabby/cni-plugin/netconf"
 	"github.com/tabbynet/tabby/ipam"
 )
 
@@ -19,4 +21,34 @@ type Pods interface {
 	Owner(ctx context.Context, namespace, pod string) (string, error)
 	// Release blanks the address annotations if containerID owns them.
 	Release(ctx context.Context, namespace, pod, containerID string) error
+}
+
+// PodReader reads a pod from the Kubernetes API when the datastore is
+// etcd: Calico's plugin, given a kubeconfig and policy type k8s, records
+// the pod's labels, service account, profiles and named ports on the
+// WorkloadEndpoint it writes to etcd, and honours the pod's IPAM
+// annotations. Implemented by cni-plugin/kubepods, linked only into
+// calico-k8s (the calico binary hands such calls to it).
+type PodReader interface {
+	Read(ctx context.Context, namespace, pod string) (PodInfo, error)
+}
+
+// PodInfo is what a pod gives its WorkloadEndpoint and its IPAM request.
+type PodInfo struct {
+	// Request holds the pod's IPAM annotations.
+	Request ipam.PodRequest
+	// Endpoint carries the fields derived from the pod as Calico derives
+	// them (labels with projectcalico.org/namespace, orchestrator and
+	// serviceaccount; profiles kns.<ns> and ksa.<ns>.<sa>; the service
+	// account; named and host ports; generateName; allowed source
+	// prefixes). Its name, node, addresses and interface are not used.
+	Endpoint *v3.WorkloadEndpoint
+}
+
+// readsPodFromKubernetes says whether an etcd-mode call reads the pod
+// from Kubernetes, as Calico's plugin does: a Kubernetes pod, policy type
+// k8s and a kubeconfig (or API root) to reach the API server with.
+func readsPodFromKubernetes(conf *netconf.NetConf, orchestrator string) bool {
+	return conf.DatastoreType != netconf.DatastoreKubernetes && orchestrator == "k8s" &&
+		conf.Policy.PolicyType == "k8s" && (conf.Kubernetes.Kubeconfig != "" || conf.Kubernetes.K8sAPIRoot != "")
 }

@@ -1,6 +1,9 @@
 // Command calico-k8s is the calico CNI plugin with the Kubernetes
 // datastore linked in (client-go): the calico binary hands it every call
-// whose network config says datastore_type kubernetes. It can also be
+// whose network config says datastore_type kubernetes, and every ADD of a
+// Kubernetes pod in etcd mode whose config has a kubeconfig and policy
+// type k8s (the pod is then read from Kubernetes, as Calico's plugin
+// reads it). It can also be
 // installed as the plugin itself. It only wires packages together.
 package main
 
@@ -17,5 +20,6 @@ func main() {
 	dsconfig.NewKubernetesClient = kdd.FromSpec
 	p := plugin.New()
 	p.PodsFor = kubepods.For
+	p.PodReaderFor = kubepods.ReaderFor
 	skel.PluginMainFuncs(p.Funcs(), plugin.SupportedVersions, plugin.About)
 }

@@ -4,8 +4,10 @@
 //
 // This binary serves the etcd datastore and stays lean: a pod ADD pays
 // for every package initialiser at start-up, and client-go's typed
-// clientset alone costs ~5 ms. For datastore_type kubernetes it hands the
-// call, unchanged, to calico-k8s installed beside it.
+// clientset alone costs ~5 ms. For datastore_type kubernetes, and for an
+// etcd-mode ADD that reads the pod from Kubernetes (policy type k8s and a
+// kubeconfig), it hands the call, unchanged, to calico-k8s installed
+// beside it.
 package main
 
 import (
@@ -16,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"strings"
 	"syscall"
 	"time"
 
@@ -46,7 +49,7 @@ func main() {
 		fail(types.NewError(types.ErrIOFailure, "passing the network configuration on", err.Error()))
 	}
 	kubernetes, endpoints := datastoreOf(stdin)
-	if kubernetes {
+	if kubernetes || readsPodFromKubernetes(stdin, os.Getenv) {
 		execKubernetesPlugin()
 	}
 	if os.Getenv("CNI_COMMAND") != "VERSION" {
@@ -66,6 +69,34 @@ const maxStdin = 64 << 20
 func wantsKubernetes(conf []byte) bool {
 	k, _ := datastoreOf(conf)
 	return k
+}
+
+// readsPodFromKubernetes: an etcd-mode ADD of a Kubernetes pod whose
+// config gives policy type k8s and a kubeconfig (or API root) reads the
+// pod from Kubernetes, as Calico's plugin does (its labels, service
+// account and IPAM annotations; see plugin.PodReader), which needs
+// calico-k8s. Other calls stay in this lean binary.
+func readsPodFromKubernetes(conf []byte, getenv func(string) string) bool {
+	if getenv("CNI_COMMAND") != "ADD" {
+		return false
+	}
+	args := ";" + getenv("CNI_ARGS") + ";"
+	if !strings.Contains(args, ";K8S_POD_NAME=") || !strings.Contains(args, ";K8S_POD_NAMESPACE=") {
+		return false
+	}
+	var c struct {
+		Policy struct {
+			Type string `json:"type"`
+		} `json:"policy"`
+		Kubernetes struct {
+			Kubeconfig string `json:"kubeconfig"`
+			K8sAPIRoot string `json:"k8s_api_root"`
+		} `json:"kubernetes"`
+	}
+	if json.Unmarshal(conf, &c) != nil {
+		return false
+	}
+	return c.Policy.Type == "k8s" && (c.Kubernetes.Kubeconfig != "" || c.Kubernetes.K8sAPIRoot != "")
 }
 
 // datastoreOf reads, in one pass, whether the config is for the Kubernetes

@@ -1,0 +1,126 @@
+package kubepods
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/containernetworking/cni/pkg/types"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	v3 "github.com/tabbynet/tabby/api/v3"
+	"github.com/tabbynet/tabby/cni-plugin/netconf"
+	"github.com/tabbynet/tabby/cni-plugin/plugin"
+	"github.com/tabbynet/tabby/datastore/kdd"
+	"github.com/tabbynet/tabby/ipam"
+)
+
+// ReaderFor returns a pod reader for an etcd-mode call whose network
+// config reaches Kubernetes (kubernetes.kubeconfig, with
+// kubernetes.k8s_api_root overriding the server, as Calico's plugin reads
+// them). Install it as plugin.Plugin.PodReaderFor.
+func ReaderFor(conf *netconf.NetConf) (plugin.PodReader, error) {
+	rc, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+		&clientcmd.ClientConfigLoadingRules{ExplicitPath: conf.Kubernetes.Kubeconfig},
+		&clientcmd.ConfigOverrides{ClusterInfo: clientcmdapi.Cluster{Server: conf.Kubernetes.K8sAPIRoot}},
+	).ClientConfig()
+	if err != nil {
+		return nil, &netconf.Error{Code: types.ErrInvalidNetworkConfig, Field: "kubernetes.kubeconfig", Msg: fmt.Sprintf("reaching Kubernetes to read the pod: %v", err)}
+	}
+	rc.UserAgent = "tabby-cni"
+	// A pod ADD should fail fast when the API server is down: the
+	// runtime retries.
+	rc.Timeout = 3 * time.Second
+	rc.Dial = (&net.Dialer{Timeout: 3 * time.Second}).DialContext
+	kube, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client: %w", err)
+	}
+	return &reader{kube: kube}, nil
+}
+
+type reader struct{ kube kubernetes.Interface }
+
+// Read gets the pod and its namespace (in parallel): the pod's IPAM
+// annotations, with the namespace's ipv4pools/ipv6pools used where the pod
+// has none (as Calico's plugin does), and the endpoint fields the
+// Kubernetes datastore derives from a pod (kdd.PodToWorkloadEndpoint, so
+// labels, profiles, service account and ports are the same in both
+// modes).
+func (r *reader) Read(ctx context.Context, namespace, name string) (plugin.PodInfo, error) {
+	var ns *corev1.Namespace
+	var nsErr error
+	nsDone := make(chan struct{})
+	go func() {
+		defer close(nsDone)
+		ns, nsErr = r.kube.CoreV1().Namespaces().Get(ctx, namespace, metav1.GetOptions{})
+	}()
+	pod, err := r.kube.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
+	<-nsDone
+	if err != nil {
+		return plugin.PodInfo{}, fmt.Errorf("reading pod %s/%s: %w", namespace, name, kubeErr(err))
+	}
+	if nsErr != nil {
+		return plugin.PodInfo{}, fmt.Errorf("reading namespace %s of pod %s: %w", namespace, name, kubeErr(nsErr))
+	}
+	req, err := ipam.ParsePodAnnotations(ipamAnnotations(ns.Annotations, pod.Annotations))
+	if err != nil {
+		return plugin.PodInfo{}, fmt.Errorf("pod %s/%s annotations: %w", namespace, name, err)
+	}
+	wep, err := endpointFields(pod)
+	if err != nil {
+		return plugin.PodInfo{}, fmt.Errorf("pod %s/%s: %w", namespace, name, err)
+	}
+	return plugin.PodInfo{Request: req, Endpoint: wep}, nil
+}
+
+// ipamAnnotations merges the IPAM annotations as Calico's plugin does: the
+// namespace's pool lists apply unless the pod sets its own (non-empty);
+// addresses (ipAddrs) come from the pod only.
+func ipamAnnotations(nsAnn, podAnn map[string]string) map[string]string {
+	out := map[string]string{}
+	for _, k := range []string{ipam.AnnotationIPv4Pools, ipam.AnnotationIPv6Pools} {
+		if v := nsAnn[k]; v != "" {
+			out[k] = v
+		}
+		if v := podAnn[k]; v != "" {
+			out[k] = v
+		}
+	}
+	if v, ok := podAnn[ipam.AnnotationIPAddrs]; ok {
+		out[ipam.AnnotationIPAddrs] = v
+	}
+	return out
+}
+
+// endpointFields derives the pod's endpoint with the Kubernetes
+// datastore's conversion, from a copy without what describes an earlier
+// sandbox (its addresses): the plugin fills in addresses, node and
+// interface itself.
+func endpointFields(pod *corev1.Pod) (*v3.WorkloadEndpoint, error) {
+	p := pod.DeepCopy()
+	p.Status = corev1.PodStatus{}
+	for _, k := range []string{annotationPodIP, annotationPodIPs, "vpc.amazonaws.com/pod-ips", annotationContainerID} {
+		delete(p.Annotations, k)
+	}
+	p.DeletionTimestamp = nil
+	if p.Spec.NodeName == "" {
+		p.Spec.NodeName = "unscheduled" // the conversion names the endpoint by node; the name is not used
+	}
+	if p.Spec.HostNetwork {
+		return nil, fmt.Errorf("the pod is host-networked: it has no Calico interface")
+	}
+	wep, _, err := kdd.PodToWorkloadEndpoint(p)
+	if err != nil {
+		return nil, err
+	}
+	if wep == nil {
+		return nil, fmt.Errorf("no endpoint can be derived from the pod")
+	}
+	return wep, nil
+}

@@ -1,0 +1,53 @@
+package datastore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	v3 "github.com/tabbynet/tabby/api/v3"
+)
+
+// policyTier is the tier a policy of any of the four tiered kinds names
+// (defaulted: "default" when unset).
+func policyTier(obj v3.Resource) string {
+	var tier string
+	switch p := obj.(type) {
+	case *v3.NetworkPolicy:
+		tier = p.Spec.Tier
+	case *v3.GlobalNetworkPolicy:
+		tier = p.Spec.Tier
+	case *v3.StagedNetworkPolicy:
+		tier = p.Spec.Tier
+	case *v3.StagedGlobalNetworkPolicy:
+		tier = p.Spec.Tier
+	}
+	if tier == "" {
+		tier = v3.DefaultTierName
+	}
+	return tier
+}
+
+// checkTierExists refuses a policy whose tier does not exist, as Calico's
+// clientv3 does before creating any tiered policy (it reads the tier and
+// returns "resource does not exist: Tier(<name>)"). Only creates are
+// checked, as in Calico. The built-in tiers count as existing: every
+// component creates them at start-up and none can be deleted.
+func checkTierExists(ctx context.Context, c Client, obj v3.Resource) (v3.ErrorList, error) {
+	tier := policyTier(obj)
+	for _, t := range v3.DefaultTiers() {
+		if t.Name == tier {
+			return nil, nil
+		}
+	}
+	_, err := c.Get(ctx, Key{Kind: v3.KindTier, Name: tier})
+	switch {
+	case errors.Is(err, ErrNotFound):
+		var errs v3.ErrorList
+		errs.Addf(v3.Path("spec").Child("tier"), "resource does not exist: Tier(%s): create the tier before its policies", tier)
+		return errs, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading tier %s: %w", tier, err)
+	}
+	return nil, nil
+}
