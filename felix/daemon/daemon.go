@@ -26,6 +26,9 @@ import (
 	"github.com/tabbynet/tabby/felix/rules"
 )
 
+// levelTrace is Calico's TRACE severity (below DEBUG).
+const levelTrace = slog.Level(-8)
+
 // Kinds are the resource kinds felix watches: the policy path's and the
 // route manager's (routes.Kinds, handed to Config.Routes).
 var Kinds = append([]string{
@@ -257,6 +260,11 @@ func (d *Daemon) OnUpdates(ups []datastore.Update) {
 		d.cfg.Routes.OnUpdates(ups)
 	}
 	policy := false
+	if d.log.Enabled(context.Background(), levelTrace) {
+		for _, u := range ups {
+			d.log.Log(context.Background(), levelTrace, "datastore update", "key", u.Key.String(), "type", u.Type)
+		}
+	}
 	d.mu.Lock()
 	for _, u := range ups {
 		if u.Key.Kind == v3.KindIPAMBlock {
