@@ -2,9 +2,11 @@
 // step with the Calico BGP resources of the datastore, for one node.
 // Configuration comes from flags and from calico-node's environment:
 // NODENAME (else the host name), CALICO_ROUTER_ID, NAMESPACE (where BGP
-// password Secrets live, default kube-system) and the datastore variables
+// password Secrets live, default kube-system), BGP_LOGSEVERITYSCREEN (the
+// log level, over -log-level), the datastore variables
 // (DATASTORE_TYPE, ETCD_ENDPOINTS, KUBECONFIG, ... or a CalicoAPIConfig
-// file). It is wiring only (see package confd), shared by the confd command
+// file); the other variables of Calico's confd are refused at ERROR
+// (settings.go). It is wiring only (see package confd), shared by the confd command
 // and calico-node, which runs confd in-process.
 package agent
 
@@ -77,7 +79,15 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
 		return fmt.Errorf("-log-level %q: %w", o.logLevel, err)
 	}
+	if l, ok, err := bgpLogLevel(getenv); err != nil {
+		return err
+	} else if ok {
+		level = l
+	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	for _, r := range refusedSettings(getenv) {
+		log.Error("confd setting refused", "setting", r[0], "value", getenv(r[0]), "reason", r[1])
+	}
 	nodeName := strings.TrimSpace(getenv("NODENAME"))
 	if nodeName == "" {
 		if nodeName, err = os.Hostname(); err != nil {
