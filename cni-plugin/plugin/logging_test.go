@@ -42,3 +42,22 @@ func TestCallsLogged(t *testing.T) {
 		t.Errorf("debug at info, or stderr differs from the file:\n%s\n--\n%s", log, stderr.String())
 	}
 }
+
+// TestRefusedNetconfLogged: Calico plugin settings Tabby's plugin does not
+// implement are logged at ERROR with the reason; zero values are not.
+func TestRefusedNetconfLogged(t *testing.T) {
+	var stderr strings.Builder
+	p := &Plugin{LogStderr: &stderr}
+	conf := []byte(`{"name":"n","type":"calico","qps":50,"burst":0,"device_type":"veth","policy":{"type":"k8s","k8s_auth_token":"x"},"windows_use_single_network":false}`)
+	_ = p.logged("ADD", func(*skel.CmdArgs) error { return nil })(&skel.CmdArgs{StdinData: conf})
+	for _, want := range []string{`msg="CNI setting refused" command=ADD containerID="" ifName="" setting=qps`, "setting=policy.k8s_auth_token"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("log lacks %q:\n%s", want, stderr.String())
+		}
+	}
+	for _, not := range []string{"setting=burst", "setting=device_type", "setting=windows_use_single_network"} {
+		if strings.Contains(stderr.String(), not) {
+			t.Errorf("zero value refused: %s", not)
+		}
+	}
+}
