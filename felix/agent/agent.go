@@ -38,6 +38,7 @@ import (
 	"github.com/tabbynet/tabby/felix/dataplane"
 	"github.com/tabbynet/tabby/felix/epstatus"
 	"github.com/tabbynet/tabby/felix/health"
+	"github.com/tabbynet/tabby/felix/rules"
 )
 
 // Options are what the caller of Run decides; the rest is configuration
@@ -168,7 +169,11 @@ func Run(ctx context.Context, o Options) error {
 	log.Info("iptables backend", "save", v4.Save, "restore", v4.Restore)
 	cleanupOtherBackend(runCtx, runner, v4, log)
 	calcLoop, dpLoop := health.NewLoop(nil), health.NewLoop(nil)
-	dpCfg := dataplane.Config{Runner: runner, V4: v4, RefreshInterval: cfg.refreshInterval, Logger: log,
+	var dpRunner dataplane.Runner = runner
+	if cfg.dataplaneHangAfter > 0 {
+		dpRunner = hangingRunner{Runner: runner, hang: hangAfter(runCtx, cfg.dataplaneHangAfter, "dataplane", log)}
+	}
+	dpCfg := dataplane.Config{Runner: dpRunner, V4: v4, RefreshInterval: cfg.refreshInterval, Logger: log,
 		Health: dpLoop, AppendHooks: cfg.chainAppend}
 	versions := []int{4}
 	if cfg.ipv6 {
@@ -198,9 +203,13 @@ func Run(ctx context.Context, o Options) error {
 	}
 	defer closeRoutes()
 	go func() { _ = rm.Run(runCtx) }()
+	calcHang := hangAfter(runCtx, cfg.calcHangAfter, "calculation", log)
 	d := daemon.New(daemon.Config{NodeName: cfg.hostname, Rules: st.rc, IPVersions: versions,
 		Dataplane: dp, Logger: log, Metrics: daemon.NewMetrics(reg), Routes: rm, EndpointStatus: endpointStatus(status),
-		RulesConfig: st.onDatastore, Health: calcLoop})
+		RulesConfig: func(global, node *v3.FelixConfigurationSpec) rules.Config {
+			calcHang() // within the computation, as Calico's calculation graph hangs
+			return st.onDatastore(global, node)
+		}, Health: calcLoop})
 
 	dsProbe := &health.Probe{Name: "datastore", Interval: 10 * time.Second, Log: log, Probe: func(ctx context.Context) error {
 		_, err := client.Get(ctx, datastore.Key{Kind: v3.KindFelixConfiguration, Name: "default"})

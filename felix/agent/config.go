@@ -39,41 +39,46 @@ type config struct {
 	vxlanMTU         int
 	vxlanMTUv6       int
 	goGC, goMemLimit int
-	goMaxProcs       int
-	mtuFile          string // not Calico's name: where the pods' MTU is written ("" = not)
-	netnsPath        string // not Calico's: program this network namespace instead of our own
+	// calcHangAfter, dataplaneHangAfter: Calico's DebugSimulate*HangAfter
+	// (0 = never).
+	calcHangAfter, dataplaneHangAfter time.Duration
+	goMaxProcs                        int
+	mtuFile                           string // not Calico's name: where the pods' MTU is written ("" = not)
+	netnsPath                         string // not Calico's: program this network namespace instead of our own
 }
 
 // fromSettings derives the wiring's configuration. The only error is a
 // mark mask with too few bits for felix's two marks.
 func fromSettings(s *felixconfig.Settings, getenv func(string) string) (config, error) {
 	c := config{
-		hostname:        s.String("FelixHostname"),
-		logScreen:       s.String("LogSeverityScreen"),
-		logFile:         s.String("LogSeverityFile"),
-		logFilePath:     s.String("LogFilePath"),
-		refreshInterval: s.Duration("IptablesRefreshInterval"),
-		routeRefresh:    s.Duration("RouteRefreshInterval"),
-		watchdogTimeout: s.Duration("DataplaneWatchdogTimeout"),
-		ipv6:            s.Bool("Ipv6Support"),
-		healthEnabled:   s.Bool("HealthEnabled"),
-		healthHost:      s.String("HealthHost"),
-		healthPort:      s.Int("HealthPort"),
-		metricsEnabled:  s.Bool("PrometheusMetricsEnabled"),
-		metricsHost:     s.String("PrometheusMetricsHost"),
-		metricsPort:     s.Int("PrometheusMetricsPort"),
-		goMetrics:       s.Bool("PrometheusGoMetricsEnabled"),
-		processMetrics:  s.Bool("PrometheusProcessMetricsEnabled"),
-		iptablesBackend: s.String("IptablesBackend"),
-		chainAppend:     s.String("ChainInsertMode") == "append",
-		statusPrefix:    s.String("EndpointStatusPathPrefix"),
-		mtuIfacePattern: s.Regexp("MTUIfacePattern").Text,
-		ipipMTU:         s.Int("IpInIpMtu"),
-		vxlanMTU:        s.Int("VXLANMTU"),
-		vxlanMTUv6:      s.Int("VXLANMTUV6"),
-		goGC:            s.Int("GoGCThreshold"),
-		goMemLimit:      s.Int("GoMemoryLimitMB"),
-		goMaxProcs:      s.Int("GoMaxProcs"),
+		hostname:           s.String("FelixHostname"),
+		logScreen:          s.String("LogSeverityScreen"),
+		logFile:            s.String("LogSeverityFile"),
+		logFilePath:        s.String("LogFilePath"),
+		refreshInterval:    s.Duration("IptablesRefreshInterval"),
+		routeRefresh:       s.Duration("RouteRefreshInterval"),
+		watchdogTimeout:    s.Duration("DataplaneWatchdogTimeout"),
+		ipv6:               s.Bool("Ipv6Support"),
+		healthEnabled:      s.Bool("HealthEnabled"),
+		healthHost:         s.String("HealthHost"),
+		healthPort:         s.Int("HealthPort"),
+		metricsEnabled:     s.Bool("PrometheusMetricsEnabled"),
+		metricsHost:        s.String("PrometheusMetricsHost"),
+		metricsPort:        s.Int("PrometheusMetricsPort"),
+		goMetrics:          s.Bool("PrometheusGoMetricsEnabled"),
+		processMetrics:     s.Bool("PrometheusProcessMetricsEnabled"),
+		iptablesBackend:    s.String("IptablesBackend"),
+		chainAppend:        s.String("ChainInsertMode") == "append",
+		statusPrefix:       s.String("EndpointStatusPathPrefix"),
+		mtuIfacePattern:    s.Regexp("MTUIfacePattern").Text,
+		ipipMTU:            s.Int("IpInIpMtu"),
+		vxlanMTU:           s.Int("VXLANMTU"),
+		vxlanMTUv6:         s.Int("VXLANMTUV6"),
+		goGC:               s.Int("GoGCThreshold"),
+		goMemLimit:         s.Int("GoMemoryLimitMB"),
+		goMaxProcs:         s.Int("GoMaxProcs"),
+		calcHangAfter:      s.Duration("DebugSimulateCalcGraphHangAfter"),
+		dataplaneHangAfter: s.Duration("DebugSimulateDataplaneHangAfter"),
 	}
 	if c.hostname == "" {
 		c.hostname = getenv("NODENAME")

@@ -229,8 +229,9 @@ var Params = []Param{
 	r("DebugMemoryProfilePath", "DebugMemoryProfilePath", KindString, "", rDebug),
 	r("DebugCPUProfilePath", "", KindString, "/tmp/felix-cpu-<timestamp>.pprof", rDebug),
 	r("DebugDisableLogDropping", "DebugDisableLogDropping", KindBool, "false", "felix never drops log lines", "true", "false"),
-	r("DebugSimulateCalcGraphHangAfter", "DebugSimulateCalcGraphHangAfter", KindSeconds, "0", rDebug),
-	r("DebugSimulateDataplaneHangAfter", "DebugSimulateDataplaneHangAfter", KindSeconds, "0", rDebug),
+	// Honoured (as Calico's): they make the liveness probe's stall detection testable.
+	h("DebugSimulateCalcGraphHangAfter", "DebugSimulateCalcGraphHangAfter", KindSeconds, "0"),
+	h("DebugSimulateDataplaneHangAfter", "DebugSimulateDataplaneHangAfter", KindSeconds, "0"),
 	r("DebugSimulateDataplaneApplyDelay", "DebugSimulateDataplaneApplyDelay", KindSeconds, "0", rDebug),
 	r("DebugPanicAfter", "", KindSeconds, "0", rDebug),
 	r("DebugSimulateDataRace", "", KindBool, "false", rDebug),

@@ -7,10 +7,12 @@ import (
 	"net/http"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	v3 "github.com/tabbynet/tabby/api/v3"
 	"github.com/tabbynet/tabby/internal/testservers"
 )
 
@@ -103,5 +105,40 @@ panels:
 	eventually(t, 60*time.Second, "ready again after etcd thawed", f.ready)
 	if !strings.Contains(f.logs.String(), "datastore reachable again") {
 		t.Error("recovery not logged")
+	}
+}
+
+// TestPrivilegedFelixStalledLoopFailsLiveness: with Calico's
+// DebugSimulateCalcGraphHangAfter / DebugSimulateDataplaneHangAfter, the
+// real felix's calculation (on the next change) or dataplane loop (on the
+// next refresh) gets stuck; /liveness turns 503 naming the loop once it
+// has been stuck past DataplaneWatchdogTimeout, and says so at ERROR.
+func TestPrivilegedFelixStalledLoopFailsLiveness(t *testing.T) {
+	for _, c := range []struct{ loop, hangVar string }{
+		{"calculation", "FELIX_DEBUGSIMULATECALCGRAPHHANGAFTER"},
+		{"dataplane", "FELIX_DEBUGSIMULATEDATAPLANEHANGAFTER"},
+	} {
+		t.Run(c.loop, func(t *testing.T) {
+			e := testservers.StartEtcd(t)
+			client := etcdClient(t, e)
+			nodeNS := newNode(t)
+			f := startRealFelix(t, e.Endpoint(), nodeNS, map[string]string{
+				c.hangVar: "3", "FELIX_DATAPLANEWATCHDOGTIMEOUT": "2", "FELIX_IPTABLESREFRESHINTERVAL": "1",
+			})
+			eventually(t, 30*time.Second, "felix ready", f.ready)
+			if code, _ := get(f.health + "/liveness"); code != http.StatusNoContent {
+				t.Fatalf("liveness %d before the hang", code)
+			}
+			n := 0
+			eventually(t, 60*time.Second, "liveness fails naming the "+c.loop+" loop", func() bool {
+				n++ // a change for the calculation to take up
+				putFelixConfig(t, client, "default", v3.FelixConfigurationSpec{LogPrefix: "p" + strconv.Itoa(n)})
+				code, why := get(f.health + "/liveness")
+				return code == http.StatusServiceUnavailable && strings.Contains(why, "the "+c.loop+" loop has been stuck")
+			})
+			if !strings.Contains(f.logs.String(), `level=ERROR msg="felix is not live"`) {
+				t.Errorf("the stall was not logged:\n%s", f.logs.String())
+			}
+		})
 	}
 }
