@@ -5,6 +5,9 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+
+	v3 "github.com/tabbynet/tabby/api/v3"
+	"github.com/tabbynet/tabby/datastore"
 )
 
 // confdSettings are the environment variables Calico's confd reads (in
@@ -70,4 +73,57 @@ func bgpLogLevel(getenv func(string) string) (level slog.Level, ok bool, err err
 		return 0, false, fmt.Errorf("BGP_LOGSEVERITYSCREEN=%q: use one of %s", v, strings.Join(names, ", "))
 	}
 	return l, true, nil
+}
+
+// levelFollower passes the syncer's output on to confd and sets confd's
+// log level from the BGPConfigurations' logSeverityScreen as Calico's
+// confd does: the node's ("node.<name>") over the global one ("default")
+// over the -log-level flag; BGP_LOGSEVERITYSCREEN, when set, wins over
+// all and the resources are not consulted.
+type levelFollower struct {
+	next         datastore.SyncerCallbacks
+	level        *slog.LevelVar
+	flag         slog.Level
+	node         string
+	global, mine string // the resources' severities ("" = absent)
+	log          *slog.Logger
+}
+
+func (f *levelFollower) OnStatusUpdated(s datastore.SyncStatus) { f.next.OnStatusUpdated(s) }
+
+func (f *levelFollower) OnUpdates(ups []datastore.Update) {
+	changed := false
+	for _, u := range ups {
+		if u.Key.Kind != v3.KindBGPConfiguration || (u.Key.Name != "default" && u.Key.Name != "node."+f.node) {
+			continue
+		}
+		sev := ""
+		if bc, ok := u.Object.(*v3.BGPConfiguration); ok && u.Type != datastore.EventDeleted {
+			sev = bc.Spec.LogSeverityScreen
+		}
+		if u.Key.Name == "default" {
+			f.global = sev
+		} else {
+			f.mine = sev
+		}
+		changed = true
+	}
+	if changed {
+		want := f.flag
+		for _, sev := range []string{f.global, f.mine} {
+			if sev == "" {
+				continue
+			}
+			if l, ok, err := bgpLogLevel(func(string) string { return sev }); err != nil {
+				f.log.Error("BGPConfiguration logSeverityScreen refused", "value", sev, "error", err)
+			} else if ok {
+				want = l
+			}
+		}
+		if want != f.level.Level() {
+			f.log.Info("confd log level changed (BGPConfiguration logSeverityScreen)", "level", want)
+			f.level.Set(want)
+		}
+	}
+	f.next.OnUpdates(ups)
 }

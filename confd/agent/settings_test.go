@@ -2,8 +2,12 @@ package agent
 
 import (
 	"context"
+	"log/slog"
 	"strings"
 	"testing"
+
+	v3 "github.com/tabbynet/tabby/api/v3"
+	"github.com/tabbynet/tabby/datastore"
 )
 
 // TestConfdSettings: Calico's confd variables that Tabby does not
@@ -33,5 +37,43 @@ func TestConfdSettings(t *testing.T) {
 	}
 	if l, ok, err := bgpLogLevel(env(map[string]string{"BGP_LOGSEVERITYSCREEN": "Debug"})); err != nil || !ok || l.String() != "DEBUG" {
 		t.Errorf("Debug: %v %v %v", l, ok, err)
+	}
+}
+
+type nopCallbacks struct{ n int }
+
+func (c *nopCallbacks) OnStatusUpdated(datastore.SyncStatus) {}
+func (c *nopCallbacks) OnUpdates(u []datastore.Update)       { c.n += len(u) }
+
+// TestLevelFollowsBGPConfiguration: confd's level follows
+// logSeverityScreen, the node's BGPConfiguration over the global one over
+// the flag; every update still reaches confd.
+func TestLevelFollowsBGPConfiguration(t *testing.T) {
+	var lv slog.LevelVar
+	next := &nopCallbacks{}
+	f := &levelFollower{next: next, level: &lv, flag: slog.LevelInfo, node: "n1", log: slog.New(slog.DiscardHandler)}
+	bc := func(name, sev string) datastore.Update {
+		o := &v3.BGPConfiguration{Spec: v3.BGPConfigurationSpec{LogSeverityScreen: sev}}
+		o.Name = name
+		return datastore.Update{Type: datastore.EventAdded, Key: datastore.Key{Kind: v3.KindBGPConfiguration, Name: name}, Object: o}
+	}
+	steps := []struct {
+		up   datastore.Update
+		want slog.Level
+	}{
+		{bc("default", "Debug"), slog.LevelDebug},
+		{bc("node.other", "Error"), slog.LevelDebug},
+		{bc("node.n1", "Warning"), slog.LevelWarn},
+		{datastore.Update{Type: datastore.EventDeleted, Key: datastore.Key{Kind: v3.KindBGPConfiguration, Name: "node.n1"}}, slog.LevelDebug},
+		{datastore.Update{Type: datastore.EventDeleted, Key: datastore.Key{Kind: v3.KindBGPConfiguration, Name: "default"}}, slog.LevelInfo},
+	}
+	for i, s := range steps {
+		f.OnUpdates([]datastore.Update{s.up})
+		if lv.Level() != s.want {
+			t.Errorf("step %d (%s): level %v, want %v", i, s.up.Key, lv.Level(), s.want)
+		}
+	}
+	if next.n != len(steps) {
+		t.Errorf("confd got %d updates, want %d", next.n, len(steps))
 	}
 }
