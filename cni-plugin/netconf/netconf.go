@@ -77,6 +77,11 @@ type NetConf struct {
 	ContainerSettings ContainerSettings `json:"container_settings,omitempty"`
 	LogLevel          string            `json:"log_level,omitempty"`
 	LogFilePath       string            `json:"log_file_path,omitempty"`
+	// The log file's rotation (cni-plugin/cnilog): MB, days, files kept;
+	// 0 for Calico's defaults (100, 30, 10).
+	LogFileMaxSize  int `json:"log_file_max_size,omitempty"`
+	LogFileMaxAge   int `json:"log_file_max_age,omitempty"`
+	LogFileMaxCount int `json:"log_file_max_count,omitempty"`
 
 	// Calico's IPAM plugin reads these from the same config.
 	IncludeDefaultRoutes bool `json:"include_default_routes,omitempty"`
@@ -184,6 +189,11 @@ func (c *NetConf) defaultAndValidate() error {
 	case "", "debug", "info", "warning", "warn", "error", "fatal", "panic":
 	default:
 		return invalid("log_level", "%q is not one of debug, info, warning, error", c.LogLevel)
+	}
+	for field, v := range map[string]int{"log_file_max_size": c.LogFileMaxSize, "log_file_max_age": c.LogFileMaxAge, "log_file_max_count": c.LogFileMaxCount} {
+		if v < 0 {
+			return invalid(field, "%d is negative (0 for the default)", v)
+		}
 	}
 	if c.NodenameFile == "" {
 		c.NodenameFile = DefaultNodenameFile

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"os"
@@ -57,6 +58,8 @@ type Plugin struct {
 	// then refuses such calls rather than write endpoints without the
 	// pod's labels).
 	PodReaderFor func(*netconf.NetConf) (PodReader, error)
+	// LogStderr receives the plugin's log besides its log file [os.Stderr].
+	LogStderr io.Writer
 }
 
 // pods returns Pod access for a Kubernetes pod's eth0 on the Kubernetes
@@ -94,7 +97,8 @@ func clientFor(c *netconf.NetConf) (datastore.Client, error) {
 
 // Funcs returns skel's callbacks.
 func (p *Plugin) Funcs() skel.CNIFuncs {
-	return skel.CNIFuncs{Add: p.Add, Del: p.Del, Check: p.Check, Status: p.Status, GC: p.GC}
+	return skel.CNIFuncs{Add: p.logged("ADD", p.Add), Del: p.logged("DEL", p.Del), Check: p.logged("CHECK", p.Check),
+		Status: p.logged("STATUS", p.Status), GC: p.logged("GC", p.GC)}
 }
 
 // call is one invocation's parsed input.

@@ -2,9 +2,11 @@
 // step with the Calico BGP resources of the datastore, for one node.
 // Configuration comes from flags and from calico-node's environment:
 // NODENAME (else the host name), CALICO_ROUTER_ID, NAMESPACE (where BGP
-// password Secrets live, default kube-system) and the datastore variables
+// password Secrets live, default kube-system), BGP_LOGSEVERITYSCREEN (the
+// log level, over -log-level), the datastore variables
 // (DATASTORE_TYPE, ETCD_ENDPOINTS, KUBECONFIG, ... or a CalicoAPIConfig
-// file). It is wiring only (see package confd), shared by the confd command
+// file); the other variables of Calico's confd are refused at ERROR
+// (settings.go). It is wiring only (see package confd), shared by the confd command
 // and calico-node, which runs confd in-process.
 package agent
 
@@ -77,7 +79,19 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
 		return fmt.Errorf("-log-level %q: %w", o.logLevel, err)
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	envLevel, fromEnv, err := bgpLogLevel(getenv)
+	if err != nil {
+		return err
+	}
+	var levelVar slog.LevelVar
+	levelVar.Set(level)
+	if fromEnv {
+		levelVar.Set(envLevel)
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: &levelVar}))
+	for _, r := range refusedSettings(getenv) {
+		log.Error("confd setting refused", "setting", r[0], "value", getenv(r[0]), "reason", r[1])
+	}
 	nodeName := strings.TrimSpace(getenv("NODENAME"))
 	if nodeName == "" {
 		if nodeName, err = os.Hostname(); err != nil {
@@ -112,16 +126,24 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		d      *confd.Daemon
 		syncer datastore.Syncer
 	)
+	// The syncer's output goes through the log level follower unless the
+	// environment fixed the level.
+	callbacks := func(d *confd.Daemon) datastore.SyncerCallbacks {
+		if fromEnv {
+			return d
+		}
+		return &levelFollower{next: d, level: &levelVar, flag: level, node: nodeName, log: log}
+	}
 	if kc, ok := client.(*kdd.Client); ok {
 		ns := confd.SecretNamespace(getenv)
 		cfg.Secrets = confd.KubeSecrets{Client: kc.Kubernetes(), Namespace: ns}
 		d = confd.NewDaemon(cfg, drv)
-		syncer = kdd.NewSyncer(kc, confd.Kinds, d)
+		syncer = kdd.NewSyncer(kc, confd.Kinds, callbacks(d))
 		log.Info("BGP password Secrets are read from namespace", "namespace", ns)
 	} else {
 		cfg.Secrets = confd.NoSecrets{Datastore: spec.DatastoreType}
 		d = confd.NewDaemon(cfg, drv)
-		syncer = datastore.NewWatchSyncer(client, confd.Kinds, d, datastore.DefaultBackoff)
+		syncer = datastore.NewWatchSyncer(client, confd.Kinds, callbacks(d), datastore.DefaultBackoff)
 	}
 	log.Info("confd starting", "node", nodeName, "datastore", spec.DatastoreType,
 		"birdConfig", drv.Path(), "birdSocket", o.birdSocket)

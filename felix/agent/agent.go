@@ -18,6 +18,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime"
+	"runtime/debug"
 	"strconv"
 	"time"
 
@@ -31,49 +33,103 @@ import (
 	"github.com/tabbynet/tabby/datastore/dsconfig"
 	"github.com/tabbynet/tabby/datastore/etcd/etcdlib"
 	"github.com/tabbynet/tabby/datastore/kdd"
+	felixconfig "github.com/tabbynet/tabby/felix/config"
 	"github.com/tabbynet/tabby/felix/daemon"
 	"github.com/tabbynet/tabby/felix/dataplane"
 	"github.com/tabbynet/tabby/felix/epstatus"
+	"github.com/tabbynet/tabby/felix/health"
 	"github.com/tabbynet/tabby/felix/rules"
 )
 
 // Options are what the caller of Run decides; the rest is configuration
-// from the environment.
+// from the environment, felix's config file and the datastore.
 type Options struct {
 	// Getenv reads the environment (os.Getenv in production).
 	Getenv func(string) string
+	// Environ lists the environment, to find every FELIX_* variable
+	// (os.Environ when Getenv is nil too; otherwise, when nil, only the
+	// known settings are read through Getenv).
+	Environ func() []string
+	// ConfigFile is felix's config file (default /etc/calico/felix.cfg;
+	// a missing file is no error).
+	ConfigFile string
 	// Stderr receives the log when Logger is nil (os.Stderr if nil).
 	Stderr io.Writer
 	// Logger, when set, is used as is (calico-node shares one); else Run
-	// makes one at FELIX_LOGSEVERITYSCREEN and makes it slog's default.
+	// makes one from LogSeverityScreen, LogFilePath and LogSeverityFile
+	// and makes it slog's default.
 	Logger *slog.Logger
 }
 
-// Run runs felix until ctx is cancelled (a clean stop returns nil and
-// leaves the dataplane in place).
-func Run(ctx context.Context, o Options) error {
-	getenv := o.Getenv
+// localSources reads the FELIX_* environment and felix's config file.
+func localSources(o Options) (getenv func(string) string, env, file map[string]string, err error) {
+	getenv, environ := o.Getenv, o.Environ
 	if getenv == nil {
 		getenv = os.Getenv
+		if environ == nil {
+			environ = os.Environ
+		}
 	}
-	cfg, err := loadConfig(getenv)
+	if environ != nil {
+		env = felixconfig.EnvFrom(environ())
+	} else {
+		env = map[string]string{}
+		for _, p := range felixconfig.Params {
+			if v := getenv(p.EnvName()); v != "" {
+				env[p.Name] = v
+			}
+		}
+	}
+	path := o.ConfigFile
+	if path == "" {
+		path = felixconfig.DefaultFile
+	}
+	file, err = felixconfig.LoadFile(path)
+	return getenv, env, file, err
+}
+
+// Run runs felix until ctx is cancelled (a clean stop returns nil and
+// leaves the dataplane in place). It returns an error wrapping
+// ErrConfigChanged when a setting applied at start changed (the caller
+// exits so that felix is restarted, as Calico's is), and an error at
+// start for settings Calico's felix dies on (FELIX_CHAININSERTMODE=bogus).
+func Run(ctx context.Context, o Options) error {
+	getenv, env, file, err := localSources(o)
+	if err != nil {
+		return err
+	}
+	local, err := felixconfig.Resolve(felixconfig.Sources{Env: env, File: file})
+	if err != nil {
+		return err
+	}
+	cfg, err := fromSettings(local, getenv)
 	if err != nil {
 		return err
 	}
 	log := o.Logger
+	var logs *logOutputs
 	if log == nil {
 		stderr := o.Stderr
 		if stderr == nil {
 			stderr = os.Stderr
 		}
-		log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.logLevel}))
+		var ferr error
+		log, logs, ferr = newLogger(stderr, cfg.logScreen, cfg.logFilePath, cfg.logFile)
+		defer logs.Close()
 		slog.SetDefault(log)
 		// client-go (the Kubernetes datastore's informers) logs through klog.
 		klog.SetSlogLogger(log)
+		if ferr != nil {
+			log.Error("felix logs to the screen only", "logFilePath", cfg.logFilePath, "error", ferr)
+		}
 	}
+	reg := prometheus.NewRegistry()
+	st := &settingsState{env: env, file: file, log: log, metric: newProblemMetric(reg), logs: logs, getenv: getenv}
+	st.report(local)
+
 	dsconfig.NewKubernetesClient = kdd.FromSpec
 	dsconfig.NewEtcdTransport = etcdlib.New // long-running: etcd's client library
-	spec, err := dsconfig.Load("/etc/calico/calicoctl.cfg", false, datastoreEnv(getenv))
+	spec, err := dsconfig.Load("/etc/calico/calicoctl.cfg", false, datastoreEnv(getenv, file))
 	if err != nil {
 		return err
 	}
@@ -82,21 +138,54 @@ func Run(ctx context.Context, o Options) error {
 		return fmt.Errorf("connecting to the datastore: %w", err)
 	}
 	defer client.Close()
+	global, nodeSpec, err := fetchSpecs(ctx, client, cfg.hostname, log)
+	if err != nil {
+		return nil // stopped while waiting for the datastore
+	}
+	settings, err := st.resolve(global, nodeSpec)
+	st.report(settings)
+	if err != nil {
+		return err
+	}
+	if cfg, err = fromSettings(settings, getenv); err != nil {
+		return err
+	}
+	if logs != nil {
+		logs.screen.Set(calicoLevel(cfg.logScreen))
+		logs.file.Set(calicoLevel(cfg.logFile))
+	}
+	st.current, st.cfg, st.global, st.node = settings, cfg, global, nodeSpec
+	st.rc = rulesConfig(cfg, settings)
+	applyGoRuntime(cfg, log)
+	runCtx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	st.restart = stop
 
 	runner := dataplane.ExecRunner{NetnsPath: cfg.netnsPath}
-	v4, v6, err := dataplane.BackendsFor(ctx, runner, cfg.iptablesBackend)
+	v4, v6, err := dataplane.BackendsFor(runCtx, runner, cfg.iptablesBackend)
 	if err != nil {
 		return err
 	}
 	log.Info("iptables backend", "save", v4.Save, "restore", v4.Restore)
-	dpCfg := dataplane.Config{Runner: runner, V4: v4, RefreshInterval: cfg.refreshInterval, Logger: log}
+	cleanupOtherBackend(runCtx, runner, v4, log)
+	calcLoop, dpLoop := health.NewLoop(nil), health.NewLoop(nil)
+	var dpRunner dataplane.Runner = runner
+	if cfg.dataplaneHangAfter > 0 {
+		dpRunner = hangingRunner{Runner: runner, hang: hangAfter(runCtx, cfg.dataplaneHangAfter, "dataplane", log)}
+	}
+	dpCfg := dataplane.Config{Runner: dpRunner, V4: v4, RefreshInterval: cfg.refreshInterval, Logger: log,
+		Health: dpLoop, AppendHooks: cfg.chainAppend}
 	versions := []int{4}
 	if cfg.ipv6 {
 		dpCfg.V6 = v6
 		versions = append(versions, 6)
 	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if cfg.goMetrics {
+		reg.MustRegister(collectors.NewGoCollector())
+	}
+	if cfg.processMetrics {
+		reg.MustRegister(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	}
 	dpCfg.Metrics = dataplane.NewMetrics(reg)
 	if err := datastore.RegisterMetrics(reg); err != nil {
 		return err
@@ -105,7 +194,7 @@ func Run(ctx context.Context, o Options) error {
 	if cfg.statusPrefix != "" {
 		status = epstatus.NewReporter(cfg.statusPrefix, log)
 		dpCfg.OnApplied = status.Applied
-		go func() { _ = status.Run(ctx) }()
+		go func() { _ = status.Run(runCtx) }()
 	}
 	dp := dataplane.New(dpCfg)
 	rm, closeRoutes, err := newRouteManager(cfg, log, reg)
@@ -113,14 +202,37 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	defer closeRoutes()
-	go func() { _ = rm.Run(ctx) }()
-	d := daemon.New(daemon.Config{NodeName: cfg.hostname, Rules: rulesConfig(cfg, nil, nil), IPVersions: versions,
+	go func() { _ = rm.Run(runCtx) }()
+	calcHang := hangAfter(runCtx, cfg.calcHangAfter, "calculation", log)
+	d := daemon.New(daemon.Config{NodeName: cfg.hostname, Rules: st.rc, IPVersions: versions,
 		Dataplane: dp, Logger: log, Metrics: daemon.NewMetrics(reg), Routes: rm, EndpointStatus: endpointStatus(status),
-		RulesConfig: func(global, node *v3.FelixConfigurationSpec) rules.Config { return rulesConfig(cfg, global, node) }})
+		RulesConfig: func(global, node *v3.FelixConfigurationSpec) rules.Config {
+			calcHang() // within the computation, as Calico's calculation graph hangs
+			return st.onDatastore(global, node)
+		}, Health: calcLoop})
 
+	dsProbe := &health.Probe{Name: "datastore", Interval: 10 * time.Second, Log: log, Probe: func(ctx context.Context) error {
+		_, err := client.Get(ctx, datastore.Key{Kind: v3.KindFelixConfiguration, Name: "default"})
+		if errors.Is(err, datastore.ErrNotFound) {
+			return nil
+		}
+		return err
+	}}
+	go dsProbe.Run(runCtx)
+	checker := &health.Checker{Timeout: cfg.watchdogTimeout, Log: log,
+		Loops: map[string]*health.Loop{"calculation": calcLoop, "dataplane": dpLoop},
+		Ready: map[string]health.Check{"datastore": dsProbe.Check, "dataplane": func() (bool, string) {
+			if dp.InSync() {
+				return true, ""
+			}
+			return false, "not in sync yet"
+		}}}
 	var servers []*http.Server
 	if cfg.healthEnabled {
-		servers = append(servers, healthServer(net.JoinHostPort(cfg.healthHost, strconv.Itoa(cfg.healthPort)), dp))
+		mux := http.NewServeMux()
+		checker.Register(mux)
+		servers = append(servers, &http.Server{Addr: net.JoinHostPort(cfg.healthHost, strconv.Itoa(cfg.healthPort)),
+			Handler: mux, ReadHeaderTimeout: 5 * time.Second})
 	}
 	if cfg.metricsEnabled {
 		mux := http.NewServeMux()
@@ -141,20 +253,24 @@ func Run(ctx context.Context, o Options) error {
 		}()
 	}
 	log.Info("felix starting", "node", cfg.hostname, "datastore", spec.DatastoreType, "ipv6", cfg.ipv6)
-	return d.Run(ctx, daemon.NewSyncer(client, d))
+	err = d.Run(runCtx, daemon.NewSyncer(client, d))
+	if cause := context.Cause(runCtx); ctx.Err() == nil && cause != nil && !errors.Is(cause, context.Canceled) {
+		return cause
+	}
+	return err
 }
 
-// healthServer serves Calico's /liveness and /readiness: live while the
-// process runs, ready once the dataplane is in sync.
-func healthServer(addr string, dp *dataplane.Dataplane) *http.Server {
-	mux := http.NewServeMux()
-	mux.HandleFunc("/liveness", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
-	mux.HandleFunc("/readiness", func(w http.ResponseWriter, _ *http.Request) {
-		if dp.InSync() {
-			w.WriteHeader(http.StatusNoContent)
-			return
-		}
-		http.Error(w, "dataplane not in sync", http.StatusServiceUnavailable)
-	})
-	return &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+// applyGoRuntime applies GoGCThreshold, GoMemoryLimitMB and GoMaxProcs
+// (-1: leave the runtime's own).
+func applyGoRuntime(c config, log *slog.Logger) {
+	if c.goGC != -1 {
+		debug.SetGCPercent(c.goGC)
+	}
+	if c.goMemLimit != -1 {
+		debug.SetMemoryLimit(int64(c.goMemLimit) << 20)
+	}
+	if c.goMaxProcs != -1 {
+		runtime.GOMAXPROCS(c.goMaxProcs)
+	}
+	log.Debug("go runtime", "gcPercent", c.goGC, "memoryLimitMB", c.goMemLimit, "maxProcs", c.goMaxProcs)
 }

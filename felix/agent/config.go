@@ -2,58 +2,111 @@ package agent
 
 import (
 	"fmt"
-	"log/slog"
-	"net/netip"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
-	v3 "github.com/tabbynet/tabby/api/v3"
+	felixconfig "github.com/tabbynet/tabby/felix/config"
 	"github.com/tabbynet/tabby/felix/rules"
 )
 
-// config is felix's process configuration from Calico's FELIX_*
-// environment variables (FelixConfiguration resources are the next
-// increment).
+// config is what the wiring needs of felix's resolved settings
+// (felix/config), plus Tabby's own TABBY_FELIX_* variables.
 type config struct {
-	hostname        string
-	logLevel        slog.Level
-	refreshInterval time.Duration
-	ipv6            bool
-	healthEnabled   bool
-	healthHost      string
-	healthPort      int
-	metricsEnabled  bool
-	metricsHost     string
-	metricsPort     int
-	ifacePrefixes   []string
-	endpointToHost  string
-	iptablesBackend string // Auto, NFT or Legacy
-	natOutgoingAddr string
-	statusPrefix    string // EndpointStatusPathPrefix; "" disables the status files
-	mtuFile         string // not Calico's name: where the pods' MTU is written ("" = not)
-	netnsPath       string // not Calico's: program this network namespace instead of our own
-	// failsafeIn/Out are nil for Calico's defaults.
-	failsafeIn, failsafeOut []rules.ProtoPort
+	hostname         string
+	logScreen        string // Calico severity: TRACE, DEBUG, INFO, WARNING, ERROR, FATAL ("" = off)
+	logFile          string
+	logFilePath      string // "" = no file
+	refreshInterval  time.Duration
+	routeRefresh     time.Duration
+	watchdogTimeout  time.Duration
+	ipv6             bool
+	healthEnabled    bool
+	healthHost       string
+	healthPort       int
+	metricsEnabled   bool
+	metricsHost      string
+	metricsPort      int
+	goMetrics        bool
+	processMetrics   bool
+	iptablesBackend  string // Auto, NFT or Legacy
+	chainAppend      bool   // ChainInsertMode append
+	markAccept       uint32
+	markPass         uint32
+	statusPrefix     string // EndpointStatusPathPrefix; "" disables the status files
+	mtuIfacePattern  string
+	ipipMTU          int
+	vxlanMTU         int
+	vxlanMTUv6       int
+	goGC, goMemLimit int
+	// calcHangAfter, dataplaneHangAfter: Calico's DebugSimulate*HangAfter
+	// (0 = never).
+	calcHangAfter, dataplaneHangAfter time.Duration
+	goMaxProcs                        int
+	mtuFile                           string // not Calico's name: where the pods' MTU is written ("" = not)
+	netnsPath                         string // not Calico's: program this network namespace instead of our own
 }
 
-// parseFailsafe reads Calico's "tcp:22,udp:68" (or "none") port lists.
-func parseFailsafe(v string) ([]rules.ProtoPort, error) {
-	out := []rules.ProtoPort{}
-	if strings.EqualFold(v, "none") {
-		return out, nil
+// fromSettings derives the wiring's configuration. The only error is a
+// mark mask with too few bits for felix's two marks.
+func fromSettings(s *felixconfig.Settings, getenv func(string) string) (config, error) {
+	c := config{
+		hostname:           s.String("FelixHostname"),
+		logScreen:          s.String("LogSeverityScreen"),
+		logFile:            s.String("LogSeverityFile"),
+		logFilePath:        s.String("LogFilePath"),
+		refreshInterval:    s.Duration("IptablesRefreshInterval"),
+		routeRefresh:       s.Duration("RouteRefreshInterval"),
+		watchdogTimeout:    s.Duration("DataplaneWatchdogTimeout"),
+		ipv6:               s.Bool("Ipv6Support"),
+		healthEnabled:      s.Bool("HealthEnabled"),
+		healthHost:         s.String("HealthHost"),
+		healthPort:         s.Int("HealthPort"),
+		metricsEnabled:     s.Bool("PrometheusMetricsEnabled"),
+		metricsHost:        s.String("PrometheusMetricsHost"),
+		metricsPort:        s.Int("PrometheusMetricsPort"),
+		goMetrics:          s.Bool("PrometheusGoMetricsEnabled"),
+		processMetrics:     s.Bool("PrometheusProcessMetricsEnabled"),
+		iptablesBackend:    s.String("IptablesBackend"),
+		chainAppend:        s.String("ChainInsertMode") == "append",
+		statusPrefix:       s.String("EndpointStatusPathPrefix"),
+		mtuIfacePattern:    s.Regexp("MTUIfacePattern").Text,
+		ipipMTU:            s.Int("IpInIpMtu"),
+		vxlanMTU:           s.Int("VXLANMTU"),
+		vxlanMTUv6:         s.Int("VXLANMTUV6"),
+		goGC:               s.Int("GoGCThreshold"),
+		goMemLimit:         s.Int("GoMemoryLimitMB"),
+		goMaxProcs:         s.Int("GoMaxProcs"),
+		calcHangAfter:      s.Duration("DebugSimulateCalcGraphHangAfter"),
+		dataplaneHangAfter: s.Duration("DebugSimulateDataplaneHangAfter"),
 	}
-	for _, item := range strings.Split(v, ",") {
-		proto, port, ok := strings.Cut(strings.TrimSpace(item), ":")
-		proto = strings.ToLower(proto)
-		n, err := strconv.ParseUint(port, 10, 16)
-		if !ok || err != nil || n == 0 || (proto != "tcp" && proto != "udp" && proto != "sctp") {
-			return nil, fmt.Errorf("%q is not <tcp|udp|sctp>:<port>", item)
+	if c.hostname == "" {
+		c.hostname = getenv("NODENAME")
+	}
+	if c.hostname == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			return c, fmt.Errorf("no FELIX_FELIXHOSTNAME and no hostname: %w", err)
 		}
-		out = append(out, rules.ProtoPort{Protocol: proto, Port: uint16(n)})
+		c.hostname = h
 	}
-	return out, nil
+	marks := felixconfig.MarkBits(s.Uint32("IptablesMarkMask"), 2)
+	if len(marks) < 2 {
+		return c, fmt.Errorf("IptablesMarkMask %#x: felix needs at least 2 mark bits", s.Uint32("IptablesMarkMask"))
+	}
+	c.markAccept, c.markPass = marks[0], marks[1]
+	if v := getenv("FELIX_ENDPOINTSTATUSPATHPREFIX"); strings.EqualFold(v, "none") {
+		c.statusPrefix = "" // an environment cannot say ""
+	}
+	c.mtuFile = "/var/lib/calico/mtu" // where Calico's felix writes it
+	if v := getenv("TABBY_FELIX_MTU_FILE"); v != "" {
+		c.mtuFile = v
+		if v == "none" {
+			c.mtuFile = ""
+		}
+	}
+	c.netnsPath = getenv("TABBY_FELIX_NETNS")
+	return c, nil
 }
 
 // felixEtcdNames are Calico felix's own names for the etcd settings
@@ -66,23 +119,35 @@ var felixEtcdNames = map[string]string{
 }
 
 // datastoreEnv lets the datastore settings come as FELIX_DATASTORETYPE,
-// FELIX_ETCDENDPOINTS, FELIX_ETCDCAFILE, ... as well as DATASTORE_TYPE,
-// ETCD_ENDPOINTS, ETCD_CA_CERT_FILE. Felix's older FELIX_ETCDSCHEME +
-// FELIX_ETCDADDR give the endpoint when no endpoint list is set.
-func datastoreEnv(getenv func(string) string) func(string) string {
+// FELIX_ETCDENDPOINTS, FELIX_ETCDCAFILE, ... (or the same keys in
+// felix.cfg, file) as well as DATASTORE_TYPE, ETCD_ENDPOINTS,
+// ETCD_CA_CERT_FILE. Felix's older FELIX_ETCDSCHEME + FELIX_ETCDADDR give
+// the endpoint when no endpoint list is set.
+func datastoreEnv(getenv func(string) string, file map[string]string) func(string) string {
+	felix := func(name string) string {
+		if v := getenv(name); v != "" {
+			return v
+		}
+		for k, v := range file {
+			if strings.EqualFold("FELIX_"+k, name) {
+				return v
+			}
+		}
+		return ""
+	}
 	return func(k string) string {
 		name := felixEtcdNames[k]
 		if name == "" {
 			name = "FELIX_" + strings.ReplaceAll(k, "_", "")
 		}
-		if v := getenv(name); v != "" {
+		if v := felix(name); v != "" {
 			return v
 		}
 		if v := getenv(k); v != "" || k != "ETCD_ENDPOINTS" {
 			return v
 		}
-		if addr := getenv("FELIX_ETCDADDR"); addr != "" {
-			scheme := getenv("FELIX_ETCDSCHEME")
+		if addr := felix("FELIX_ETCDADDR"); addr != "" {
+			scheme := felix("FELIX_ETCDSCHEME")
 			if scheme == "" {
 				scheme = "http"
 			}
@@ -92,178 +157,29 @@ func datastoreEnv(getenv func(string) string) func(string) string {
 	}
 }
 
-func loadConfig(getenv func(string) string) (config, error) {
-	c := config{
-		logLevel: slog.LevelInfo, refreshInterval: 90 * time.Second, ipv6: true,
-		healthHost: "localhost", healthPort: 9099, metricsPort: 9091,
-	}
-	var errs []string
-	bad := func(k, v, want string) { errs = append(errs, fmt.Sprintf("%s=%q: %s", k, v, want)) }
-	c.hostname = getenv("FELIX_FELIXHOSTNAME")
-	if c.hostname == "" {
-		c.hostname = getenv("NODENAME")
-	}
-	if c.hostname == "" {
-		h, err := os.Hostname()
-		if err != nil {
-			return c, fmt.Errorf("no FELIX_FELIXHOSTNAME and no hostname: %w", err)
-		}
-		c.hostname = h
-	}
-	if v := getenv("FELIX_LOGSEVERITYSCREEN"); v != "" {
-		switch strings.ToLower(v) {
-		case "debug":
-			c.logLevel = slog.LevelDebug
-		case "info":
-			c.logLevel = slog.LevelInfo
-		case "warning", "warn":
-			c.logLevel = slog.LevelWarn
-		case "error", "fatal", "panic":
-			c.logLevel = slog.LevelError
-		default:
-			bad("FELIX_LOGSEVERITYSCREEN", v, "use Debug, Info, Warning or Error")
-		}
-	}
-	if v := getenv("FELIX_IPTABLESREFRESHINTERVAL"); v != "" {
-		secs, err := strconv.ParseFloat(v, 64)
-		if err != nil || secs < 0 {
-			bad("FELIX_IPTABLESREFRESHINTERVAL", v, "use seconds, e.g. 90 (0 disables)")
-		}
-		c.refreshInterval = time.Duration(secs * float64(time.Second))
-	}
-	boolVar := func(k string, dst *bool) {
-		if v := getenv(k); v != "" {
-			b, err := strconv.ParseBool(v)
-			if err != nil {
-				bad(k, v, "use true or false")
-			}
-			*dst = b
-		}
-	}
-	boolVar("FELIX_IPV6SUPPORT", &c.ipv6)
-	boolVar("FELIX_HEALTHENABLED", &c.healthEnabled)
-	if v := getenv("FELIX_HEALTHHOST"); v != "" {
-		c.healthHost = v
-	}
-	if v := getenv("FELIX_HEALTHPORT"); v != "" {
-		p, err := strconv.Atoi(v)
-		if err != nil || p < 1 || p > 65535 {
-			bad("FELIX_HEALTHPORT", v, "use a port 1-65535")
-		}
-		c.healthPort = p
-	}
-	boolVar("FELIX_PROMETHEUSMETRICSENABLED", &c.metricsEnabled)
-	c.metricsHost = getenv("FELIX_PROMETHEUSMETRICSHOST")
-	if v := getenv("FELIX_PROMETHEUSMETRICSPORT"); v != "" {
-		p, err := strconv.Atoi(v)
-		if err != nil || p < 1 || p > 65535 {
-			bad("FELIX_PROMETHEUSMETRICSPORT", v, "use a port 1-65535")
-		}
-		c.metricsPort = p
-	}
-	if v := getenv("FELIX_INTERFACEPREFIX"); v != "" {
-		c.ifacePrefixes = strings.Split(v, ",")
-	}
-	if v := getenv("FELIX_DEFAULTENDPOINTTOHOSTACTION"); v != "" {
-		switch strings.ToUpper(v) {
-		case "DROP", "ACCEPT", "RETURN":
-			c.endpointToHost = strings.ToUpper(v)
-		default:
-			bad("FELIX_DEFAULTENDPOINTTOHOSTACTION", v, "use Drop, Accept or Return")
-		}
-	}
-	for _, f := range []struct {
-		key string
-		dst *[]rules.ProtoPort
-	}{{"FELIX_FAILSAFEINBOUNDHOSTPORTS", &c.failsafeIn}, {"FELIX_FAILSAFEOUTBOUNDHOSTPORTS", &c.failsafeOut}} {
-		if v := getenv(f.key); v != "" {
-			pp, err := parseFailsafe(v)
-			if err != nil {
-				bad(f.key, v, err.Error())
-			}
-			*f.dst = pp
-		}
-	}
-	c.iptablesBackend = getenv("FELIX_IPTABLESBACKEND")
-	switch strings.ToLower(c.iptablesBackend) {
-	case "", "auto", "nft", "legacy":
-	default:
-		bad("FELIX_IPTABLESBACKEND", c.iptablesBackend, "use Auto, NFT or Legacy")
-	}
-	if v := getenv("FELIX_NATOUTGOINGADDRESS"); v != "" {
-		if _, err := netip.ParseAddr(v); err != nil {
-			bad("FELIX_NATOUTGOINGADDRESS", v, "use an IP address")
-		}
-		c.natOutgoingAddr = v
-	}
-	c.statusPrefix = "/var/run/calico" // Calico's default
-	if v := getenv("FELIX_ENDPOINTSTATUSPATHPREFIX"); v != "" {
-		c.statusPrefix = v
-		if v == "none" { // not Calico's: an environment cannot say ""
-			c.statusPrefix = ""
-		}
-	}
-	c.mtuFile = "/var/lib/calico/mtu" // where Calico's felix writes it
-	if v := getenv("TABBY_FELIX_MTU_FILE"); v != "" {
-		c.mtuFile = v
-		if v == "none" {
-			c.mtuFile = ""
-		}
-	}
-	c.netnsPath = getenv("TABBY_FELIX_NETNS")
-	if len(errs) > 0 {
-		return c, fmt.Errorf("bad configuration: %s", strings.Join(errs, "; "))
-	}
-	return c, nil
-}
-
-// rulesConfig merges the rendering settings with Calico's precedence:
-// environment over the node's FelixConfiguration (node.<name>) over the
-// global one (default) over Calico's defaults. global and node may be nil.
-func rulesConfig(env config, global, node *v3.FelixConfigurationSpec) rules.Config {
+// rulesConfig is the rendering configuration of the resolved settings.
+func rulesConfig(c config, s *felixconfig.Settings) rules.Config {
 	rc := rules.DefaultConfig()
-	for _, spec := range []*v3.FelixConfigurationSpec{global, node} {
-		if spec == nil {
-			continue
-		}
-		if spec.InterfacePrefix != "" {
-			rc.WorkloadIfacePrefixes = strings.Split(spec.InterfacePrefix, ",")
-		}
-		if spec.DefaultEndpointToHostAction != "" {
-			rc.EndpointToHostAction = strings.ToUpper(spec.DefaultEndpointToHostAction)
-		}
-		if spec.FailsafeInboundHostPorts != nil {
-			rc.FailsafeInbound = fromAPIPorts(*spec.FailsafeInboundHostPorts)
-		}
-		if spec.FailsafeOutboundHostPorts != nil {
-			rc.FailsafeOutbound = fromAPIPorts(*spec.FailsafeOutboundHostPorts)
-		}
-		if spec.NATOutgoingAddress != "" {
-			rc.NATOutgoingAddress = spec.NATOutgoingAddress
-		}
+	rc.MarkAccept, rc.MarkPass = c.markAccept, c.markPass
+	rc.WorkloadIfacePrefixes = s.Strings("InterfacePrefix")
+	rc.EndpointToHostAction = s.String("DefaultEndpointToHostAction")
+	rc.LogPrefix = s.String("LogPrefix")
+	if s.IsSet("FailsafeInboundHostPorts") {
+		rc.FailsafeInbound = toRulesPorts(s.Ports("FailsafeInboundHostPorts"))
 	}
-	if env.natOutgoingAddr != "" {
-		rc.NATOutgoingAddress = env.natOutgoingAddr
+	if s.IsSet("FailsafeOutboundHostPorts") {
+		rc.FailsafeOutbound = toRulesPorts(s.Ports("FailsafeOutboundHostPorts"))
 	}
-	if env.ifacePrefixes != nil {
-		rc.WorkloadIfacePrefixes = env.ifacePrefixes
-	}
-	if env.endpointToHost != "" {
-		rc.EndpointToHostAction = env.endpointToHost
-	}
-	if env.failsafeIn != nil {
-		rc.FailsafeInbound = env.failsafeIn
-	}
-	if env.failsafeOut != nil {
-		rc.FailsafeOutbound = env.failsafeOut
+	if a := s.Addr("NATOutgoingAddress"); a.IsValid() {
+		rc.NATOutgoingAddress = a.String()
 	}
 	return rc
 }
 
-func fromAPIPorts(in []v3.ProtoPort) []rules.ProtoPort {
+func toRulesPorts(in []felixconfig.PortSpec) []rules.ProtoPort {
 	out := make([]rules.ProtoPort, 0, len(in))
 	for _, p := range in {
-		out = append(out, rules.ProtoPort{Protocol: strings.ToLower(p.Protocol), Port: p.Port, Net: p.Net})
+		out = append(out, rules.ProtoPort{Protocol: p.Protocol, Port: p.Port, Net: p.Net})
 	}
 	return out
 }

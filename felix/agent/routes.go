@@ -1,10 +1,12 @@
 package agent
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 
 	"github.com/containernetworking/plugins/pkg/ns"
 
@@ -13,6 +15,7 @@ import (
 	"github.com/vishvananda/netns"
 
 	"github.com/tabbynet/tabby/felix/daemon"
+	"github.com/tabbynet/tabby/felix/dataplane"
 	"github.com/tabbynet/tabby/felix/epstatus"
 	"github.com/tabbynet/tabby/felix/routes"
 )
@@ -35,6 +38,10 @@ func newRouteManager(cfg config, log *slog.Logger, reg prometheus.Registerer) (*
 	}
 	drv := routes.NewDriver(h, log)
 	drv.MTUFile = cfg.mtuFile
+	drv.IPIPMTU, drv.VXLANMTU, drv.VXLANMTUV6 = cfg.ipipMTU, cfg.vxlanMTU, cfg.vxlanMTUv6
+	if cfg.mtuIfacePattern != "" {
+		drv.MTUIfacePattern = regexp.MustCompile(cfg.mtuIfacePattern) // parsed by felix/config
+	}
 	drv.Sysctl = func(key, value string) error {
 		write := func() error { return os.WriteFile(filepath.Join("/proc/sys", key), []byte(value), 0o644) }
 		if cfg.netnsPath == "" {
@@ -53,7 +60,7 @@ func newRouteManager(cfg config, log *slog.Logger, reg prometheus.Registerer) (*
 		}
 		return string(b), err
 	}
-	rm := routes.NewManager(routes.ManagerConfig{NodeName: cfg.hostname, Driver: drv, Logger: log, Metrics: routes.NewMetrics(reg)})
+	rm := routes.NewManager(routes.ManagerConfig{NodeName: cfg.hostname, RefreshInterval: cfg.routeRefresh, Driver: drv, Logger: log, Metrics: routes.NewMetrics(reg)})
 	return rm, h.Close, nil
 }
 
@@ -64,4 +71,20 @@ func endpointStatus(r *epstatus.Reporter) daemon.EndpointStatusReporter {
 		return nil
 	}
 	return r
+}
+
+// cleanupOtherBackend removes felix's rules from the iptables backend
+// felix does not use (see dataplane.CleanupBackend); failures are logged,
+// felix goes on.
+func cleanupOtherBackend(ctx context.Context, run dataplane.Runner, inUse dataplane.Backend, log *slog.Logger) {
+	for _, b := range dataplane.OtherBackends(inUse) {
+		chains, rules, err := dataplane.CleanupBackend(ctx, run, b)
+		if err != nil {
+			log.Error("cleaning felix's rules from the other iptables backend", "backend", b.Restore, "error", err)
+			continue
+		}
+		if chains+rules > 0 {
+			log.Info("removed felix's rules from the other iptables backend", "backend", b.Restore, "chains", chains, "rules", rules)
+		}
+	}
 }

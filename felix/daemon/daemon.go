@@ -21,9 +21,13 @@ import (
 	"github.com/tabbynet/tabby/datastore"
 	"github.com/tabbynet/tabby/felix/calc"
 	"github.com/tabbynet/tabby/felix/epstatus"
+	"github.com/tabbynet/tabby/felix/health"
 	"github.com/tabbynet/tabby/felix/routes"
 	"github.com/tabbynet/tabby/felix/rules"
 )
+
+// levelTrace is Calico's TRACE severity (below DEBUG).
+const levelTrace = slog.Level(-8)
 
 // Kinds are the resource kinds felix watches: the policy path's and the
 // route manager's (routes.Kinds, handed to Config.Routes).
@@ -77,6 +81,9 @@ type Config struct {
 	Logger                *slog.Logger
 	// Metrics, if set, records calculations and bad input.
 	Metrics *Metrics
+	// Health, if set, is told when each computation starts and ends (a
+	// computation that never ends fails liveness).
+	Health *health.Loop
 	// EndpointStatus, if set, is told after each computation which local
 	// workload endpoints (by status file name) the ruleset generation
 	// handed to the Dataplane holds; the Dataplane must then have a
@@ -97,7 +104,18 @@ type Metrics struct {
 	// how many there are at present.
 	Unrenderable    *prometheus.CounterVec
 	UnrenderableNow prometheus.Gauge
+
+	// Calico felix's, with its names, types and help.
+	ActiveEndpoints, ActivePolicies, ActiveSelectors prometheus.Gauge
+	ClusterHosts, ClusterWEPs, ClusterHEPs           prometheus.Gauge
+	ClusterPolicies, ClusterProfiles, ClusterTiers   prometheus.Gauge
+	CalcGraphUpdateTime                              prometheus.Summary
+	ResyncState                                      prometheus.Gauge
+	ResyncsStarted                                   prometheus.Counter
 }
+
+// calicoObjectives are the quantiles of Calico's summaries.
+var calicoObjectives = map[float64]float64{0.5: 0.05, 0.9: 0.01, 0.99: 0.001}
 
 // NewMetrics creates the metrics and registers them with reg.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
@@ -119,7 +137,25 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "felix_calc_unrenderable_rules", Help: "Rules (or whole policies) currently enforced in a fail-closed form because they cannot be rendered as written.",
 		}),
 	}
-	reg.MustRegister(m.CalcSeconds, m.Problems, m.Unrenderable, m.UnrenderableNow)
+	gauge := func(name, help string) prometheus.Gauge {
+		return prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help})
+	}
+	m.ActiveEndpoints = gauge("felix_active_local_endpoints", "Number of active endpoints on this host.")
+	m.ActivePolicies = gauge("felix_active_local_policies", "Number of active policies on this host.")
+	m.ActiveSelectors = gauge("felix_active_local_selectors", "Number of active selectors on this host.")
+	m.ClusterHosts = gauge("felix_cluster_num_hosts", "Total number of calico hosts in the cluster.")
+	m.ClusterHEPs = gauge("felix_cluster_num_host_endpoints", "Total number of host endpoints cluster-wide.")
+	m.ClusterWEPs = gauge("felix_cluster_num_workload_endpoints", "Total number of workload endpoints cluster-wide.")
+	m.ClusterTiers = gauge("felix_cluster_num_tiers", "Total number of tiers cluster-wide.")
+	m.ClusterPolicies = gauge("felix_cluster_num_policies", "Total number of policies cluster-wide.")
+	m.ClusterProfiles = gauge("felix_cluster_num_profiles", "Total number of profiles cluster-wide.")
+	m.CalcGraphUpdateTime = prometheus.NewSummary(prometheus.SummaryOpts{Name: "felix_calc_graph_update_time_seconds",
+		Help: "Seconds to update calculation graph for each datastore OnUpdate call.", Objectives: calicoObjectives})
+	m.ResyncState = gauge("felix_resync_state", "Current datastore state.")
+	m.ResyncsStarted = prometheus.NewCounter(prometheus.CounterOpts{Name: "felix_resyncs_started", Help: "Current datastore state."})
+	reg.MustRegister(m.CalcSeconds, m.Problems, m.Unrenderable, m.UnrenderableNow,
+		m.ActiveEndpoints, m.ActivePolicies, m.ActiveSelectors, m.ClusterHosts, m.ClusterHEPs, m.ClusterWEPs,
+		m.ClusterTiers, m.ClusterPolicies, m.ClusterProfiles, m.CalcGraphUpdateTime, m.ResyncState, m.ResyncsStarted)
 	return m
 }
 
@@ -157,6 +193,11 @@ type Daemon struct {
 	ipOnlyHEPs atomic.Bool
 
 	dirty chan struct{}
+
+	// resyncCounted: the first resync has been counted.
+	resyncCounted bool
+	// counts are the cluster's resources by kind at the last input.
+	counts map[string]int
 }
 
 // New returns a Daemon.
@@ -190,8 +231,22 @@ func (d *Daemon) setRulesConfig(rc rules.Config) {
 // OnStatusUpdated implements datastore.SyncerCallbacks.
 func (d *Daemon) OnStatusUpdated(s datastore.SyncStatus) {
 	d.mu.Lock()
+	wasInSync := d.inSync
 	d.inSync = s == datastore.StatusInSync
 	d.mu.Unlock()
+	if m := d.cfg.Metrics; m != nil {
+		// Calico's felix_resync_state: 1 waiting for the datastore (a
+		// resync starts), 3 in sync.
+		if s == datastore.StatusInSync {
+			m.ResyncState.Set(3)
+		} else {
+			m.ResyncState.Set(1)
+			if wasInSync || !d.resyncCounted {
+				m.ResyncsStarted.Inc()
+				d.resyncCounted = true
+			}
+		}
+	}
 	d.log.Info("datastore sync status", "status", s)
 	if d.cfg.Routes != nil {
 		d.cfg.Routes.OnStatusUpdated(s)
@@ -205,6 +260,11 @@ func (d *Daemon) OnUpdates(ups []datastore.Update) {
 		d.cfg.Routes.OnUpdates(ups)
 	}
 	policy := false
+	if d.log.Enabled(context.Background(), levelTrace) {
+		for _, u := range ups {
+			d.log.Log(context.Background(), levelTrace, "datastore update", "key", u.Key.String(), "type", u.Type)
+		}
+	}
 	d.mu.Lock()
 	for _, u := range ups {
 		if u.Key.Kind == v3.KindIPAMBlock {
@@ -244,6 +304,13 @@ func (d *Daemon) input() (in calc.Input, global, node *v3.FelixConfigurationSpec
 	clear(d.localWEPs)
 	if d.localWEPs == nil {
 		d.localWEPs = map[string]*v3.WorkloadEndpoint{}
+	}
+	if d.counts == nil {
+		d.counts = map[string]int{}
+	}
+	clear(d.counts)
+	for k := range d.objs {
+		d.counts[k.Kind]++
 	}
 	for _, o := range d.objs {
 		if w, ok := o.(*v3.WorkloadEndpoint); ok && w.Spec.Node == d.cfg.NodeName {
@@ -341,6 +408,19 @@ func (d *Daemon) Recompute() bool {
 		m.CalcSeconds.Observe(time.Since(start).Seconds())
 		m.Problems.Set(float64(len(current)))
 		m.UnrenderableNow.Set(float64(len(unrenderable)))
+		m.CalcGraphUpdateTime.Observe(time.Since(start).Seconds())
+		m.ActiveEndpoints.Set(float64(len(res.Endpoints)))
+		m.ActivePolicies.Set(float64(len(res.Policies)))
+		m.ActiveSelectors.Set(float64(len(res.IPSets)))
+		d.mu.Lock()
+		c := d.counts
+		m.ClusterHosts.Set(float64(c[v3.KindNode]))
+		m.ClusterWEPs.Set(float64(c[v3.KindWorkloadEndpoint]))
+		m.ClusterHEPs.Set(float64(c[v3.KindHostEndpoint]))
+		m.ClusterTiers.Set(float64(c[v3.KindTier]))
+		m.ClusterPolicies.Set(float64(c[v3.KindNetworkPolicy] + c[v3.KindGlobalNetworkPolicy]))
+		m.ClusterProfiles.Set(float64(c[v3.KindProfile]))
+		d.mu.Unlock()
 	}
 	d.log.Debug("recomputed", "duration", time.Since(start), "endpoints", len(res.Endpoints), "policies", len(res.Policies))
 	return true
@@ -449,7 +529,9 @@ func (d *Daemon) Run(ctx context.Context, syncer datastore.Syncer) error {
 		case <-time.After(wait):
 		}
 		start := time.Now()
+		d.cfg.Health.Begin()
 		d.Recompute()
+		d.cfg.Health.End()
 		lastEnd = time.Now()
 		lastTook = lastEnd.Sub(start)
 	}

@@ -1,6 +1,8 @@
 package dataplane
 
 import (
+	"github.com/tabbynet/tabby/felix/health"
+
 	"context"
 	"errors"
 	"fmt"
@@ -26,6 +28,12 @@ type Config struct {
 	Logger                 *slog.Logger
 	// Metrics, if set, records syncs.
 	Metrics *Metrics
+	// AppendHooks puts felix's rules in the base chains (INPUT, FORWARD,
+	// ...) at their end instead of their top (ChainInsertMode Append).
+	AppendHooks bool
+	// Health, if set, is told when each sync starts and ends (a sync that
+	// never ends fails liveness).
+	Health *health.Loop
 	// OnApplied, if set, is called after each successful Apply with the
 	// generation (see Generation) of the rulesets now in the kernel.
 	OnApplied func(gen uint64)
@@ -69,10 +77,16 @@ func New(cfg Config) *Dataplane {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.Metrics != nil {
+		cfg.Runner = countingRunner{Runner: cfg.Runner, m: cfg.Metrics}
+	}
 	d := &Dataplane{cfg: cfg, log: cfg.Logger, sets: NewIPSets(cfg.Runner), kick: make(chan struct{}, 1)}
 	d.v4 = newTables(cfg.V4, cfg.Runner)
 	if cfg.V6 != (Backend{}) {
 		d.v6 = newTables(cfg.V6, cfg.Runner)
+	}
+	for _, t := range append(slices.Clone(d.v4), d.v6...) {
+		t.appendHooks = cfg.AppendHooks
 	}
 	return d
 }
@@ -259,7 +273,9 @@ func (d *Dataplane) Run(ctx context.Context) error {
 			continue
 		}
 		start := time.Now()
+		d.cfg.Health.Begin()
 		res, err := d.Apply(ctx)
+		d.cfg.Health.End()
 		if err != nil && ctx.Err() != nil {
 			// Stopping: whatever failed (typically a command killed
 			// because ctx ended, "signal: killed") is no sync failure.
@@ -297,6 +313,9 @@ func (d *Dataplane) record(res Result, err error, took time.Duration) {
 		return
 	}
 	m.ApplySeconds.Observe(took.Seconds())
+	if m.initialResyncDone {
+		m.ApplyTime.Observe(took.Seconds())
+	}
 	m.Restores.WithLabelValues("iptables").Add(float64(res.V4.Restores))
 	m.Restores.WithLabelValues("ip6tables").Add(float64(res.V6.Restores))
 	if res.SetsWritten > 0 {
@@ -307,12 +326,37 @@ func (d *Dataplane) record(res Result, err error, took time.Duration) {
 	}
 	if err != nil {
 		m.Failures.Inc()
+		m.IntFailures.Inc()
 		return
 	}
+	if !m.initialResyncDone {
+		m.initialResyncDone = true
+		m.InitialResync.Set(time.Since(m.initialResyncStart).Seconds())
+	}
 	rules := 0
-	for _, t := range append(slices.Clone(d.v4), d.v6...) {
-		rules += t.ruleCount()
+	for v, tables := range map[string][]*Table{"4": d.v4, "6": d.v6} {
+		for _, t := range tables {
+			n := t.ruleCount()
+			rules += n
+			m.IptablesRules.WithLabelValues(v, t.name).Set(float64(n))
+			m.IptablesChains.WithLabelValues(v, t.name).Set(float64(len(t.desired)))
+		}
 	}
 	m.RulesProgrammed.Set(float64(rules))
 	m.SetsProgrammed.Set(float64(len(d.sets.desired)))
+	m.IPSetsTotal.Set(float64(len(d.sets.desired)))
+	perFamily := map[string]int{"4": 0}
+	if d.v6 != nil {
+		perFamily["6"] = 0
+	}
+	for _, st := range d.sets.desired {
+		v := "4"
+		if st.family == "inet6" {
+			v = "6"
+		}
+		perFamily[v]++
+	}
+	for v, n := range perFamily {
+		m.IPSetsCalico.WithLabelValues(v).Set(float64(n))
+	}
 }

@@ -7,7 +7,8 @@
 // the difference and sends it as ONE `iptables-restore --noflush`
 // transaction: a chain whose hashes differ is re-declared (which flushes
 // it) and rewritten whole, stale cali- chains are flushed and deleted, and
-// the hook rules in the base chains are kept exactly one, at the top. Rules
+// the hook rules in the base chains are kept exactly one, at the top (at the
+// end with ChainInsertMode Append, Config.AppendHooks). Rules
 // and chains felix does not own (no cali- prefix, no cali: hash comment)
 // are never touched. After a successful restore the cache is updated
 // without reading the kernel back, so a change to one policy costs one

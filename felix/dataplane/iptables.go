@@ -40,6 +40,9 @@ type Table struct {
 	hooks       []rules.Hook
 	actual      *tableState // nil: unknown, read before the next apply
 	lastRestore string
+	// appendHooks puts felix's hook rules at the end of the base chains
+	// (Calico's ChainInsertMode Append) instead of the top.
+	appendHooks bool
 }
 
 type tableState struct {
@@ -231,7 +234,11 @@ func (t *Table) Apply(ctx context.Context) (Stats, error) {
 			}
 		}
 		newBase := slices.Clone(have)
-		if wanted && ours == 1 && len(have) > 0 && have[0] == want.Hash {
+		pos := 0
+		if t.appendHooks {
+			pos = len(have) - 1
+		}
+		if wanted && ours == 1 && len(have) > 0 && have[pos] == want.Hash {
 			nextBase[b] = newBase
 			continue
 		}
@@ -242,7 +249,11 @@ func (t *Table) Apply(ctx context.Context) (Stats, error) {
 				newBase = slices.Delete(newBase, i, i+1)
 			}
 		}
-		if wanted {
+		switch {
+		case wanted && t.appendHooks:
+			fmt.Fprintf(&hookLines, "-A %s %s\n", b, want.Spec)
+			newBase = append(newBase, want.Hash)
+		case wanted:
 			fmt.Fprintf(&hookLines, "-I %s 1 %s\n", b, want.Spec)
 			newBase = slices.Insert(newBase, 0, want.Hash)
 		}

@@ -46,6 +46,11 @@ type Driver struct {
 	MTUFile         string
 	MTUIfacePattern *regexp.Regexp
 	lastMTU         int
+	// IPIPMTU, VXLANMTU and VXLANMTUV6 are the tunnel devices' MTUs
+	// (Calico's IpInIpMtu, VXLANMTU, VXLANMTUV6); 0 derives them from the
+	// parent interface (VXLAN) or leaves the kernel's (tunl0). When set
+	// they are also the pods' MTU in MTUFile.
+	IPIPMTU, VXLANMTU, VXLANMTUV6 int
 	// WorkloadRouteGrace is how long a route on a workload interface
 	// that no local WorkloadEndpoint explains is left alone before it is
 	// removed (the CNI writes the route before felix hears of the
@@ -151,8 +156,12 @@ func (dr *Driver) syncVXLAN(dev string, v6 bool, v *VTEP, st *Stats) error {
 	if err != nil {
 		return err
 	}
+	devMTU := mtu - overhead
+	if conf := map[bool]int{false: dr.VXLANMTU, true: dr.VXLANMTUV6}[v6]; conf > 0 {
+		devMTU = conf
+	}
 	want := &netlink.Vxlan{
-		LinkAttrs: netlink.LinkAttrs{Name: dev, HardwareAddr: v.MAC, MTU: mtu - overhead},
+		LinkAttrs: netlink.LinkAttrs{Name: dev, HardwareAddr: v.MAC, MTU: devMTU},
 		VxlanId:   VXLANVNI, Port: VXLANPort, SrcAddr: v.Parent.AsSlice(), VtepDevIndex: parent.Attrs().Index,
 	}
 	if cur != nil {
@@ -229,6 +238,12 @@ func (dr *Driver) syncIPIP(addr netip.Addr, st *Stats) error {
 	}
 	if err := dr.syncAddr(cur, addr, st); err != nil {
 		return err
+	}
+	if dr.IPIPMTU > 0 && cur.Attrs().MTU != dr.IPIPMTU {
+		st.DevicesChanged++
+		if err := dr.h.LinkSetMTU(cur, dr.IPIPMTU); err != nil {
+			return fmt.Errorf("setting %s's MTU: %w", IPIPDevice, err)
+		}
 	}
 	if cur.Attrs().Flags&net.FlagUp == 0 {
 		st.DevicesChanged++
@@ -582,6 +597,20 @@ func (dr *Driver) syncMTUFile(d Desired) error {
 		pattern = DefaultMTUIfacePattern
 	}
 	mtu, ok := PodMTU(mtus, pattern, d)
+	// Configured tunnel MTUs replace the derived one (the smallest of the
+	// encapsulations in use).
+	configured := 0
+	for _, conf := range []struct {
+		used bool
+		mtu  int
+	}{{d.IPIP.IsValid(), dr.IPIPMTU}, {d.VXLAN != nil, dr.VXLANMTU}, {d.VXLANv6 != nil, dr.VXLANMTUV6}} {
+		if conf.used && conf.mtu > 0 && (configured == 0 || conf.mtu < configured) {
+			configured = conf.mtu
+		}
+	}
+	if configured > 0 {
+		mtu, ok = configured, true
+	}
 	if !ok || mtu == dr.lastMTU {
 		return nil
 	}

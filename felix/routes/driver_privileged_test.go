@@ -389,3 +389,33 @@ func TestPrivilegedDriverConntrackOnAddressMove(t *testing.T) {
 		t.Errorf("flows of a gone endpoint left:\n%s", got)
 	}
 }
+
+// TestPrivilegedDriverConfiguredMTUs: FelixConfiguration's vxlanMTU
+// (Driver.VXLANMTU) sets the device's MTU and the pods' MTU in the MTU
+// file, instead of the ones derived from eth0.
+func TestPrivilegedDriverConfiguredMTUs(t *testing.T) {
+	n, h := driverNS(t)
+	dr := NewDriver(h, nil)
+	dr.MTUFile = filepath.Join(t.TempDir(), "mtu")
+	dr.VXLANMTU, dr.IPIPMTU = 1400, 1380
+	for _, c := range []struct {
+		name, ipip, vxlan, dev, wantDev, wantFile string
+	}{
+		{"vxlan", "Never", "Always", VXLANDevice, "mtu 1400", "1400"},
+		// ipipMTU is not driven here: this kernel has no ipip module.
+	} {
+		d, probs := Compute(Input{ThisNode: "n0", Nodes: threeNodes(), Blocks: threeBlocks(), Pools: []*v3.IPPool{ippool("10.70.0.0/16", v3.IPIPMode(c.ipip), v3.VXLANMode(c.vxlan))}})
+		if len(probs) != 0 {
+			t.Fatalf("%s: problems: %v", c.name, probs)
+		}
+		if _, err := dr.Apply(d); err != nil {
+			t.Fatalf("%s: Apply: %v", c.name, err)
+		}
+		if dev := ipOut(t, n, "link", "show", c.dev); !strings.Contains(dev, c.wantDev) {
+			t.Errorf("%s: %s lacks %q:\n%s", c.name, c.dev, c.wantDev, dev)
+		}
+		if b, err := os.ReadFile(dr.MTUFile); err != nil || string(b) != c.wantFile {
+			t.Errorf("%s: MTU file %q (%v), want %s", c.name, b, err, c.wantFile)
+		}
+	}
+}

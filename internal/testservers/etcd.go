@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -86,3 +87,11 @@ func waitHealthy(p *process, url string, client *http.Client, timeout time.Durat
 	}
 	p.t.Fatalf("%s not healthy at %s after %s\n%s", p.name, url, timeout, p.tail())
 }
+
+// Freeze stops the server's process (SIGSTOP) without closing its
+// connections: clients see a datastore that no longer answers. Thaw
+// resumes it.
+func (e *Etcd) Freeze() { e.proc.signal(syscall.SIGSTOP) }
+
+// Thaw resumes a frozen server (SIGCONT).
+func (e *Etcd) Thaw() { e.proc.signal(syscall.SIGCONT) }

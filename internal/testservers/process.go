@@ -95,3 +95,14 @@ func spawn(cmd *exec.Cmd) error {
 	spawnReqs <- spawnReq{cmd: cmd, done: done}
 	return <-done
 }
+
+// signal sends sig to the running process.
+func (p *process) signal(sig syscall.Signal) {
+	p.t.Helper()
+	if p.cmd == nil || p.cmd.Process == nil {
+		p.t.Fatalf("%s is not running", p.name)
+	}
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		p.t.Fatalf("signalling %s: %v", p.name, err)
+	}
+}

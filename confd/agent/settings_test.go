@@ -1,0 +1,79 @@
+package agent
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+
+	v3 "github.com/tabbynet/tabby/api/v3"
+	"github.com/tabbynet/tabby/datastore"
+)
+
+// TestConfdSettings: Calico's confd variables that Tabby does not
+// implement are refused at ERROR with the reason (confd still starts);
+// BGP_LOGSEVERITYSCREEN sets the level, a bad one stops confd.
+func TestConfdSettings(t *testing.T) {
+	var out strings.Builder
+	vars := map[string]string{"NODENAME": "n1", "BGP_LOGSEVERITYSCREEN": "Debug", "CALICO_ADVERTISE_CLUSTER_IPS": "10.96.0.0/12",
+		"FELIX_TYPHAK8SSERVICENAME": "calico-typha", "CONFD_TYPHAK8SNAMESPACE": "kube-system", "CALICO_TYPHAADDR": "none",
+		"DATASTORE_TYPE": "etcdv3"}
+	_ = Run(context.Background(), []string{"-config", "/nonexistent"}, env(vars), &out)
+	logs := out.String()
+	for _, want := range []string{
+		`level=ERROR msg="confd setting refused" setting=CALICO_ADVERTISE_CLUSTER_IPS value=10.96.0.0/12 reason="advertising Service cluster IPs is not implemented`,
+		`level=ERROR msg="confd setting refused" setting=FELIX_TYPHAK8SSERVICENAME value=calico-typha reason="Tabby has no Typha`,
+	} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("log lacks %q:\n%s", want, logs)
+		}
+	}
+	if strings.Contains(logs, "CONFD_TYPHAK8SNAMESPACE") || strings.Contains(logs, "CALICO_TYPHAADDR") {
+		t.Errorf("default/none Typha values refused:\n%s", logs)
+	}
+	if err := Run(context.Background(), nil, env(map[string]string{"BGP_LOGSEVERITYSCREEN": "loud"}), &out); err == nil ||
+		!strings.Contains(err.Error(), "BGP_LOGSEVERITYSCREEN") {
+		t.Errorf("bad BGP_LOGSEVERITYSCREEN: %v", err)
+	}
+	if l, ok, err := bgpLogLevel(env(map[string]string{"BGP_LOGSEVERITYSCREEN": "Debug"})); err != nil || !ok || l.String() != "DEBUG" {
+		t.Errorf("Debug: %v %v %v", l, ok, err)
+	}
+}
+
+type nopCallbacks struct{ n int }
+
+func (c *nopCallbacks) OnStatusUpdated(datastore.SyncStatus) {}
+func (c *nopCallbacks) OnUpdates(u []datastore.Update)       { c.n += len(u) }
+
+// TestLevelFollowsBGPConfiguration: confd's level follows
+// logSeverityScreen, the node's BGPConfiguration over the global one over
+// the flag; every update still reaches confd.
+func TestLevelFollowsBGPConfiguration(t *testing.T) {
+	var lv slog.LevelVar
+	next := &nopCallbacks{}
+	f := &levelFollower{next: next, level: &lv, flag: slog.LevelInfo, node: "n1", log: slog.New(slog.DiscardHandler)}
+	bc := func(name, sev string) datastore.Update {
+		o := &v3.BGPConfiguration{Spec: v3.BGPConfigurationSpec{LogSeverityScreen: sev}}
+		o.Name = name
+		return datastore.Update{Type: datastore.EventAdded, Key: datastore.Key{Kind: v3.KindBGPConfiguration, Name: name}, Object: o}
+	}
+	steps := []struct {
+		up   datastore.Update
+		want slog.Level
+	}{
+		{bc("default", "Debug"), slog.LevelDebug},
+		{bc("node.other", "Error"), slog.LevelDebug},
+		{bc("node.n1", "Warning"), slog.LevelWarn},
+		{datastore.Update{Type: datastore.EventDeleted, Key: datastore.Key{Kind: v3.KindBGPConfiguration, Name: "node.n1"}}, slog.LevelDebug},
+		{datastore.Update{Type: datastore.EventDeleted, Key: datastore.Key{Kind: v3.KindBGPConfiguration, Name: "default"}}, slog.LevelInfo},
+	}
+	for i, s := range steps {
+		f.OnUpdates([]datastore.Update{s.up})
+		if lv.Level() != s.want {
+			t.Errorf("step %d (%s): level %v, want %v", i, s.up.Key, lv.Level(), s.want)
+		}
+	}
+	if next.n != len(steps) {
+		t.Errorf("confd got %d updates, want %d", next.n, len(steps))
+	}
+}

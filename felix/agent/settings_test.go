@@ -1,0 +1,52 @@
+package agent
+
+import (
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	v3 "github.com/tabbynet/tabby/api/v3"
+)
+
+// TestOnDatastore: a FelixConfiguration change applies live settings (log
+// levels), reports refused values once, and asks for a restart when a
+// start-time setting changes.
+func TestOnDatastore(t *testing.T) {
+	var buf strings.Builder
+	log, logs, _ := newLogger(&buf, "INFO", "", "INFO")
+	st := &settingsState{env: map[string]string{}, log: log, metric: newProblemMetric(prometheus.NewRegistry()), logs: logs,
+		getenv: env(map[string]string{"NODENAME": "n"})}
+	var restarted error
+	st.restart = func(err error) { restarted = err }
+	s, err := st.resolve(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.current = s
+	st.cfg, _ = fromSettings(s, st.getenv)
+
+	st.onDatastore(&v3.FelixConfigurationSpec{LogSeverityScreen: "Debug", BPFEnabled: new(true)}, nil)
+	if logs.screen.Level() != slog.LevelDebug {
+		t.Errorf("screen level %v after logSeverityScreen: Debug", logs.screen.Level())
+	}
+	if restarted != nil {
+		t.Errorf("restart for a live setting: %v", restarted)
+	}
+	if n := strings.Count(buf.String(), `msg="felix setting refused" setting=BPFEnabled`); n != 1 {
+		t.Errorf("bpfEnabled refusal logged %d times:\n%s", n, buf.String())
+	}
+	st.onDatastore(&v3.FelixConfigurationSpec{LogSeverityScreen: "Trace", BPFEnabled: new(true)}, nil)
+	if logs.screen.Level() != LevelTrace {
+		t.Errorf("screen level %v after logSeverityScreen: Trace", logs.screen.Level())
+	}
+	if n := strings.Count(buf.String(), `setting=BPFEnabled`); n != 1 {
+		t.Errorf("bpfEnabled refusal logged again")
+	}
+	st.onDatastore(&v3.FelixConfigurationSpec{HealthPort: new(1234)}, nil)
+	if !errors.Is(restarted, ErrConfigChanged) || !strings.Contains(restarted.Error(), "HealthPort") {
+		t.Errorf("restart = %v", restarted)
+	}
+}
