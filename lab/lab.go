@@ -350,7 +350,7 @@ func Down(dir string) error {
 		return err
 	}
 	if prefix != "" {
-		if err := killAll(markedProcesses(prefix), 3*time.Second); err != nil {
+		if err := killAll(markedProcesses(prefix), time.Second); err != nil {
 			return err
 		}
 		var errs []error

@@ -258,6 +258,8 @@ func (l *Lab) podRunning(ctx context.Context, p Pod, n *NodeState, ip string) er
 		now := metav1.NewTime(time.Now())
 		pod.Status.StartTime = &now
 		pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now}}
+		pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "serve", Ready: true, Image: "tabby-lab", ImageID: "tabby-lab",
+			ContainerID: "tabby-lab://" + p.Namespace + "-" + p.Name, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}}}
 		_, err = kc.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, pod, metav1.UpdateOptions{})
 		if err == nil {
 			return nil
