@@ -143,12 +143,20 @@ func LoadModel(path string) (*Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the model: %w", err)
 	}
-	var m Model
-	if err := yaml.UnmarshalStrict(b, &m); err != nil {
+	m, err := parseModel(b)
+	if err != nil {
 		return nil, fmt.Errorf("model %s: %w", path, err)
 	}
+	return m, nil
+}
+
+func parseModel(b []byte) (*Model, error) {
+	var m Model
+	if err := yaml.UnmarshalStrict(b, &m); err != nil {
+		return nil, err
+	}
 	if err := m.Complete(); err != nil {
-		return nil, fmt.Errorf("model %s: %w", path, err)
+		return nil, err
 	}
 	return &m, nil
 }

@@ -128,11 +128,14 @@ func (l *Lab) WaitProgrammed(ctx context.Context, refs []PolicyRef, timeout time
 	deadline := time.Now().Add(timeout)
 	for {
 		lag := map[string]string{}
-		err := parallel(len(l.State.Nodes), func(i int) error {
+		_ = parallel(len(l.State.Nodes), func(i int) error {
 			n := l.State.Nodes[i]
 			why, err := nodeProgrammed(ctx, n, want[n.Name])
 			if err != nil {
-				return err
+				// iptables-save can fail while felix rewrites the table
+				// (nft: "Set with index N in kernel doesn't exist"): ask
+				// again, and name it if it lasts.
+				why = err.Error()
 			}
 			if why != "" {
 				l.mu.Lock()
@@ -141,9 +144,6 @@ func (l *Lab) WaitProgrammed(ctx context.Context, refs []PolicyRef, timeout time
 			}
 			return nil
 		})
-		if err != nil {
-			return err
-		}
 		if len(lag) == 0 {
 			return nil
 		}
