@@ -24,9 +24,12 @@ var (
 )
 
 // labBin builds the lab's binaries once per test binary, as make build
-// does.
+// does ($TABBY_LAB_BIN: use the ones already built there).
 func labBin(t testing.TB) string {
 	t.Helper()
+	if d := os.Getenv("TABBY_LAB_BIN"); d != "" {
+		return d
+	}
 	buildOnce.Do(func() {
 		binDir, buildErr = os.MkdirTemp("", "tabby-lab-bin-")
 		if buildErr != nil {
@@ -179,10 +182,30 @@ func applyAndWait(t testing.TB, l *Lab, data []byte, del bool) {
 	}
 }
 
+// calicoVerdict is the fate of traffic under testdata/gnp-deny-udp81-to-c.
+func calicoVerdict(r ProbeResult) bool {
+	return !(strings.HasSuffix(r.To, "/c") && r.Port == "udp/81")
+}
+
+// calicoStory applies a GlobalNetworkPolicy through calicoctl: the table
+// as expected on the first probe after apply returns; deleted, all allowed.
+func calicoStory(t *testing.T, l *Lab) {
+	t.Helper()
+	gnp, err := os.ReadFile("testdata/gnp-deny-udp81-to-c.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	applyAndWait(t, l, gnp, false)
+	probeExactly(t, l, calicoVerdict)
+	applyAndWait(t, l, gnp, true)
+	probeExactly(t, l, allAllowed)
+}
+
 // policyStory is the lab's main story on any lab with the default
 // namespaces: all allowed, the sample policy applied (the table as
 // expected on the very first probe after apply returns), deleted again,
-// then down with nothing left.
+// a Calico policy through calicoctl likewise, then down with nothing
+// left.
 func policyStory(t *testing.T, l *Lab, start time.Time) {
 	t.Helper()
 	rounds := probeUntil(t, l, allAllowed, 30*time.Second)
@@ -195,5 +218,6 @@ func policyStory(t *testing.T, l *Lab, start time.Time) {
 	t.Logf("%d probes in %s:\n%s", len(res), time.Since(t0).Round(time.Millisecond), Matrix(res))
 	applyAndWait(t, l, sample, true)
 	probeExactly(t, l, allAllowed)
+	calicoStory(t, l)
 	downAndCheck(t, l)
 }
