@@ -106,8 +106,18 @@ func (l *Lab) Probe(ctx context.Context, ports []Port, timeout time.Duration) ([
 	if err != nil {
 		return nil, err
 	}
-	slices.SortFunc(jobs, func(a, b ProbeResult) int {
-		return strings.Compare(a.From+" "+a.To+" "+a.Port, b.From+" "+b.To+" "+b.Port)
+	order := map[string]int{}
+	for i, pt := range ports {
+		order[pt.String()] = i
+	}
+	slices.SortStableFunc(jobs, func(a, b ProbeResult) int {
+		if c := strings.Compare(a.From, b.From); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.To, b.To); c != 0 {
+			return c
+		}
+		return order[a.Port] - order[b.Port]
 	})
 	return jobs, nil
 }
