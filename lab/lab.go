@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -107,6 +108,9 @@ func Up(ctx context.Context, o UpOptions) (*Lab, error) {
 		if _, err := os.Stat(filepath.Join(o.Bin, b)); err != nil {
 			return nil, fmt.Errorf("%s is missing from %s: run make build (or pass --bin): %w", b, o.Bin, err)
 		}
+	}
+	if ents, err := os.ReadDir(o.Dir); err == nil && len(ents) > 0 {
+		return nil, fmt.Errorf("%s is not empty: the state folder must be new or empty (down removes it whole)", o.Dir)
 	}
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 		return nil, err
@@ -349,17 +353,26 @@ func Down(dir string) error {
 	if err != nil {
 		return err
 	}
-	if prefix != "" {
-		if err := killAll(markedProcesses(prefix), time.Second); err != nil {
+	if prefix == "" {
+		// No lab was ever started here: remove the folder only if it is
+		// empty (it may be any folder someone passed as --state).
+		if ents, err := os.ReadDir(dir); err == nil && len(ents) > 0 {
+			return fmt.Errorf("%s holds no lab (no %s file) and is not empty: not removing it", dir, prefixFile)
+		}
+		if err := os.Remove(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
-		var errs []error
-		for _, n := range labNetns(prefix) {
-			errs = append(errs, deleteNetns(n))
-		}
-		if err := errors.Join(errs...); err != nil {
-			return err
-		}
+		return nil
+	}
+	if err := killAll(markedProcesses(prefix), time.Second); err != nil {
+		return err
+	}
+	var errs []error
+	for _, n := range labNetns(prefix) {
+		errs = append(errs, deleteNetns(n))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
 	}
 	return os.RemoveAll(dir)
 }
