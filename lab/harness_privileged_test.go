@@ -23,6 +23,14 @@ var (
 	buildErr  error
 )
 
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		_ = os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
 // labBin builds the lab's binaries once per test binary, as make build
 // does ($TABBY_LAB_BIN: use the ones already built there).
 func labBin(t testing.TB) string {

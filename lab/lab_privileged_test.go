@@ -30,6 +30,33 @@ func TestPrivilegedLabEtcd(t *testing.T) {
 	policyStory(t, l, start)
 }
 
+// TestPrivilegedLabLeavesRootNamespaceAlone: with a lab up and a policy
+// applied, the root namespace has no Calico chain, ipset, route or link,
+// and its forwarding setting is what it was.
+func TestPrivilegedLabLeavesRootNamespaceAlone(t *testing.T) {
+	fwd, err := os.ReadFile("/proc/sys/net/ipv4/ip_forward")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, _ := upLab(t, DefaultModel(), DatastoreEtcd)
+	applyAndWait(t, l, readExample(t, "deny-x-allow-from-y.yaml"), false)
+	for _, c := range [][]string{{"iptables-save"}, {"ipset", "list", "-n"}, {"ip", "-o", "link"}, {"ip", "route"}} {
+		out, err := exec.Command(c[0], c[1:]...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("%v: %v: %s", c, err, out)
+		}
+		for _, line := range strings.Split(string(out), "\n") {
+			if strings.Contains(line, "cali") || strings.Contains(line, l.State.Prefix) || strings.Contains(line, "10.200.") {
+				t.Errorf("root namespace, %s: %s", strings.Join(c, " "), line)
+			}
+		}
+	}
+	if now, _ := os.ReadFile("/proc/sys/net/ipv4/ip_forward"); string(now) != string(fwd) {
+		t.Errorf("root ip_forward %q, was %q", now, fwd)
+	}
+	downAndCheck(t, l)
+}
+
 // TestPrivilegedLabKubernetes: the same story on the real kube-apiserver:
 // Pod objects first, scheduled to their nodes, annotated by the CNI
 // plugin with their address; NetworkPolicies through the Kubernetes API.
