@@ -42,7 +42,12 @@ func (m *Model) networkingBackend() string {
 }
 
 // agentEnv is Calico's calico-node environment for node n: the variables a
-// calico-node DaemonSet sets, plus where this lab keeps the node's files.
+// calico-node DaemonSet sets, plus where this lab keeps the node's files
+// (the names calico-node reads; felix and confd ignore the ones they do
+// not). calico-node will run inside the node's namespace: with the
+// Kubernetes datastore its KUBECONFIG is then <node dir>/calico-kubeconfig
+// (the API through the lab's proxy, see nodeAPIAddr), not the admin one the
+// agents beside the namespace use today.
 func (l *Lab) agentEnv(n *NodeState) []string {
 	env := []string{
 		"NODENAME=" + n.Name,
@@ -57,6 +62,11 @@ func (l *Lab) agentEnv(n *NodeState) []string {
 		"FELIX_LOGSEVERITYSCREEN=Info",
 		"FELIX_ENDPOINTSTATUSPATHPREFIX=" + filepath.Join(n.Dir, "status"),
 		"CALICO_DISABLE_FILE_LOGGING=true",
+		"CALICO_NODENAME_FILE=" + filepath.Join(n.Dir, "nodename"),
+		"FELIX_IPV6SUPPORT=false",
+		// Tabby's (several nodes on one host): where BIRD's files live.
+		"TABBY_BIRD_CONFIG=" + filepath.Join(n.Dir, "bird.cfg"),
+		"TABBY_BIRD_SOCKET=" + filepath.Join(n.Dir, "bird.ctl"),
 		// Tabby's: the agent runs beside the node's namespace and programs it.
 		"TABBY_FELIX_NETNS=" + netnsPath(n.Netns),
 		"TABBY_FELIX_MTU_FILE=" + filepath.Join(n.Dir, "mtu"),

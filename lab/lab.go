@@ -149,6 +149,11 @@ func (l *Lab) up(ctx context.Context) error {
 	if err := l.buildUnderlay(ctx); err != nil {
 		return err
 	}
+	if l.State.Datastore == DatastoreKubernetes {
+		if err := l.startAPIProxy(); err != nil {
+			return err
+		}
+	}
 	l.step("%d nodes on the underlay (%s)", len(l.State.Nodes), since(start))
 	if err := parallel(len(l.State.Nodes), func(i int) error { return l.startAgent(ctx, &l.State.Nodes[i]) }); err != nil {
 		return err

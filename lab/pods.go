@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -67,22 +65,16 @@ func (l *Lab) createPods(ctx context.Context) error {
 		if err := l.createPodObjects(ctx); err != nil {
 			return err
 		}
-		// The plugin runs inside the node's namespace, where the loopback
-		// API server is out of reach: a proxy listening there (for as
-		// long as up runs) stands in for the node's route to it.
+		// The plugin runs inside the node's namespace: its kubeconfig
+		// points at the lab's API proxy there (see nodeAPIAddr).
+		kc, err := os.ReadFile(l.State.Kubeconfig)
+		if err != nil {
+			return err
+		}
 		for i := range l.State.Nodes {
 			n := &l.State.Nodes[i]
-			addr, stop, err := proxyInto(n.Netns, strings.TrimPrefix(l.State.APIServer, "https://"))
-			if err != nil {
-				return err
-			}
-			defer stop()
-			kc, err := os.ReadFile(l.State.Kubeconfig)
-			if err != nil {
-				return err
-			}
 			path := filepath.Join(n.Dir, "calico-kubeconfig")
-			if err := os.WriteFile(path, []byte(strings.Replace(string(kc), l.State.APIServer, "https://"+addr, 1)), 0o600); err != nil {
+			if err := os.WriteFile(path, []byte(strings.Replace(string(kc), l.State.APIServer, "https://"+nodeAPIAddr, 1)), 0o600); err != nil {
 				return err
 			}
 			kubeconfigs[n.Name] = path
@@ -280,43 +272,4 @@ func (l *Lab) startServers(p PodState) error {
 	_, err := l.spawn("serve-"+p.Namespace+"-"+p.Name, p.Netns, nil, filepath.Join(l.Bin, "tabby-lab"),
 		"serve", "--id", p.Key(), "--ports", strings.Join(ports, ","))
 	return err
-}
-
-// proxyInto makes addr (a loopback TCP server of this namespace)
-// reachable from inside the named namespace, at the returned address:
-// the listener lives there, the dials happen here. No interface or route
-// is added anywhere.
-func proxyInto(netns, addr string) (string, func(), error) {
-	h, err := openNetns(netns)
-	if err != nil {
-		return "", nil, err
-	}
-	defer h.Close()
-	var ln net.Listener
-	if err := h.Do(func(ns.NetNS) error {
-		var err error
-		ln, err = net.Listen("tcp", "127.0.0.1:0")
-		return err
-	}); err != nil {
-		return "", nil, fmt.Errorf("proxy listener in %s: %w", netns, err)
-	}
-	go func() {
-		for {
-			in, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer in.Close()
-				out, err := net.Dial("tcp", addr)
-				if err != nil {
-					return
-				}
-				defer out.Close()
-				go func() { _, _ = io.Copy(out, in) }()
-				_, _ = io.Copy(in, out)
-			}()
-		}
-	}()
-	return ln.Addr().String(), func() { ln.Close() }, nil
 }

@@ -217,6 +217,13 @@ func run(ctx context.Context, args []string) error {
 		defer l.Close()
 		fmt.Print(l.Env())
 		return nil
+	case "proxy":
+		listen := fs.String("listen", "127.0.0.1:6443", "address to listen on inside each namespace")
+		to := fs.String("to", "", "address to forward to, from this namespace")
+		if err := fs.Parse(rest); err != nil {
+			return err
+		}
+		return lab.Proxy(ctx, fs.Args(), *listen, *to)
 	case "serve":
 		id := fs.String("id", "", "the pod's id, sent in every answer")
 		portsFlag := fs.String("ports", "tcp/80,udp/80,tcp/81,udp/81", "ports to serve")
