@@ -166,12 +166,49 @@ func (l *Lab) up(ctx context.Context) error {
 	if err := l.waitAgentsReady(ctx, 60*time.Second); err != nil {
 		return err
 	}
+	l.step("node agents ready (%s)", since(start))
+	n, err := l.waitConnected(ctx, 30*time.Second)
+	if err != nil {
+		return err
+	}
 	l.State.Phase = "up"
 	if err := l.save(); err != nil {
 		return err
 	}
-	l.step("lab up: agents ready (%s)", since(start))
+	l.step("lab up: all %d probes allowed (%s)", n, since(start))
 	return nil
+}
+
+// waitConnected probes until every pod reaches every other on every port
+// (no policy exists yet: all must be allowed), naming what is not after
+// timeout. The servers have just started and BGP routes follow the
+// sessions by a moment.
+func (l *Lab) waitConnected(ctx context.Context, timeout time.Duration) (int, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		// Short: an allowed probe answers in milliseconds, and a miss
+		// is retried.
+		res, err := l.Probe(ctx, nil, 300*time.Millisecond)
+		if err != nil {
+			return 0, err
+		}
+		var bad []string
+		for _, r := range res {
+			if !r.Allowed {
+				bad = append(bad, r.String()+" ("+r.Detail+")")
+			}
+		}
+		if len(bad) == 0 {
+			return len(res), nil
+		}
+		if time.Now().After(deadline) {
+			if len(bad) > 10 {
+				bad = append(bad[:10], fmt.Sprintf("and %d more", len(bad)-10))
+			}
+			return 0, fmt.Errorf("pods not all connected after %s: %v", timeout, bad)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 func since(t time.Time) string { return time.Since(t).Round(10 * time.Millisecond).String() }
