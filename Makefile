@@ -3,7 +3,7 @@ GO ?= go
 BIN := bin
 CONTROLLER_GEN := $(GO) tool controller-gen
 
-.PHONY: all build test test-privileged test-integration kube-binaries test-all bench bench-cni bench-felix bench-scale demo lint generate fuzz clean
+.PHONY: all build test test-privileged test-integration kube-binaries test-all bench bench-cni bench-felix bench-scale lab demo lint generate fuzz clean
 
 all: build
 
@@ -68,9 +68,19 @@ bench-scale:
 	TABBY_BENCH_SCALE=1 $(GO) test -run '^$$' -bench 'ScaleEngineLoad' -benchtime 2x ./felix/calc/
 	TABBY_BENCH_SCALE=1 $(GO) test -run '^$$' -bench 'ScaleCompute' -benchtime 10x ./felix/calc/
 
-## demo: the end-to-end demo (root): etcd, an IPPool, a node namespace and
-## two pods wired by the calico CNI plugin through libcni, TCP between them,
-## felix enforcing a GlobalNetworkPolicy on that traffic
+## lab: the first thing to run (root, Debian): installs what it needs
+## (packages, Go modules, etcd/kube-apiserver), builds, runs tabby-lab up
+## (3 node namespaces with their agents, the upstream NetworkPolicy e2e
+## pods), prints the connectivity matrix, applies the sample policy, prints
+## it again and leaves the lab running (bin/tabby-lab down removes it)
+lab:
+	hack/install-test-deps.sh
+	hack/build-kube-binaries.sh
+	$(MAKE) build
+	lab/make-lab.sh
+
+## demo: the lab (make lab) tells the demo's story now; the old one-node
+## demo stays runnable
 demo: kube-binaries
 	$(GO) run ./hack/demo
 

@@ -1,0 +1,231 @@
+//go:build privileged
+
+package lab
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tabbynet/tabby/internal/netnstest"
+)
+
+var (
+	buildOnce sync.Once
+	binDir    string
+	buildErr  error
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		_ = os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
+// labBin builds the lab's binaries once per test binary, as make build
+// does ($TABBY_LAB_BIN: use the ones already built there).
+func labBin(t testing.TB) string {
+	t.Helper()
+	if d := os.Getenv("TABBY_LAB_BIN"); d != "" {
+		return d
+	}
+	buildOnce.Do(func() {
+		binDir, buildErr = os.MkdirTemp("", "tabby-lab-bin-")
+		if buildErr != nil {
+			return
+		}
+		goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
+		pkgs := []string{"./lab/cmd/tabby-lab", "./felix/cmd/felix", "./confd/cmd/confd", "./cni-plugin/cmd/calico",
+			"./cni-plugin/cmd/calico-ipam", "./cni-plugin/cmd/calico-k8s", "./calicoctl"}
+		cmd := exec.Command(goBin, append([]string{"build", "-o", binDir + "/"}, pkgs...)...)
+		cmd.Dir = ".."
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("building the lab's binaries: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binDir
+}
+
+// stateDir is a fresh state folder (short: BIRD's control socket lives
+// in it) whose lab is taken down when the test ends.
+func stateDir(t testing.TB) string {
+	t.Helper()
+	d, err := os.MkdirTemp("/tmp", "tl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := Down(d); err != nil {
+			t.Errorf("down: %v", err)
+		}
+	})
+	return d
+}
+
+type logWriter struct{ t testing.TB }
+
+func (w logWriter) Write(b []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(b), "\n"))
+	return len(b), nil
+}
+
+// upLab builds a lab and returns it with the time up started.
+func upLab(t testing.TB, m *Model, datastore string) (*Lab, time.Time) {
+	t.Helper()
+	netnstest.RequireRoot(t)
+	bin := labBin(t)
+	dir := stateDir(t)
+	start := time.Now()
+	l, err := Up(context.Background(), UpOptions{Dir: dir, Bin: bin, Model: m, Datastore: datastore, Out: logWriter{t}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(l.Close)
+	return l, start
+}
+
+// downAndCheck takes the lab down and checks nothing of it is left.
+func downAndCheck(t testing.TB, l *Lab) {
+	t.Helper()
+	prefix := l.State.Prefix
+	l.Close()
+	if err := Down(l.Dir); err != nil {
+		t.Fatal(err)
+	}
+	if left := Leftovers(prefix); len(left) > 0 {
+		t.Errorf("left after down: %v", left)
+	}
+	if _, err := os.Stat(l.Dir); !os.IsNotExist(err) {
+		t.Errorf("state folder %s still there after down (%v)", l.Dir, err)
+	}
+}
+
+// verdict is the expected fate of one probe.
+type verdict func(r ProbeResult) bool
+
+func allAllowed(ProbeResult) bool { return true }
+
+// sampleVerdict is the fate of traffic under examples/deny-x-allow-from-y:
+// into x only from y.
+func sampleVerdict(r ProbeResult) bool {
+	return namespaceOf(r.To) != "x" || namespaceOf(r.From) == "y"
+}
+
+func namespaceOf(key string) string { ns, _, _ := strings.Cut(key, "/"); return ns }
+
+// mismatches lists the probes whose result differs from want.
+func mismatches(res []ProbeResult, want verdict) []string {
+	var out []string
+	for _, r := range res {
+		if r.Allowed != want(r) {
+			out = append(out, fmt.Sprintf("%s (want %v: %s)", r, want(r), r.Detail))
+		}
+	}
+	return out
+}
+
+// probeUntil probes until every probe's result is as wanted (or fails
+// after within) and returns the number of rounds.
+func probeUntil(t testing.TB, l *Lab, want verdict, within time.Duration) int {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for round := 1; ; round++ {
+		res, err := l.Probe(context.Background(), nil, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bad := mismatches(res, want)
+		if len(bad) == 0 {
+			return round
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %s, %d of %d probes not as expected:\n%s", within, len(bad), len(res), strings.Join(bad, "\n"))
+		}
+	}
+}
+
+// probeExactly probes once: the result must be as wanted at once.
+func probeExactly(t testing.TB, l *Lab, want verdict) []ProbeResult {
+	t.Helper()
+	res, err := l.Probe(context.Background(), nil, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bad := mismatches(res, want); len(bad) > 0 {
+		t.Fatalf("%d of %d probes not as expected:\n%s\n%s", len(bad), len(res), strings.Join(bad, "\n"), Matrix(res))
+	}
+	return res
+}
+
+func readExample(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("examples", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// applyAndWait applies (or deletes) a file and waits for every node.
+func applyAndWait(t testing.TB, l *Lab, data []byte, del bool) {
+	t.Helper()
+	refs, err := l.Apply(context.Background(), data, del)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.WaitProgrammed(context.Background(), refs, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// calicoVerdict is the fate of traffic under testdata/gnp-deny-udp81-to-c.
+func calicoVerdict(r ProbeResult) bool {
+	return !(strings.HasSuffix(r.To, "/c") && r.Port == "udp/81")
+}
+
+// calicoStory applies a GlobalNetworkPolicy through calicoctl: the table
+// as expected on the first probe after apply returns; deleted, all allowed.
+func calicoStory(t *testing.T, l *Lab) {
+	t.Helper()
+	gnp, err := os.ReadFile("testdata/gnp-deny-udp81-to-c.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	applyAndWait(t, l, gnp, false)
+	probeExactly(t, l, calicoVerdict)
+	applyAndWait(t, l, gnp, true)
+	probeExactly(t, l, allAllowed)
+}
+
+// policyStory is the lab's main story on any lab with the default
+// namespaces: all allowed, the sample policy applied (the table as
+// expected on the very first probe after apply returns), deleted again,
+// a Calico policy through calicoctl likewise, then down with nothing
+// left.
+func policyStory(t *testing.T, l *Lab, start time.Time) {
+	t.Helper()
+	rounds := probeUntil(t, l, allAllowed, 30*time.Second)
+	t.Logf("up to full matrix (all %d probes allowed): %s (%d probe rounds)", len(l.State.Pods)*(len(l.State.Pods)-1)*len(l.ProbePorts()),
+		time.Since(start).Round(10*time.Millisecond), rounds)
+	sample := readExample(t, "deny-x-allow-from-y.yaml")
+	applyAndWait(t, l, sample, false)
+	t0 := time.Now()
+	res := probeExactly(t, l, sampleVerdict)
+	t.Logf("%d probes in %s:\n%s", len(res), time.Since(t0).Round(time.Millisecond), Matrix(res))
+	applyAndWait(t, l, sample, true)
+	probeExactly(t, l, allAllowed)
+	calicoStory(t, l)
+	downAndCheck(t, l)
+}

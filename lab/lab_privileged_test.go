@@ -1,0 +1,253 @@
+//go:build privileged
+
+package lab
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v3 "github.com/tabbynet/tabby/api/v3"
+)
+
+// TestPrivilegedLabEtcd: the default model on etcd: every pod reaches
+// every other on every port; the sample Kubernetes NetworkPolicies
+// (stored as kube-controllers stores them) give the expected table on
+// the first probe after apply returns; deleted, all is allowed again;
+// down leaves nothing.
+func TestPrivilegedLabEtcd(t *testing.T) {
+	l, start := upLab(t, DefaultModel(), DatastoreEtcd)
+	if got := len(l.State.Pods); got != 9 {
+		t.Fatalf("%d pods, want the 9 of the default model", got)
+	}
+	policyStory(t, l, start)
+}
+
+// TestPrivilegedLabLeavesRootNamespaceAlone: with a lab up and a policy
+// applied, the root namespace has no Calico chain, ipset, route or link,
+// and its forwarding setting is what it was.
+func TestPrivilegedLabLeavesRootNamespaceAlone(t *testing.T) {
+	fwd, err := os.ReadFile("/proc/sys/net/ipv4/ip_forward")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, _ := upLab(t, DefaultModel(), DatastoreEtcd)
+	applyAndWait(t, l, readExample(t, "deny-x-allow-from-y.yaml"), false)
+	for _, c := range [][]string{{"iptables-save"}, {"ipset", "list", "-n"}, {"ip", "-o", "link"}, {"ip", "route"}} {
+		out, err := exec.Command(c[0], c[1:]...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("%v: %v: %s", c, err, out)
+		}
+		for _, line := range strings.Split(string(out), "\n") {
+			if strings.Contains(line, "cali") || strings.Contains(line, l.State.Prefix) || strings.Contains(line, "10.200.") {
+				t.Errorf("root namespace, %s: %s", strings.Join(c, " "), line)
+			}
+		}
+	}
+	if now, _ := os.ReadFile("/proc/sys/net/ipv4/ip_forward"); string(now) != string(fwd) {
+		t.Errorf("root ip_forward %q, was %q", now, fwd)
+	}
+	downAndCheck(t, l)
+}
+
+// TestPrivilegedLabKubernetes: the same story on the real kube-apiserver:
+// Pod objects first, scheduled to their nodes, annotated by the CNI
+// plugin with their address; NetworkPolicies through the Kubernetes API.
+func TestPrivilegedLabKubernetes(t *testing.T) {
+	l, start := upLab(t, DefaultModel(), DatastoreKubernetes)
+	kc, err := l.kube()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range l.State.Pods {
+		pod, err := kc.CoreV1().Pods(p.Namespace).Get(context.Background(), p.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pod.Spec.NodeName != p.Node || pod.Annotations["cni.projectcalico.org/podIP"] != p.IP+"/32" || pod.Status.PodIP != p.IP {
+			t.Errorf("pod %s: node %q, podIP annotation %q, status %q; want %s, %s", p.Key(), pod.Spec.NodeName,
+				pod.Annotations["cni.projectcalico.org/podIP"], pod.Status.PodIP, p.Node, p.IP)
+		}
+	}
+	policyStory(t, l, start)
+}
+
+// TestPrivilegedLabFixedIP: a pod's fixed address is requested through
+// its ipAddrs annotation (Kubernetes datastore); etcd mode refuses it.
+func TestPrivilegedLabFixedIP(t *testing.T) {
+	m := &Model{Nodes: NumberedNodes(2), Pods: []Pod{{Name: "fixed", IP: "10.200.77.7"}, {Name: "other"}}}
+	if err := m.Complete(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Up(context.Background(), UpOptions{Dir: stateDir(t), Bin: labBin(t), Model: m}); err == nil || !strings.Contains(err.Error(), "needs --datastore kubernetes") {
+		t.Fatalf("etcd mode with a fixed ip: %v, want a refusal", err)
+	}
+	l, _ := upLab(t, m, DatastoreKubernetes)
+	for _, p := range l.State.Pods {
+		if p.Name == "fixed" && p.IP != "10.200.77.7" {
+			t.Fatalf("pod fixed got %s, want 10.200.77.7", p.IP)
+		}
+	}
+	probeUntil(t, l, allAllowed, 30*time.Second)
+	downAndCheck(t, l)
+}
+
+// TestPrivilegedLabVXLAN: a VXLAN pool (no BGP: calico-node's vxlan
+// backend, no BIRD): felix's routes over vxlan.calico carry the traffic,
+// and the policy story holds.
+func TestPrivilegedLabVXLAN(t *testing.T) {
+	m := DefaultModel()
+	m.Pools = []Pool{{Name: "vxlan", Spec: v3.IPPoolSpec{CIDR: "10.201.0.0/16", VXLANMode: v3.VXLANModeAlways, IPIPMode: v3.IPIPModeNever, BlockSize: 26}}}
+	l, start := upLab(t, m, DatastoreEtcd)
+	if b := l.State.Model.networkingBackend(); b != "vxlan" {
+		t.Fatalf("backend %s for a VXLAN-only model", b)
+	}
+	probeUntil(t, l, allAllowed, 30*time.Second)
+	for _, n := range l.State.Nodes {
+		h, err := openNetns(n.Netns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = h.NL.LinkByName("vxlan.calico")
+		routes, _ := exec.Command("ip", "-n", n.Netns, "-4", "route", "show", "dev", "vxlan.calico").CombinedOutput()
+		h.Close()
+		if err != nil {
+			t.Fatalf("%s has no vxlan.calico: %v", n.Name, err)
+		}
+		if strings.Count(string(routes), "10.201.") < len(l.State.Nodes)-1 {
+			t.Errorf("%s: routes over vxlan.calico:\n%s\nwant one per other node's block", n.Name, routes)
+		}
+	}
+	policyStory(t, l, start)
+}
+
+// TestPrivilegedLabVXLANCrossSubnetTwoSubnets: node0 and node1 on one
+// subnet, node2 on another behind the underlay's router; a VXLAN
+// CrossSubnet pool: encapsulated only across the subnets.
+func TestPrivilegedLabVXLANCrossSubnetTwoSubnets(t *testing.T) {
+	m := DefaultModel()
+	m.Nodes = Nodes{{Name: "node0"}, {Name: "node1"}, {Name: "node2", Subnet: 1}}
+	m.Pools = []Pool{{Name: "vxlan-cs", Spec: v3.IPPoolSpec{CIDR: "10.202.0.0/16", VXLANMode: v3.VXLANModeCrossSubnet, IPIPMode: v3.IPIPModeNever, BlockSize: 26}}}
+	l, start := upLab(t, m, DatastoreEtcd)
+	probeUntil(t, l, allAllowed, 30*time.Second)
+	routes, err := exec.Command("ip", "-n", l.State.Nodes[0].Netns, "-4", "route", "show").CombinedOutput()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var viaTunnel, direct int
+	for _, line := range strings.Split(string(routes), "\n") {
+		if !strings.HasPrefix(line, "10.202.") || !strings.Contains(line, " via ") {
+			continue
+		}
+		if strings.Contains(line, "dev vxlan.calico") {
+			viaTunnel++
+		} else if strings.Contains(line, "dev eth0") {
+			direct++
+		}
+	}
+	if viaTunnel != 1 || direct != 1 {
+		t.Errorf("node0's routes to the other blocks: %d over vxlan.calico, %d direct; want 1 and 1 (node2 across subnets, node1 beside):\n%s", viaTunnel, direct, routes)
+	}
+	policyStory(t, l, start)
+}
+
+// TestPrivilegedLabDownAfterKill: tabby-lab up killed with SIGKILL at
+// different points; down then leaves nothing (namespaces, processes, the
+// state folder, files in Calico's host folders).
+func TestPrivilegedLabDownAfterKill(t *testing.T) {
+	bin := labBin(t)
+	hostPaths := []string{"/var/run/calico", "/var/lib/calico", "/var/log/calico", "/var/lib/cni", "/etc/calico", "/etc/cni"}
+	before := map[string]bool{}
+	for _, p := range hostPaths {
+		_, err := os.Stat(p)
+		before[p] = err == nil
+	}
+	for _, killAt := range []string{"datastore up", "node agents started", "pods wired"} {
+		t.Run(strings.ReplaceAll(killAt, " ", "-"), func(t *testing.T) {
+			dir := stateDir(t)
+			cmd := exec.Command(bin+"/tabby-lab", "--state", dir, "--bin", bin, "up", "--datastore", "kubernetes")
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmd.Stderr = cmd.Stdout
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			sc := bufio.NewScanner(out)
+			var seen []string
+			for sc.Scan() {
+				seen = append(seen, sc.Text())
+				if strings.Contains(sc.Text(), killAt) {
+					break
+				}
+			}
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			if !strings.Contains(strings.Join(seen, "\n"), killAt) {
+				t.Fatalf("up never reached %q:\n%s", killAt, strings.Join(seen, "\n"))
+			}
+			prefix, err := readPrefix(dir)
+			if err != nil || prefix == "" {
+				t.Fatalf("no prefix after a killed up: %q %v", prefix, err)
+			}
+			if left := Leftovers(prefix); len(left) == 0 {
+				t.Fatalf("nothing running after up was killed at %q: the test would prove nothing", killAt)
+			} else {
+				t.Logf("killed at %q: %d namespaces and processes running", killAt, len(left))
+			}
+			if err := Down(dir); err != nil {
+				t.Fatal(err)
+			}
+			if left := Leftovers(prefix); len(left) > 0 {
+				t.Errorf("left after down: %v", left)
+			}
+			if _, err := os.Stat(dir); !os.IsNotExist(err) {
+				t.Errorf("state folder still there: %v", err)
+			}
+			for _, p := range hostPaths {
+				if _, err := os.Stat(p); (err == nil) != before[p] {
+					t.Errorf("%s: existed before %v, now %v", p, before[p], err == nil)
+				}
+			}
+		})
+	}
+}
+
+// TestPrivilegedLabApplyNamesLaggingNode: with node1's felix stopped,
+// apply's wait fails after its bound and names node1, and only node1.
+func TestPrivilegedLabApplyNamesLaggingNode(t *testing.T) {
+	l, _ := upLab(t, DefaultModel(), DatastoreEtcd)
+	probeUntil(t, l, allAllowed, 30*time.Second)
+	var felix []int
+	for _, pid := range markedProcesses(l.State.Prefix) {
+		env, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+		cmdline, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+		if strings.Contains(string(env), "\x00NODENAME=node1\x00") && strings.HasSuffix(strings.TrimRight(string(cmdline), "\x00"), "/felix") {
+			felix = append(felix, pid)
+		}
+	}
+	if len(felix) != 1 {
+		t.Fatalf("felix processes of node1: %v", felix)
+	}
+	if err := killAll(felix, 0); err != nil {
+		t.Fatal(err)
+	}
+	refs, err := l.Apply(context.Background(), readExample(t, "deny-x-allow-from-y.yaml"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = l.WaitProgrammed(context.Background(), refs, 3*time.Second)
+	if err == nil || !strings.Contains(err.Error(), "node1 (no chain cali-pi-") || strings.Contains(err.Error(), "node0") || strings.Contains(err.Error(), "node2") {
+		t.Fatalf("wait with node1's felix stopped: %v; want node1 named, and only node1", err)
+	}
+	t.Log(err)
+	downAndCheck(t, l)
+}

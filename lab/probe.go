@@ -1,0 +1,231 @@
+package lab
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/containernetworking/plugins/pkg/ns"
+)
+
+// ProbeResult is one probe: a connection from one pod to another on one
+// port.
+type ProbeResult struct {
+	From    string `json:"from"`
+	To      string `json:"to"`
+	Port    string `json:"port"`
+	Allowed bool   `json:"allowed"`
+	// Detail is why a probe counts as denied (timeout, refused, ...).
+	Detail string `json:"detail,omitempty"`
+}
+
+// Verdict is "allow" or "deny".
+func (r ProbeResult) Verdict() string {
+	if r.Allowed {
+		return "allow"
+	}
+	return "deny"
+}
+
+// String is the probe's stable line: "x/a -> y/b tcp/80 allow".
+func (r ProbeResult) String() string {
+	return fmt.Sprintf("%s -> %s %s %s", r.From, r.To, r.Port, r.Verdict())
+}
+
+// ProbePorts is every port some pod of the lab serves, sorted TCP first.
+func (l *Lab) ProbePorts() []Port {
+	seen := map[string]bool{}
+	var out []Port
+	for _, p := range l.State.Pods {
+		for _, pt := range p.Ports {
+			if !seen[pt.String()] {
+				seen[pt.String()] = true
+				out = append(out, Port{Port: pt.Port, Protocol: pt.Protocol})
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b Port) int {
+		if c := strings.Compare(a.Protocol, b.Protocol); c != 0 {
+			return c
+		}
+		return a.Port - b.Port
+	})
+	return out
+}
+
+// Probe connects from every pod to every other pod on each port, all at
+// once, each within timeout. A probe is allowed when the target pod's
+// server answered with its id; anything else (no answer, refused, another
+// answer) is denied. The results are sorted.
+func (l *Lab) Probe(ctx context.Context, ports []Port, timeout time.Duration) ([]ProbeResult, error) {
+	if len(ports) == 0 {
+		ports = l.ProbePorts()
+	}
+	var jobs []ProbeResult
+	for _, from := range l.State.Pods {
+		for _, to := range l.State.Pods {
+			if from.Key() == to.Key() {
+				continue
+			}
+			for _, pt := range ports {
+				jobs = append(jobs, ProbeResult{From: from.Key(), To: to.Key(), Port: pt.String()})
+			}
+		}
+	}
+	pods := map[string]PodState{}
+	nss := map[string]ns.NetNS{}
+	for _, p := range l.State.Pods {
+		pods[p.Key()] = p
+		n, err := ns.GetNS(netnsPath(p.Netns))
+		if err != nil {
+			return nil, fmt.Errorf("pod %s: %w", p.Key(), err)
+		}
+		defer n.Close()
+		nss[p.Key()] = n
+	}
+	err := parallel(len(jobs), func(i int) error {
+		j := &jobs[i]
+		to := pods[j.To]
+		proto, port, _ := strings.Cut(j.Port, "/")
+		addr := net.JoinHostPort(to.IP, port)
+		var detail string
+		if err := nss[j.From].Do(func(ns.NetNS) error {
+			detail = probeOne(ctx, proto, addr, to.Key(), timeout)
+			return nil
+		}); err != nil {
+			return err
+		}
+		j.Allowed, j.Detail = detail == "", detail
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	order := map[string]int{}
+	for i, pt := range ports {
+		order[pt.String()] = i
+	}
+	slices.SortStableFunc(jobs, func(a, b ProbeResult) int {
+		if c := strings.Compare(a.From, b.From); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.To, b.To); c != 0 {
+			return c
+		}
+		return order[a.Port] - order[b.Port]
+	})
+	return jobs, nil
+}
+
+// probeOne returns "" when the server at addr answered with want, else
+// what happened. It must run inside the source pod's namespace (the
+// socket is made there).
+func probeOne(ctx context.Context, proto, addr, want string, timeout time.Duration) string {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	deadline, _ := ctx.Deadline()
+	var d net.Dialer
+	if proto == "tcp" {
+		c, err := d.DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return shortErr(err)
+		}
+		defer c.Close()
+		_ = c.SetDeadline(deadline)
+		line, err := bufio.NewReader(c).ReadString('\n')
+		if err != nil {
+			return shortErr(err)
+		}
+		if got := strings.TrimSpace(line); got != want {
+			return "answered by " + strconv.Quote(got)
+		}
+		return ""
+	}
+	c, err := d.DialContext(ctx, "udp", addr)
+	if err != nil {
+		return shortErr(err)
+	}
+	defer c.Close()
+	// Two tries within the timeout: a datagram (or its answer) may be
+	// lost while neighbours are resolved.
+	buf := make([]byte, 512)
+	var last error
+	for try := 0; try < 2; try++ {
+		_ = c.SetDeadline(time.Now().Add(timeout / 2))
+		if _, err := c.Write([]byte("probe\n")); err != nil {
+			last = err
+			continue
+		}
+		n, err := c.Read(buf)
+		if err != nil {
+			last = err
+			continue
+		}
+		if got := strings.TrimSpace(string(buf[:n])); got != want {
+			return "answered by " + strconv.Quote(got)
+		}
+		return ""
+	}
+	return shortErr(last)
+}
+
+func shortErr(err error) string {
+	s := err.Error()
+	switch {
+	case strings.Contains(s, "timeout"), strings.Contains(s, "deadline exceeded"):
+		return "timeout"
+	case strings.Contains(s, "refused"):
+		return "refused"
+	}
+	return s
+}
+
+// Matrix renders results as the table the upstream NetworkPolicy e2e
+// tests print: one block per port, rows the sources, columns the
+// targets, "." allowed, "X" denied.
+func Matrix(results []ProbeResult) string {
+	var ports, pods []string
+	cell := map[string]string{}
+	for _, r := range results {
+		if !slices.Contains(ports, r.Port) {
+			ports = append(ports, r.Port)
+		}
+		for _, p := range []string{r.From, r.To} {
+			if !slices.Contains(pods, p) {
+				pods = append(pods, p)
+			}
+		}
+		v := "X"
+		if r.Allowed {
+			v = "."
+		}
+		cell[r.Port+" "+r.From+" "+r.To] = v
+	}
+	slices.Sort(ports)
+	slices.Sort(pods)
+	var b strings.Builder
+	for _, port := range ports {
+		fmt.Fprintf(&b, "%s\n%-6s", port, "")
+		for _, to := range pods {
+			fmt.Fprintf(&b, " %-4s", to)
+		}
+		b.WriteString("\n")
+		for _, from := range pods {
+			fmt.Fprintf(&b, "%-6s", from)
+			for _, to := range pods {
+				v, ok := cell[port+" "+from+" "+to]
+				if !ok {
+					v = "-"
+				}
+				fmt.Fprintf(&b, " %-4s", v)
+			}
+			b.WriteString("\n")
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,213 @@
+package lab
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/tabbynet/tabby/api/selector"
+	v3 "github.com/tabbynet/tabby/api/v3"
+	"github.com/tabbynet/tabby/felix/calc"
+	"github.com/tabbynet/tabby/felix/dataplane"
+	"github.com/tabbynet/tabby/felix/rules"
+)
+
+// PolicyRef is a policy an apply or delete touched, as felix knows it.
+type PolicyRef struct {
+	Tier, Namespace, Name string
+	Selector              string
+	// NamespaceSelector of a GlobalNetworkPolicy.
+	NamespaceSelector string
+	Types             []v3.PolicyType
+	Deleted           bool
+}
+
+// chains are the iptables chains felix renders the policy into on a node
+// where it selects an endpoint (cali-pi-/cali-po- per direction).
+func (r PolicyRef) chains() []string {
+	id := calc.PolicyID{Tier: r.Tier, Namespace: r.Namespace, Name: r.Name}
+	var out []string
+	for _, t := range r.Types {
+		switch t {
+		case v3.PolicyTypeIngress:
+			out = append(out, rules.PolicyChainName(rules.PrefixPolicyIn, id))
+		case v3.PolicyTypeEgress:
+			out = append(out, rules.PolicyChainName(rules.PrefixPolicyOut, id))
+		}
+	}
+	return out
+}
+
+// selects reports whether the policy applies to pod p (labels as felix
+// sees them: the pod's, Calico's projectcalico.org ones and the
+// namespace's profile labels).
+func (l *Lab) selects(r PolicyRef, p PodState) (bool, error) {
+	if r.Namespace != "" && r.Namespace != p.Namespace {
+		return false, nil
+	}
+	var pod Pod
+	for _, mp := range l.State.Model.Pods {
+		if mp.Key() == p.Key() {
+			pod = mp
+		}
+	}
+	nsLabels := map[string]string{"projectcalico.org/name": p.Namespace}
+	for _, ns := range l.State.Model.Namespaces {
+		if ns.Name == p.Namespace {
+			for k, v := range ns.Labels {
+				nsLabels[k] = v
+			}
+		}
+	}
+	labels := map[string]string{"projectcalico.org/namespace": p.Namespace, "projectcalico.org/orchestrator": "k8s"}
+	for k, v := range pod.Labels {
+		labels[k] = v
+	}
+	for k, v := range nsLabels {
+		labels["pcns."+k] = v
+	}
+	sel := r.Selector
+	if sel == "" {
+		sel = "all()"
+	}
+	s, err := selector.Parse(sel)
+	if err != nil {
+		return false, fmt.Errorf("policy %s: selector: %w", r.Name, err)
+	}
+	if !s.Evaluate(labels) {
+		return false, nil
+	}
+	if r.NamespaceSelector != "" {
+		ns, err := selector.Parse(r.NamespaceSelector)
+		if err != nil {
+			return false, fmt.Errorf("policy %s: namespaceSelector: %w", r.Name, err)
+		}
+		return ns.Evaluate(nsLabels), nil
+	}
+	return true, nil
+}
+
+// WaitProgrammed waits until every node has programmed the policies: a
+// policy's chains are in the node's iptables where it selects one of the
+// node's pods (and referenced from that pod's chains), and gone from every
+// node once deleted. After timeout it names the nodes that lag and why.
+//
+// It sees a policy arrive and go, not a change of an existing policy's
+// rules: those are in place once the node's chains hold the new rules,
+// which this check does not compare.
+func (l *Lab) WaitProgrammed(ctx context.Context, refs []PolicyRef, timeout time.Duration) error {
+	want := map[string]map[string]bool{} // node -> chain -> present
+	for _, n := range l.State.Nodes {
+		want[n.Name] = map[string]bool{}
+	}
+	for _, r := range refs {
+		for _, p := range l.State.Pods {
+			if r.Deleted {
+				break
+			}
+			ok, err := l.selects(r, p)
+			if err != nil {
+				return err
+			}
+			if ok {
+				for _, c := range r.chains() {
+					want[p.Node][c] = true
+				}
+			}
+		}
+		for _, n := range l.State.Nodes {
+			for _, c := range r.chains() {
+				if !want[n.Name][c] {
+					want[n.Name][c] = false
+				}
+			}
+		}
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		lag := map[string]string{}
+		_ = parallel(len(l.State.Nodes), func(i int) error {
+			n := l.State.Nodes[i]
+			why, err := nodeProgrammed(ctx, n, want[n.Name])
+			if err != nil {
+				// iptables-save can fail while felix rewrites the table
+				// (nft: "Set with index N in kernel doesn't exist"): ask
+				// again, and name it if it lasts.
+				why = err.Error()
+			}
+			if why != "" {
+				l.mu.Lock()
+				lag[n.Name] = why
+				l.mu.Unlock()
+			}
+			return nil
+		})
+		if len(lag) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			var names []string
+			for n, why := range lag {
+				names = append(names, n+" ("+why+")")
+			}
+			sort.Strings(names)
+			return fmt.Errorf("not programmed within %s on: %s", timeout, strings.Join(names, ", "))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// nodeProgrammed compares the node's filter table with want (chain ->
+// should exist) and says what differs ("" when nothing).
+func nodeProgrammed(ctx context.Context, n NodeState, want map[string]bool) (string, error) {
+	run := dataplane.ExecRunner{NetnsPath: netnsPath(n.Netns)}
+	v4, _, err := dataplane.BackendsFor(ctx, run, "")
+	if err != nil {
+		return "", err
+	}
+	out, err := run.Run(ctx, v4.Save, []string{"-t", "filter"}, nil)
+	if err != nil {
+		return "", fmt.Errorf("reading %s's iptables: %w", n.Name, err)
+	}
+	declared, referenced := map[string]bool{}, map[string]bool{}
+	for _, line := range strings.Split(string(out), "\n") {
+		if name, ok := strings.CutPrefix(line, ":"); ok {
+			declared[strings.Fields(name)[0]] = true
+		}
+		if i := strings.Index(line, " -j "); i >= 0 && strings.HasPrefix(line, "-A ") {
+			f := strings.Fields(line[i+4:])
+			if len(f) > 0 {
+				referenced[f[0]] = true
+			}
+		}
+		if i := strings.Index(line, " -g "); i >= 0 && strings.HasPrefix(line, "-A ") {
+			f := strings.Fields(line[i+4:])
+			if len(f) > 0 {
+				referenced[f[0]] = true
+			}
+		}
+	}
+	var why []string
+	chains := make([]string, 0, len(want))
+	for c := range want {
+		chains = append(chains, c)
+	}
+	sort.Strings(chains)
+	for _, c := range chains {
+		switch {
+		case want[c] && !declared[c]:
+			why = append(why, "no chain "+c)
+		case want[c] && !referenced[c]:
+			why = append(why, "chain "+c+" not used yet")
+		case !want[c] && declared[c]:
+			why = append(why, "chain "+c+" still there")
+		}
+	}
+	return strings.Join(why, "; "), nil
+}

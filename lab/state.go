@@ -1,0 +1,129 @@
+package lab
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// DefaultStateDir is where a lab keeps its state unless told otherwise.
+const DefaultStateDir = "/run/tabby-lab"
+
+// Files of the state folder.
+const (
+	prefixFile = "prefix"     // written first, before anything is created
+	stateFile  = "state.json" // State, rewritten after every step of up
+)
+
+// State is what `up` has built so far. It is saved after every step, so
+// that the other verbs (and `down` after a crash) find everything; what
+// a crash left unsaved is still found by the prefix.
+type State struct {
+	// Prefix names everything of the lab: the network namespaces
+	// (<prefix>-*) and, as TABBY_LAB_ID=<prefix> in their environment,
+	// every process it started.
+	Prefix    string `json:"prefix"`
+	Datastore string `json:"datastore"`
+	// Phase is "starting" until up has finished, then "up".
+	Phase string `json:"phase"`
+	// EtcdUnix is etcd's unix socket endpoint (reachable from every
+	// namespace); EtcdURL its loopback one.
+	EtcdUnix string `json:"etcdUnix,omitempty"`
+	EtcdURL  string `json:"etcdURL,omitempty"`
+	// APIServer and Kubeconfig (admin) with --datastore kubernetes.
+	APIServer  string      `json:"apiServer,omitempty"`
+	Kubeconfig string      `json:"kubeconfig,omitempty"`
+	Model      *Model      `json:"model"`
+	Nodes      []NodeState `json:"nodes,omitempty"`
+	Pods       []PodState  `json:"pods,omitempty"`
+}
+
+// NodeState is one node as built.
+type NodeState struct {
+	Name   string `json:"name"`
+	Netns  string `json:"netns"`
+	Subnet int    `json:"subnet"`
+	Addr   string `json:"addr"` // eth0's address with prefix length
+	// HealthPort is felix's health endpoint on 127.0.0.1.
+	HealthPort int `json:"healthPort"`
+	// Dir holds the node's agent files (status, BIRD, CNI cache).
+	Dir string `json:"dir"`
+}
+
+// PodState is one pod as built.
+type PodState struct {
+	Namespace   string `json:"namespace"`
+	Name        string `json:"name"`
+	Node        string `json:"node"`
+	Netns       string `json:"netns"`
+	ContainerID string `json:"containerID"`
+	IP          string `json:"ip,omitempty"`
+	Ports       []Port `json:"ports"`
+}
+
+// Key is "<namespace>/<name>".
+func (p PodState) Key() string { return p.Namespace + "/" + p.Name }
+
+// ErrNoLab is returned by Open when the folder holds no lab.
+var ErrNoLab = errors.New("no lab here: run tabby-lab up first")
+
+// newPrefix returns "tl" and 6 random hex digits: short enough for
+// interface and namespace names, unique enough for several labs.
+func newPrefix() string {
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	return "tl" + hex.EncodeToString(b[:])
+}
+
+// readState reads the state of the lab in dir.
+func readState(dir string) (*State, error) {
+	b, err := os.ReadFile(filepath.Join(dir, stateFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%s: %w", dir, ErrNoLab)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the lab's state: %w", err)
+	}
+	var s State
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("the lab's state %s is unreadable (tabby-lab down still works): %w", filepath.Join(dir, stateFile), err)
+	}
+	return &s, nil
+}
+
+// writeState saves s atomically (a crash leaves the old or the new file).
+func writeState(dir string, s *State) error {
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(dir, stateFile+".tmp")
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return fmt.Errorf("saving the lab's state: %w", err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, stateFile)); err != nil {
+		return fmt.Errorf("saving the lab's state: %w", err)
+	}
+	return nil
+}
+
+// readPrefix is the prefix of the lab in dir ("" when there is none).
+func readPrefix(dir string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(dir, prefixFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	p := string(b)
+	if len(p) != 8 || p[:2] != "tl" {
+		return "", fmt.Errorf("%s holds %q, not a lab prefix: remove the folder by hand if it is yours", filepath.Join(dir, prefixFile), p)
+	}
+	return p, nil
+}

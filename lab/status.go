@@ -1,0 +1,98 @@
+package lab
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"text/tabwriter"
+)
+
+// Status writes the lab's nodes (address, felix readiness, BGP sessions)
+// and pods (node, IP) to w.
+func (l *Lab) Status(ctx context.Context, w io.Writer) error {
+	s := l.State
+	fmt.Fprintf(w, "lab %s: %s datastore, %s networking, %s (state %s)\n", s.Prefix, s.Datastore, s.Model.networkingBackend(), s.Phase, l.Dir)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tADDRESS\tFELIX\tBGP")
+	for i := range s.Nodes {
+		n := &s.Nodes[i]
+		felix := "ready"
+		if why := felixReady(ctx, n.HealthPort); why != "" {
+			felix = "not ready: " + why
+		}
+		bgp := "-"
+		if s.Model.networkingBackend() == "bird" {
+			sessions, err := l.bgpSessions(ctx, n)
+			if err != nil {
+				bgp = err.Error()
+			} else {
+				var parts []string
+				for peer, info := range sessions {
+					parts = append(parts, peer+" "+strings.Fields(info + " ?")[0])
+				}
+				sort.Strings(parts)
+				bgp = strings.Join(parts, ", ")
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", n.Name, n.Addr, felix, bgp)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "POD\tNODE\tIP\tPORTS")
+	for _, p := range s.Pods {
+		var ports []string
+		for _, pt := range p.Ports {
+			ports = append(ports, pt.String())
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.Key(), p.Node, p.IP, strings.Join(ports, ","))
+	}
+	return tw.Flush()
+}
+
+// Env is the shell exports that point calicoctl and kubectl at the lab.
+func (l *Lab) Env() string {
+	var b strings.Builder
+	path := l.Bin
+	if l.State.Datastore == DatastoreKubernetes {
+		fmt.Fprintf(&b, "export DATASTORE_TYPE=kubernetes\nexport KUBECONFIG=%s\n", l.State.Kubeconfig)
+		path += ":" + KubeBinDir()
+	} else {
+		fmt.Fprintf(&b, "export DATASTORE_TYPE=etcdv3\nexport ETCD_ENDPOINTS=%s\n", l.State.EtcdURL)
+	}
+	fmt.Fprintf(&b, "export PATH=%s:$PATH\n", path)
+	return b.String()
+}
+
+// Exec runs a command inside a pod's network namespace (target
+// "<namespace>/<pod>") or a node's (target "<node>"), with this process's
+// standard streams.
+func (l *Lab) Exec(target string, argv []string) error {
+	netns := ""
+	for _, p := range l.State.Pods {
+		if p.Key() == target {
+			netns = p.Netns
+		}
+	}
+	for _, n := range l.State.Nodes {
+		if n.Name == target {
+			netns = n.Netns
+		}
+	}
+	if netns == "" {
+		return fmt.Errorf("no pod or node %q in the lab (see tabby-lab status)", target)
+	}
+	if len(argv) == 0 {
+		return fmt.Errorf("no command: tabby-lab exec %s -- <command>", target)
+	}
+	cmd := exec.Command("nsenter", append([]string{"--net=" + filepath.Join(netnsDir, netns), "--"}, argv...)...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	return cmd.Run()
+}
