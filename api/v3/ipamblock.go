@@ -66,7 +66,7 @@ type AllocationAttribute struct {
 	ActiveOwnerAttrs map[string]string `json:"secondary,omitempty"`
 	// AlternateOwnerAttrs describe a second owner sharing the address, such
 	// as the target pod of a live migration.
-	AlternateOwnerAttrs map[string]string `json:"alternate,omitempty"`
+	AlternateOwnerAttrs map[string]string `json:"alternateOwnerAttrs,omitempty"`
 }
 
 // IPAMBlockList is a list of IPAMBlock.
