@@ -5,6 +5,7 @@ package kdd
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -251,6 +252,33 @@ func TestCRDStorage(t *testing.T) {
 	l, err := c.List(ctx, v3.KindGlobalNetworkPolicy, datastore.ListOptions{Selector: "owner == 'sec'"})
 	if err != nil || len(l.Items) != 1 || l.Items[0].GetName() != "deny-all" {
 		t.Fatalf("list by label: %v %v", l, err)
+	}
+
+	// A policy an older release stored as "default.<name>" (no name in
+	// its annotation) is found, updated and deleted by its v3 name.
+	legacy := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": v3.CRDGroupVersion, "kind": v3.KindGlobalNetworkPolicy,
+		"metadata": map[string]any{"name": "default.legacy"},
+		"spec":     map[string]any{"tier": "default", "selector": "all()"},
+	}}
+	s.writeCR(t, info, legacy)
+	lk := datastore.Key{Kind: v3.KindGlobalNetworkPolicy, Name: "legacy"}
+	old, err := c.Get(ctx, lk)
+	if err != nil {
+		t.Fatalf("get of a legacy-named policy: %v", err)
+	}
+	old.(*v3.GlobalNetworkPolicy).Spec.Selector = "app == 'x'"
+	if _, err := c.Update(ctx, old); err != nil {
+		t.Fatalf("update of a legacy-named policy: %v", err)
+	}
+	if cr, err := s.dyn.Resource(crdGVR(info)).Get(ctx, "default.legacy", metav1.GetOptions{}); err != nil || !strings.Contains(fmt.Sprint(cr.Object["spec"]), "app == 'x'") {
+		t.Fatalf("legacy CR after update: %v %v", cr, err)
+	}
+	if _, err := c.Delete(ctx, lk, datastore.DeleteOptions{}); err != nil {
+		t.Fatalf("delete of a legacy-named policy: %v", err)
+	}
+	if _, err := c.Get(ctx, lk); !errors.Is(err, datastore.ErrNotFound) {
+		t.Fatalf("legacy policy after delete: %v", err)
 	}
 
 	// Calico's IPPool CRD has no status: one sent is not stored (the API
