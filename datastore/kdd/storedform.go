@@ -57,6 +57,16 @@ func crdResource(info v3.KindInfo) string {
 	return info.Plural
 }
 
+// CRDResource is the custom resource that stores a kind (ok false for the
+// kinds derived from Kubernetes objects): what RBAC must grant on it.
+func CRDResource(kind string) (schema.GroupVersionResource, bool) {
+	info, ok := v3.LookupKind(kind)
+	if !ok || DerivedKind(kind) {
+		return schema.GroupVersionResource{}, false
+	}
+	return crdGVR(info), true
+}
+
 func crdGVR(info v3.KindInfo) schema.GroupVersionResource {
 	return schema.GroupVersionResource{Group: v3.CRDGroup, Version: v3.CRDVersion, Resource: crdResource(info)}
 }
