@@ -45,12 +45,16 @@ type IPAMBlockSpec struct {
 	// SequenceNumber increases each time the block is written. A release
 	// that names the sequence number of its allocation cannot free an
 	// address that has since been released and reassigned.
+	// +kubebuilder:default=0
+	// +optional
 	SequenceNumber uint64 `json:"sequenceNumber"`
 	// SequenceNumberForAllocation maps an allocated ordinal (as a decimal
 	// string) to the block's sequence number when it was allocated.
+	// +optional
 	SequenceNumberForAllocation map[string]uint64 `json:"sequenceNumberForAllocation"`
 	// Deleted marks a block being deleted, so a concurrent writer gets a
 	// conflict instead of resurrecting it. Not for users.
+	// +optional
 	Deleted bool `json:"deleted"`
 	// DeprecatedStrictAffinity is unused; IPAMConfiguration strictAffinity
 	// replaces it. Kept so stored blocks decode.
