@@ -106,7 +106,11 @@ lint:
 generate:
 	rm -f manifests/crds/crd.projectcalico.org_*.yaml
 	$(CONTROLLER_GEN) object paths=./api/v3/...
+	$(CONTROLLER_GEN) object paths=./datastore/kdd/crdv1/...
 	$(CONTROLLER_GEN) crd:allowDangerousTypes=true paths=./api/v3/... output:crd:artifacts:config=manifests/crds
+	# Calico's stored forms of BlockAffinity and IPAMConfiguration replace
+	# the ones made from api/v3 (crdpostprocess drops the rest Calico lacks).
+	$(CONTROLLER_GEN) crd:allowDangerousTypes=true paths=./datastore/kdd/crdv1/... output:crd:artifacts:config=manifests/crds
 	$(GO) run ./hack/crdpostprocess manifests/crds
 	$(GO) run ./hack/manifestgen
 

@@ -2,7 +2,9 @@ package ipam
 
 import (
 	"cmp"
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"hash/fnv"
 	"net/netip"
@@ -290,9 +292,19 @@ func BlockName(block netip.Prefix) string {
 	return nameReplacer.Replace(block.String())
 }
 
-// AffinityName is the datastore name of a node's BlockAffinity for a block.
+// AffinityName is the datastore name of a node's BlockAffinity for a
+// block, as Calico's Kubernetes backend names it: <node>-<block name>, or,
+// when that would be 253 characters or more (too long for an object
+// name), the node name cut short, the block name, and the first 11 hex
+// digits of sha256("<node>+<block name>") to keep it unique.
 func AffinityName(node string, block netip.Prefix) string {
-	return node + "-" + BlockName(block)
+	bn := BlockName(block)
+	name := node + "-" + bn
+	if len(name) < 253 {
+		return name
+	}
+	sum := sha256.Sum256([]byte(node + "+" + bn))
+	return node[:252-len(bn)-13] + "-" + bn + "-" + hex.EncodeToString(sum[:])[:11]
 }
 
 // HandleName is the datastore name of a handle's IPAMHandle: the handle

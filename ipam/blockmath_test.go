@@ -111,6 +111,8 @@ func TestNames(t *testing.T) {
 		{BlockName(netip.MustParsePrefix("10.244.3.64/26")), "10-244-3-64-26"},
 		{BlockName(netip.MustParsePrefix("fd00::40/122")), "fd00--40-122"},
 		{AffinityName("node-1", netip.MustParsePrefix("10.0.0.0/26")), "node-1-10-0-0-0-26"},
+		// Too long for an object name: cut and hashed as Calico does.
+		{AffinityName(strings.Repeat("a", 250), netip.MustParsePrefix("10.0.0.0/26")), strings.Repeat("a", 228) + "-10-0-0-0-26-8f7e6ea6753"},
 		{HandleName("k8s-pod-network.ABC123"), "k8s-pod-network.abc123"},
 		{HandleName("Bad_Handle!"), HandleName("Bad_Handle!")},
 	} {

@@ -11,12 +11,16 @@ import (
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
 
+	"k8s.io/client-go/rest"
+
 	v3 "github.com/tabbynet/tabby/api/v3"
+	"github.com/tabbynet/tabby/datastore/kdd"
 )
 
-// TestCRDsMatchTypes regenerates the CRDs from api/v3 into a temporary
-// folder and fails when they differ from the committed ones: run
-// `make generate` after changing the types.
+// TestCRDsMatchTypes regenerates the CRDs from api/v3 and
+// datastore/kdd/crdv1 (as `make generate` does) into a temporary folder
+// and fails when they differ from the committed ones: run `make generate`
+// after changing the types.
 func TestCRDsMatchTypes(t *testing.T) {
 	tmp := t.TempDir()
 	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
@@ -32,6 +36,7 @@ func TestCRDsMatchTypes(t *testing.T) {
 		}
 	}
 	run("tool", "controller-gen", "crd:allowDangerousTypes=true", "paths=./api/v3/...", "output:crd:artifacts:config="+tmp)
+	run("tool", "controller-gen", "crd:allowDangerousTypes=true", "paths=./datastore/kdd/crdv1/...", "output:crd:artifacts:config="+tmp)
 	run("run", "./hack/crdpostprocess", tmp)
 
 	want := readDir(t, tmp)
@@ -53,8 +58,10 @@ func TestCRDsMatchTypes(t *testing.T) {
 	}
 }
 
-// TestEveryKindHasCRD checks each registered kind has a CRD with the same
-// kind, plural, scope and group/version, and each CRD names a kind.
+// TestEveryKindHasCRD checks each registered kind that Calico stores as a
+// custom resource has a CRD with its stored kind, plural, scope and
+// group/version (the client's own mapping), that the kinds Calico derives
+// from Kubernetes objects have none, and that each CRD names a kind.
 func TestEveryKindHasCRD(t *testing.T) {
 	files := readDir(t, "crds")
 	crds := map[string]apiextv1.CustomResourceDefinition{}
@@ -63,19 +70,43 @@ func TestEveryKindHasCRD(t *testing.T) {
 		if err := yaml.UnmarshalStrict(data, &crd); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		crds[crd.Spec.Names.Kind] = crd
+		crds[crd.Spec.Names.Plural] = crd
+	}
+	c, err := kdd.New(kdd.Config{REST: &rest.Config{Host: "https://127.0.0.1:1"}})
+	if err != nil {
+		t.Fatal(err)
 	}
 	for _, k := range v3.Kinds() {
-		crd, ok := crds[k.Kind]
+		res, err := c.Resources(k.Kind)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var plural string
+		for _, r := range res {
+			if r.Group == v3.CRDGroup {
+				plural = r.Resource
+			}
+		}
+		if kdd.DerivedKind(k.Kind) {
+			if plural != "" {
+				t.Errorf("kind %s is derived from Kubernetes objects, yet read from CRD %s", k.Kind, plural)
+			}
+			continue
+		}
+		crd, ok := crds[plural]
 		if !ok {
-			t.Errorf("kind %s has no CRD in manifests/crds", k.Kind)
+			t.Errorf("kind %s: no CRD %q in manifests/crds", k.Kind, plural)
 			continue
 		}
 		if crd.Spec.Group != v3.CRDGroup {
 			t.Errorf("%s: group %q, want %q", k.Kind, crd.Spec.Group, v3.CRDGroup)
 		}
-		if crd.Spec.Names.Plural != k.Plural {
-			t.Errorf("%s: CRD plural %q, registered plural %q", k.Kind, crd.Spec.Names.Plural, k.Plural)
+		wantKind := k.Kind
+		if k.Kind == v3.KindIPAMConfiguration {
+			wantKind = "IPAMConfig"
+		}
+		if crd.Spec.Names.Kind != wantKind {
+			t.Errorf("%s: CRD kind %q, want %q", k.Kind, crd.Spec.Names.Kind, wantKind)
 		}
 		wantScope := apiextv1.ClusterScoped
 		if k.Namespaced {
@@ -87,10 +118,10 @@ func TestEveryKindHasCRD(t *testing.T) {
 		if len(crd.Spec.Versions) != 1 || crd.Spec.Versions[0].Name != v3.CRDVersion || !crd.Spec.Versions[0].Storage {
 			t.Errorf("%s: want a single stored version %s", k.Kind, v3.CRDVersion)
 		}
-		delete(crds, k.Kind)
+		delete(crds, plural)
 	}
-	for kind := range crds {
-		t.Errorf("CRD for kind %s has no registered type", kind)
+	for plural := range crds {
+		t.Errorf("CRD %s stores no registered kind", plural)
 	}
 }
 

@@ -95,11 +95,11 @@ var (
 )
 
 func crd(kind string) schema.GroupVersionResource {
-	info, ok := v3.LookupKind(kind)
+	gvr, ok := kdd.CRDResource(kind)
 	if !ok {
-		panic("unknown kind " + kind)
+		panic("no CRD stores kind " + kind)
 	}
-	return schema.GroupVersionResource{Group: v3.CRDGroup, Version: v3.CRDVersion, Resource: info.Plural}
+	return gvr
 }
 
 func each(verbs []string, gvrs ...schema.GroupVersionResource) []access {

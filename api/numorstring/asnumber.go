@@ -9,8 +9,9 @@ import (
 
 // ASNumber is a BGP AS number. YAML accepts a plain number (64512), the
 // same as a string ("64512"), or the dotted form "high.low" (RFC 5396).
-// +kubebuilder:validation:XIntOrString
-// +kubebuilder:validation:Pattern=`^.*`
+// It is always written as a number, and Calico's CRDs declare it an
+// integer (so a custom resource holding a string is refused by the API
+// server, as on a Calico cluster).
 type ASNumber uint32
 
 // ASNumberFromString parses "64512" or "1.10".

@@ -24,6 +24,7 @@ type BGPConfiguration struct {
 type BGPConfigurationSpec struct {
 	// LogSeverityScreen is the least severe BGP log level written to stdout:
 	// Trace, Debug, Info, Warning, Error or Fatal. [Default: Info]
+	// +kubebuilder:default=Info
 	LogSeverityScreen string `json:"logSeverityScreen,omitempty"`
 	// NodeToNodeMeshEnabled turns the full node-to-node BGP mesh on or off.
 	// Only on the "default" object. [Default: true]
@@ -73,6 +74,7 @@ type BGPConfigurationSpec struct {
 	// advertised as their whole CIDR (Enabled) or as one /32 or /128 route
 	// per Service (Disabled), so a failed Service's route is withdrawn.
 	// [Default: Enabled]
+	// +kubebuilder:default=Enabled
 	ServiceLoadBalancerAggregation *ServiceLoadBalancerAggregation `json:"serviceLoadBalancerAggregation,omitempty"`
 	// IPv4NormalRoutePriority is the metric Felix gives IPv4 workload routes;
 	// it must match FelixConfiguration. BIRD uses it to tell elevated routes

@@ -22,6 +22,7 @@ type GlobalNetworkPolicy struct {
 type GlobalNetworkPolicySpec struct {
 	// Tier is the tier the policy belongs to; it must exist.
 	// [Default: default]
+	// +kubebuilder:default=default
 	Tier string `json:"tier,omitempty"`
 	// Order sets the policy's place within its tier: lower first; no order
 	// means last. Equal orders go by name.

@@ -45,12 +45,16 @@ type IPAMBlockSpec struct {
 	// SequenceNumber increases each time the block is written. A release
 	// that names the sequence number of its allocation cannot free an
 	// address that has since been released and reassigned.
+	// +kubebuilder:default=0
+	// +optional
 	SequenceNumber uint64 `json:"sequenceNumber"`
 	// SequenceNumberForAllocation maps an allocated ordinal (as a decimal
 	// string) to the block's sequence number when it was allocated.
+	// +optional
 	SequenceNumberForAllocation map[string]uint64 `json:"sequenceNumberForAllocation"`
 	// Deleted marks a block being deleted, so a concurrent writer gets a
 	// conflict instead of resurrecting it. Not for users.
+	// +optional
 	Deleted bool `json:"deleted"`
 	// DeprecatedStrictAffinity is unused; IPAMConfiguration strictAffinity
 	// replaces it. Kept so stored blocks decode.
@@ -66,7 +70,7 @@ type AllocationAttribute struct {
 	ActiveOwnerAttrs map[string]string `json:"secondary,omitempty"`
 	// AlternateOwnerAttrs describe a second owner sharing the address, such
 	// as the target pod of a live migration.
-	AlternateOwnerAttrs map[string]string `json:"alternate,omitempty"`
+	AlternateOwnerAttrs map[string]string `json:"alternateOwnerAttrs,omitempty"`
 }
 
 // IPAMBlockList is a list of IPAMBlock.

@@ -31,6 +31,7 @@ type IPAMHandleSpec struct {
 	Block map[string]int `json:"block"`
 	// Deleted marks a handle being deleted, so a concurrent writer gets a
 	// conflict. Not for users.
+	// +optional
 	Deleted bool `json:"deleted"`
 }
 

@@ -60,6 +60,7 @@ type IPPoolSpec struct {
 	// AssignmentMode is Automatic (addresses are handed out to any
 	// workload) or Manual (only when explicitly requested).
 	// [Default: Automatic]
+	// +kubebuilder:default=Automatic
 	AssignmentMode *AssignmentMode `json:"assignmentMode,omitempty"`
 }
 

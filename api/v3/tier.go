@@ -50,6 +50,7 @@ type TierSpec struct {
 	// policy in the tier when no rule of those policies matched: Deny or
 	// Pass. [Default: Deny]
 	// +kubebuilder:validation:Enum=Pass;Deny
+	// +kubebuilder:default=Deny
 	DefaultAction *Action `json:"defaultAction,omitempty"`
 }
 

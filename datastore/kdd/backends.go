@@ -65,19 +65,19 @@ type location struct {
 	readOnly string      // why writes are refused; "" when writable
 }
 
-func crdGVR(info v3.KindInfo) schema.GroupVersionResource {
-	return schema.GroupVersionResource{Group: v3.CRDGroup, Version: v3.CRDVersion, Resource: info.Plural}
-}
-
 // backends builds the backend of every kind: CRD-backed, except the kinds
 // Calico derives (also) from native resources.
 func (c *Client) backends() map[string]*kindBackend {
 	out := map[string]*kindBackend{}
 	for _, info := range v3.Kinds() {
+		if DerivedKind(info.Kind) {
+			out[info.Kind] = &kindBackend{info: info}
+			continue
+		}
 		crd := c.crdSource(info)
 		kb := &kindBackend{info: info, sources: []*source{crd}}
 		kb.locate = func(k datastore.Key) (location, error) {
-			return location{src: crd, ns: k.Namespace, name: backendName(info.Kind, k.Name)}, nil
+			return location{src: crd, ns: k.Namespace, name: k.Name}, nil
 		}
 		out[info.Kind] = kb
 	}
@@ -155,12 +155,10 @@ func (c *Client) workloadEndpoints(kb *kindBackend) {
 }
 
 // profiles: "kns.<ns>" from namespaces, "ksa.<ns>.<sa>" from service
-// accounts, the built-in projectcalico-default-allow, and any others
-// stored as CRDs.
+// accounts and the built-in projectcalico-default-allow, all read-only:
+// like Calico's, this datastore has no Profile resources of its own (and
+// Calico's CRD set has no profiles CRD).
 func (c *Client) profiles(kb *kindBackend) {
-	crd := hideNames(kb.sources[0], func(name string) bool {
-		return name == defaultAllowProfileName || strings.HasPrefix(name, namespaceProfilePrefix) || strings.HasPrefix(name, serviceAccountProfilePrefix)
-	})
 	namespaces := &source{
 		name: "namespaces", kind: v3.KindProfile, gvr: corev1.SchemeGroupVersion.WithResource("namespaces"), native: true,
 		convert: func(o runtime.Object) (v3.Resource, bool, error) {
@@ -201,7 +199,7 @@ func (c *Client) profiles(kb *kindBackend) {
 			return c.kube.CoreV1().ServiceAccounts(ns).Get(ctx, name, metav1.GetOptions{})
 		},
 	}
-	kb.sources = []*source{crd, namespaces, serviceAccounts}
+	kb.sources = []*source{namespaces, serviceAccounts}
 	kb.static = []v3.Resource{DefaultAllowProfile()}
 	kb.locate = func(k datastore.Key) (location, error) {
 		if k.Name == defaultAllowProfileName {
@@ -215,10 +213,7 @@ func (c *Client) profiles(kb *kindBackend) {
 			return location{src: serviceAccounts, ns: ns, name: sa,
 				readOnly: fmt.Sprintf("profile %s is derived from ServiceAccount %s/%s: change the service account's labels instead", k.Name, ns, sa)}, nil
 		}
-		if strings.HasPrefix(k.Name, namespaceProfilePrefix) || strings.HasPrefix(k.Name, serviceAccountProfilePrefix) {
-			return location{readOnly: fmt.Sprintf("profile names starting %q or %q are reserved for namespaces and service accounts: pick another name", namespaceProfilePrefix, serviceAccountProfilePrefix)}, nil
-		}
-		return location{src: crd, name: k.Name}, nil
+		return location{readOnly: fmt.Sprintf("the Kubernetes datastore has no Profile %q and stores none: profiles come from namespaces (%s<namespace>) and service accounts (%s<namespace>.<name>); label those instead, or use a NetworkPolicy", k.Name, namespaceProfilePrefix, serviceAccountProfilePrefix)}, nil
 	}
 }
 
@@ -259,7 +254,7 @@ func (c *Client) networkPolicies(kb *kindBackend) {
 			return location{src: knp, ns: k.Namespace, name: name,
 				readOnly: fmt.Sprintf("NetworkPolicy %s is derived from the Kubernetes NetworkPolicy %s/%s: edit that (networking.k8s.io/v1) instead", k.Name, k.Namespace, name)}, nil
 		}
-		return location{src: crd, ns: k.Namespace, name: backendName(v3.KindNetworkPolicy, k.Name)}, nil
+		return location{src: crd, ns: k.Namespace, name: k.Name}, nil
 	}
 }
 
@@ -381,9 +376,6 @@ func (src *source) badRecord(o runtime.Object, err error) datastore.BadRecord {
 		b.Key.Namespace = acc.GetNamespace()
 	}
 	b.Key.Name = acc.GetName()
-	if !src.native {
-		b.Key.Name = clientName(src.kind, acc.GetName())
-	}
 	b.StorageKey = src.name + "/" + objectPath(acc.GetNamespace(), acc.GetName())
 	b.Revision = acc.GetResourceVersion()
 	return b

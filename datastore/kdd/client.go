@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"net"
 	"reflect"
+	"strings"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
@@ -206,6 +208,11 @@ func (c *Client) Update(ctx context.Context, r v3.Resource) (v3.Resource, error)
 	}
 	ri := c.crd(kb, loc.ns)
 	got, err := ri.Update(ctx, u, metav1.UpdateOptions{FieldValidation: "Strict"})
+	if legacy, ok := legacyPolicyCRName(k); ok && apierrors.IsNotFound(err) {
+		// Written by an older release under its legacy name.
+		u.SetName(legacy)
+		got, err = ri.Update(ctx, u, metav1.UpdateOptions{FieldValidation: "Strict"})
+	}
 	out, err := c.written(ctx, kb, ri, u, got, err)
 	if err != nil {
 		return fail(err)
@@ -260,6 +267,11 @@ func (c *Client) Delete(ctx context.Context, k datastore.Key, opts datastore.Del
 	ri := c.crd(kb, loc.ns)
 	for attempt := 0; ; attempt++ {
 		cur, err := ri.Get(ctx, loc.name, metav1.GetOptions{})
+		if legacy, ok := legacyPolicyCRName(k); ok && apierrors.IsNotFound(err) {
+			if cur, err = ri.Get(ctx, legacy, metav1.GetOptions{}); err == nil {
+				loc.name = legacy
+			}
+		}
 		if err != nil {
 			return fail(c.storeErr(err))
 		}
@@ -324,6 +336,9 @@ func (c *Client) Get(ctx context.Context, k datastore.Key) (v3.Resource, error) 
 	ctx, cancel := c.reqCtx(ctx)
 	defer cancel()
 	raw, err := loc.src.get(ctx, loc.ns, loc.name)
+	if legacy, ok := legacyPolicyCRName(k); ok && loc.src.gvr.Group == v3.CRDGroup && apierrors.IsNotFound(err) {
+		raw, err = loc.src.get(ctx, loc.ns, legacy)
+	}
 	if err != nil {
 		return fail(c.storeErr(err))
 	}
@@ -385,6 +400,17 @@ func (c *Client) List(ctx context.Context, kind string, opts datastore.ListOptio
 // crd returns the dynamic client of a kind's CRD, in a namespace.
 func (c *Client) crd(kb *kindBackend, ns string) dynamic.ResourceInterface {
 	return c.dyn.Resource(crdGVR(kb.info)).Namespace(ns)
+}
+
+// legacyPolicyCRName is the CR name releases before Calico v3.30 gave a
+// default-tier policy ("default.<name>"), tried when the CR of the policy's
+// own name does not exist; the caller checks the CR found is the policy
+// asked for (its v3 name).
+func legacyPolicyCRName(k datastore.Key) (string, bool) {
+	if !tieredPolicyKind(k.Kind) || strings.HasPrefix(k.Name, k8sNetworkPolicyNamePrefix) {
+		return "", false
+	}
+	return v3.DefaultTierName + "." + k.Name, true
 }
 
 // stubOf is what is known of an object whose stored form cannot be

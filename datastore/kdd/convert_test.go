@@ -376,7 +376,8 @@ func TestCRDMetadataLayout(t *testing.T) {
 	if u.GetAPIVersion() != "crd.projectcalico.org/v1" || u.GetKind() != "NetworkPolicy" {
 		t.Errorf("CR type %s %s", u.GetAPIVersion(), u.GetKind())
 	}
-	if u.GetName() != "default.allow-dns" || u.GetNamespace() != "team-a" || u.GetResourceVersion() != "5" {
+	// Calico v3.30 and later name a policy's CR as the policy, any tier.
+	if u.GetName() != "allow-dns" || u.GetNamespace() != "team-a" || u.GetResourceVersion() != "5" {
 		t.Errorf("CR identity %s/%s rv %s", u.GetNamespace(), u.GetName(), u.GetResourceVersion())
 	}
 	if d := cmp.Diff(map[string]string{"projectcalico.org/tier": "default"}, u.GetLabels()); d != "" {
@@ -402,8 +403,10 @@ func TestCRDMetadataLayout(t *testing.T) {
 		t.Fatalf("round trip (-want +got):\n%s", d)
 	}
 
-	// A CR without the annotation (written by hand or by an old Calico).
+	// A CR without the annotation (written by hand or by an old Calico,
+	// which named default-tier policies "default.<name>").
 	u.SetAnnotations(nil)
+	u.SetName("default.allow-dns")
 	u.SetLabels(map[string]string{"app": "dns"})
 	plain, err := fromCR(info, u)
 	if err != nil {

@@ -18,32 +18,39 @@ import (
 // controllers never act on a Calico label.
 const metadataAnnotation = "projectcalico.org/metadata"
 
-// tieredPolicyKinds store their objects under "<tier>.<name>" (policies
-// of the default tier named "<name>" become "default.<name>"), so that
-// equal names in different tiers do not collide, and keep the v3 name in
-// the metadata annotation.
+// tieredPolicyKind says whether a kind keeps its v3 name in the metadata
+// annotation too, as Calico does for its tiered policy kinds. The CR name
+// is the v3 name (Calico v3.30 and later); a CR written by an older
+// release as "default.<name>" without the annotation reads as <name>.
 func tieredPolicyKind(kind string) bool {
-	return kind == v3.KindNetworkPolicy || kind == v3.KindGlobalNetworkPolicy
+	switch kind {
+	case v3.KindNetworkPolicy, v3.KindGlobalNetworkPolicy, v3.KindStagedNetworkPolicy, v3.KindStagedGlobalNetworkPolicy:
+		return true
+	}
+	return false
 }
 
-// backendName is the CR name of a v3 object name.
-func backendName(kind, name string) string {
-	if !tieredPolicyKind(kind) || strings.Contains(name, ".") {
-		return name
+// legacyPolicyName is the v3 name of a tiered policy CR written without
+// the name in its metadata annotation: older releases stored default-tier
+// policies as "default.<name>".
+func legacyPolicyName(obj v3.Resource, crName string) string {
+	var tier string
+	switch p := obj.(type) {
+	case *v3.NetworkPolicy:
+		tier = p.Spec.Tier
+	case *v3.GlobalNetworkPolicy:
+		tier = p.Spec.Tier
+	case *v3.StagedNetworkPolicy:
+		tier = p.Spec.Tier
+	case *v3.StagedGlobalNetworkPolicy:
+		tier = p.Spec.Tier
+	default:
+		return crName
 	}
-	return v3.DefaultTierName + "." + name
-}
-
-// clientName is the v3 name of a CR name, for objects written without the
-// name in their metadata annotation.
-func clientName(kind, name string) string {
-	if !tieredPolicyKind(kind) {
-		return name
+	if tier == "" || tier == v3.DefaultTierName {
+		return strings.TrimPrefix(crName, v3.DefaultTierName+".")
 	}
-	if rest, ok := strings.CutPrefix(name, v3.DefaultTierName+"."); ok {
-		return rest
-	}
-	return name
+	return crName
 }
 
 // ours says whether a label or annotation key is Calico's, and so is kept
@@ -82,7 +89,7 @@ func toCR(obj v3.Resource) (*unstructured.Unstructured, error) {
 	}
 
 	cr := metav1.ObjectMeta{
-		Name:            backendName(kind, meta.Name),
+		Name:            meta.Name,
 		Namespace:       meta.Namespace,
 		ResourceVersion: meta.ResourceVersion,
 		Annotations:     map[string]string{metadataAnnotation: stashJSON},
@@ -117,7 +124,9 @@ func toCR(obj v3.Resource) (*unstructured.Unstructured, error) {
 		return nil, err
 	}
 	u.SetAPIVersion(v3.CRDGroupVersion)
-	u.SetKind(kind)
+	if err := toStoredForm(kind, u); err != nil {
+		return nil, err
+	}
 	return u, nil
 }
 
@@ -143,6 +152,10 @@ func marshalMeta(m *metav1.ObjectMeta) (string, error) {
 // (apiVersion projectcalico.org/v3 and the v3 kind, metadata from the
 // annotation, the UID converted back).
 func fromCR(info v3.KindInfo, u *unstructured.Unstructured) (v3.Resource, error) {
+	u = u.DeepCopy()
+	if err := fromStoredForm(info.Kind, u); err != nil {
+		return nil, err
+	}
 	js, err := u.MarshalJSON()
 	if err != nil {
 		return nil, err
@@ -189,8 +202,12 @@ func fromCR(info v3.KindInfo, u *unstructured.Unstructured) (v3.Resource, error)
 	if len(annotations) == 0 {
 		annotations = nil
 	}
+	dropStoredOnlyLabels(info.Kind, labels)
+	if len(labels) == 0 {
+		labels = nil
+	}
 	if meta.Name == "" {
-		meta.Name = clientName(info.Kind, crMeta.Name)
+		meta.Name = legacyPolicyName(obj, crMeta.Name)
 	}
 	meta.Namespace = crMeta.Namespace
 	meta.ResourceVersion = crMeta.ResourceVersion

@@ -5,10 +5,17 @@
 //
 // # Storage
 //
-// Each v3 kind is stored as the crd.projectcalico.org/v1 custom resource
-// of the same kind and plural, through client-go's dynamic client:
-// objects are converted to and from unstructured via JSON, using the same
-// Go types that generate the CRDs. The dynamic client was chosen over a
+// The CRDs are exactly Calico's (manifests/crds): each stored v3 kind is
+// the crd.projectcalico.org/v1 custom resource of the same kind and
+// plural, through client-go's dynamic client: objects are converted to and
+// from unstructured via JSON, using the same Go types that generate the
+// CRDs. Where Calico's stored form differs from the v3 type, storedform.go
+// converts (the forms are in crdv1): IPAMConfiguration is ipamconfigs
+// (kind IPAMConfig); a BlockAffinity's spec.deleted is a string and its CR
+// carries Calico's lookup labels (projectcalico.org/hostname-hash,
+// affinity-type, ip-version); status is stored only for CalicoNodeStatus
+// and KubeControllersConfiguration. There are no CRDs for Node, Profile
+// or WorkloadEndpoint (see below). The dynamic client was chosen over a
 // hand-built REST client because it already speaks every CRD (paging,
 // watch decoding, preconditions, status subresources) without per-kind
 // code, and the dynamic informers the syncer needs come with it.
@@ -18,9 +25,10 @@
 // As in Calico, the v3 metadata (labels, annotations, owner references,
 // and for policies the v3 name) is kept in the projectcalico.org/metadata
 // annotation rather than on the custom resource; the v3 UID is the CR's
-// UID with its bits reversed (ConvertUID); NetworkPolicy and
-// GlobalNetworkPolicy objects are stored as "<tier>.<name>" ("default."
-// for the default tier).
+// UID with its bits reversed (ConvertUID). The CR of a policy (Network,
+// GlobalNetwork, and their Staged kinds) is named as the policy, in any
+// tier (Calico v3.30 and later); one written by an older release as
+// "default.<name>" without the annotation reads as <name>.
 //
 // Compare-and-swap is the API server's own optimistic concurrency: an
 // update carries the read resourceVersion (409 -> ErrConflict), a delete
@@ -38,8 +46,9 @@
 //   - WorkloadEndpoint: one per networked pod ("<node>-k8s-<pod>-eth0");
 //     there are no WorkloadEndpoint custom resources.
 //   - Profile: "kns.<namespace>" per namespace, "ksa.<namespace>.<sa>" per
-//     service account, the built-in "projectcalico-default-allow", plus any
-//     Profile custom resources.
+//     service account and the built-in "projectcalico-default-allow";
+//     nothing else (Calico has no profiles CRD), so every Profile write is
+//     refused.
 //   - NetworkPolicy: "knp.default.<name>" per Kubernetes NetworkPolicy,
 //     plus the NetworkPolicy custom resources.
 //   - Node: the Kubernetes Node, its Calico fields in projectcalico.org/*

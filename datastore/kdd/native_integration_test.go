@@ -236,23 +236,30 @@ func testProfileMapping(t *testing.T, s *testServer, c *Client, ns *corev1.Names
 	if _, err := c.Get(ctx, datastore.Key{Kind: v3.KindProfile, Name: "kns.nope"}); !errors.Is(err, datastore.ErrNotFound) {
 		t.Fatalf("profile of a missing namespace: %v", err)
 	}
-	// A Profile of Tabby's own, stored as a CRD, is listed beside them.
+	// As in Calico, there are no Profiles of the datastore's own (no
+	// profiles CRD): one cannot be written, nor found.
 	custom := &v3.Profile{
 		TypeMeta:   metav1.TypeMeta{Kind: v3.KindProfile, APIVersion: v3.GroupVersion},
-		ObjectMeta: metav1.ObjectMeta{Name: "custom"},
+		ObjectMeta: metav1.ObjectMeta{Name: "custom", ResourceVersion: "1"},
 		Spec:       v3.ProfileSpec{LabelsToApply: map[string]string{"x": "y"}},
 	}
-	must[v3.Resource](t)(c.Create(ctx, custom))
+	wantReadOnly(t, c, custom, "label those instead")
+	if _, err := c.Get(ctx, datastore.KeyOf(custom)); !errors.Is(err, datastore.ErrNotFound) {
+		t.Fatalf("get of a profile no namespace or service account makes: %v, want not found", err)
+	}
 
 	l := must[*datastore.List](t)(c.List(ctx, v3.KindProfile, datastore.ListOptions{}))
 	got := names(l.Items)
-	for _, want := range []string{"custom", "kns.default", "kns.kube-system", "kns.team-a", "ksa.team-a.builder", "projectcalico-default-allow"} {
+	for _, want := range []string{"kns.default", "kns.kube-system", "kns.team-a", "ksa.team-a.builder", "projectcalico-default-allow"} {
 		if !strings.Contains(","+got+",", ","+want+",") {
 			t.Errorf("profile list %s lacks %s", got, want)
 		}
 	}
-	if strings.Count(l.Revision, "/") != 2 {
-		t.Errorf("profile list revision %q does not combine its three sources", l.Revision)
+	if strings.Contains(","+got+",", ",custom,") {
+		t.Errorf("profile list %s has the refused profile", got)
+	}
+	if strings.Count(l.Revision, "/") != 1 {
+		t.Errorf("profile list revision %q does not combine its two sources (namespaces/serviceaccounts, as Calico's)", l.Revision)
 	}
 
 	// Relabelling the namespace is seen by a watch of profiles.
@@ -265,7 +272,7 @@ func testProfileMapping(t *testing.T, s *testServer, c *Client, ns *corev1.Names
 	if ev.Type != datastore.EventModified || ev.Object.GetName() != "kns.team-a" || ev.Object.(*v3.Profile).Spec.LabelsToApply["pcns.env"] != "staging" {
 		t.Fatalf("got %s %s %v", ev.Type, ev.Object.GetName(), ev.Object.(*v3.Profile).Spec.LabelsToApply)
 	}
-	if parts := strings.Split(ev.Revision, "/"); len(parts) != 3 || parts[1] != ev.Object.GetResourceVersion() {
+	if parts := strings.Split(ev.Revision, "/"); len(parts) != 2 || parts[0] != ev.Object.GetResourceVersion() {
 		t.Errorf("event revision %q does not carry the namespace's version %s", ev.Revision, ev.Object.GetResourceVersion())
 	}
 

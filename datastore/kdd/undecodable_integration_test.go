@@ -38,13 +38,13 @@ func TestUndecodableCustomResources(t *testing.T) {
 	}
 	s.writeCR(t, info, &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": v3.CRDGroupVersion, "kind": v3.KindGlobalNetworkPolicy,
-		"metadata": map[string]any{"name": "default.bad-port"},
+		"metadata": map[string]any{"name": "bad-port"},
 		"spec": map[string]any{"selector": "all()", "ingress": []any{map[string]any{
 			"action": "Allow", "protocol": "TCP", "destination": map[string]any{"ports": []any{int64(70000)}},
 		}}},
 	}})
-	putInAPIServerEtcd(t, s, "/registry/crd.projectcalico.org/globalnetworkpolicies/default.bad-selector",
-		`{"apiVersion":"crd.projectcalico.org/v1","kind":"GlobalNetworkPolicy","metadata":{"name":"default.bad-selector","uid":"`+string(uuid.NewUUID())+`","creationTimestamp":"2026-01-01T00:00:00Z"},"spec":{"selector":123}}`)
+	putInAPIServerEtcd(t, s, "/registry/crd.projectcalico.org/globalnetworkpolicies/bad-selector",
+		`{"apiVersion":"crd.projectcalico.org/v1","kind":"GlobalNetworkPolicy","metadata":{"name":"bad-selector","uid":"`+string(uuid.NewUUID())+`","creationTimestamp":"2026-01-01T00:00:00Z"},"spec":{"selector":123}}`)
 
 	l, err := c.List(ctx, v3.KindGlobalNetworkPolicy, datastore.ListOptions{})
 	if err != nil {

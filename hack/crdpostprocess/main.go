@@ -5,7 +5,8 @@
 // replaced by the structural int-or-string form (anyOf integer, string);
 // and list items that Calico writes as JSON null (free ordinals in an
 // IPAMBlock's allocations) are marked nullable, which controller-gen has
-// no marker for.
+// no marker for. It also deletes the CRDs Calico does not have (see
+// notCalicos), so that manifests/crds is exactly Calico's CRD set.
 //
 // Usage: crdpostprocess DIR (rewrites every *.yaml in DIR in place).
 package main
@@ -29,11 +30,28 @@ func main() {
 		os.Exit(1)
 	}
 	for _, f := range files {
+		if why, ok := notCalicos[filepath.Base(f)]; ok {
+			if err := os.Remove(f); err != nil {
+				fmt.Fprintf(os.Stderr, "crdpostprocess: %v\n", err)
+				os.Exit(1)
+			}
+			fmt.Fprintf(os.Stderr, "crdpostprocess: removed %s: %s\n", filepath.Base(f), why)
+			continue
+		}
 		if err := rewriteFile(f); err != nil {
 			fmt.Fprintf(os.Stderr, "crdpostprocess: %s: %v\n", f, err)
 			os.Exit(1)
 		}
 	}
+}
+
+// notCalicos are the CRDs controller-gen makes from api/v3 that Calico's
+// Kubernetes datastore has none of, and why.
+var notCalicos = map[string]string{
+	"crd.projectcalico.org_nodes.yaml":              "Calico Nodes are the Kubernetes Nodes",
+	"crd.projectcalico.org_profiles.yaml":           "Calico derives Profiles from Namespaces and ServiceAccounts",
+	"crd.projectcalico.org_workloadendpoints.yaml":  "Calico derives WorkloadEndpoints from Pods",
+	"crd.projectcalico.org_ipamconfigurations.yaml": "Calico stores IPAMConfiguration as ipamconfigs (kind IPAMConfig, datastore/kdd/crdv1)",
 }
 
 func rewriteFile(path string) error {
@@ -55,6 +73,7 @@ func Rewrite(in []byte) ([]byte, error) {
 		return nil, err
 	}
 	fixIntOrString(doc)
+	dropStatus(doc)
 	if err := markNullableItems(doc); err != nil {
 		return nil, err
 	}
@@ -63,6 +82,39 @@ func Rewrite(in []byte) ([]byte, error) {
 		return nil, err
 	}
 	return append([]byte("---\n"), out...), nil
+}
+
+// statusForms says, per CRD, whether Calico's form has a status and a
+// status subresource; CRDs not listed have neither (the status of the v3
+// type is then not part of the stored form).
+var statusForms = map[string]struct{ status, subresource bool }{
+	"caliconodestatuses.crd.projectcalico.org":            {status: true},
+	"kubecontrollersconfigurations.crd.projectcalico.org": {status: true, subresource: true},
+}
+
+func dropStatus(doc map[string]any) {
+	name, _ := dig(doc, "metadata", "name").(string)
+	form := statusForms[name]
+	versions, _ := dig(doc, "spec", "versions").([]any)
+	for _, v := range versions {
+		vm, ok := v.(map[string]any)
+		if !ok {
+			continue
+		}
+		if form.subresource {
+			vm["subresources"] = map[string]any{"status": map[string]any{}}
+		} else if sub, ok := vm["subresources"].(map[string]any); ok {
+			delete(sub, "status")
+			if len(sub) == 0 {
+				delete(vm, "subresources")
+			}
+		}
+		if !form.status {
+			if props, ok := dig(vm, "schema", "openAPIV3Schema", "properties").(map[string]any); ok {
+				delete(props, "status")
+			}
+		}
+	}
 }
 
 func fixIntOrString(node any) {
