@@ -175,8 +175,15 @@ func nodeProgrammed(ctx context.Context, n NodeState, want map[string]bool) (str
 	if err != nil {
 		return "", fmt.Errorf("reading %s's iptables: %w", n.Name, err)
 	}
+	return chainsDiff(string(out), want), nil
+}
+
+// chainsDiff compares iptables-save output with want (chain -> should
+// exist and be jumped to, or should be absent) and says what differs
+// ("" when nothing).
+func chainsDiff(out string, want map[string]bool) string {
 	declared, referenced := map[string]bool{}, map[string]bool{}
-	for _, line := range strings.Split(string(out), "\n") {
+	for _, line := range strings.Split(out, "\n") {
 		if name, ok := strings.CutPrefix(line, ":"); ok {
 			declared[strings.Fields(name)[0]] = true
 		}
@@ -209,5 +216,5 @@ func nodeProgrammed(ctx context.Context, n NodeState, want map[string]bool) (str
 			why = append(why, "chain "+c+" still there")
 		}
 	}
-	return strings.Join(why, "; "), nil
+	return strings.Join(why, "; ")
 }
