@@ -57,6 +57,9 @@ type Options struct {
 	// Now is the IPAM GC's clock [time.Now].
 	Now    func() time.Time
 	Logger *slog.Logger
+	// LogLevel, if set, is the logger's level: set from the merged
+	// configuration (LOG_LEVEL, else logSeverityScreen), as Calico's.
+	LogLevel *slog.LevelVar
 	// OnGCPass, if set, sees each IPAM GC pass (tests).
 	OnGCPass func(ipamgc.Result, error)
 	// OnLeading, if set, is called with true when this replica's
@@ -104,6 +107,9 @@ func Run(ctx context.Context, o Options) error {
 	}
 	st.SetReady("Startup", true, "")
 	rc := loaded.Run
+	if o.LogLevel != nil {
+		o.LogLevel.Set(rc.LogLevel)
+	}
 	log.Info("configuration loaded", "datastore", o.Env.DatastoreType, "controllers", enabledNames(rc.Controllers),
 		"leakGracePeriod", leakGrace(rc), "metricsPort", rc.PrometheusPort, "health", rc.HealthEnabled)
 

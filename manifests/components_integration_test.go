@@ -30,6 +30,7 @@ import (
 	"github.com/tabbynet/tabby/kubecontrollers"
 	kcconfig "github.com/tabbynet/tabby/kubecontrollers/config"
 	"github.com/tabbynet/tabby/kubecontrollers/ipamgc"
+	"github.com/tabbynet/tabby/kubecontrollers/status"
 )
 
 // inSync records when a syncer has delivered its snapshot.
@@ -181,12 +182,13 @@ func TestIntegrationComponentsRunWithManifestRBAC(t *testing.T) {
 		defer stop()
 		passed := make(chan error, 10)
 		done := make(chan error, 1)
+		st := status.New("")
 		go func() {
 			done <- kubecontrollers.Run(rctx, kubecontrollers.Options{
 				Env: kcconfig.FromEnv(func(k string) string {
 					return map[string]string{"DATASTORE_TYPE": "kubernetes", "ENABLED_CONTROLLERS": "node"}[k]
 				}),
-				Kube: kc, Client: c,
+				Kube: kc, Client: c, Status: st, HealthInterval: 200 * time.Millisecond,
 				OnGCPass: func(_ ipamgc.Result, err error) {
 					select {
 					case passed <- err:
@@ -211,6 +213,15 @@ func TestIntegrationComponentsRunWithManifestRBAC(t *testing.T) {
 		}
 		if r.(*v3.KubeControllersConfiguration).Status.RunningConfig == nil {
 			t.Errorf("kube-controllers did not record its running configuration")
+		}
+		// Its health checks (a datastore read, the API server's /healthz)
+		// pass with these rights too.
+		for !st.Ready() {
+			select {
+			case <-ctx.Done():
+				t.Fatalf("kube-controllers never ready as %s: %s", kcSA, st.NotReady())
+			case <-time.After(100 * time.Millisecond):
+			}
 		}
 		stop()
 		<-done

@@ -75,30 +75,18 @@ func Run(ctx context.Context, kube kubernetes.Interface, cfg Config, lead func(c
 			LockConfig: resourcelock.ResourceLockConfig{Identity: cfg.Identity},
 		}}
 		done := make(chan struct{})
-		// The elector runs on its own context, ended only once lead has
-		// returned: with ReleaseOnCancel the Lease is given up when that
-		// context ends, and no other replica may start while this one's
-		// controllers still run.
-		ectx, ecancel := context.WithCancel(context.WithoutCancel(ctx))
-		stopWatch := context.AfterFunc(ctx, func() {
-			if lock.acquired.Load() {
-				<-done
-			}
-			ecancel()
-		})
 		le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-			Lock:            lock,
-			Name:            cfg.Name,
-			LeaseDuration:   cfg.LeaseDuration,
-			RenewDeadline:   cfg.RenewDeadline,
-			RetryPeriod:     cfg.RetryPeriod,
-			ReleaseOnCancel: true,
+			Lock:          lock,
+			Name:          cfg.Name,
+			LeaseDuration: cfg.LeaseDuration,
+			RenewDeadline: cfg.RenewDeadline,
+			RetryPeriod:   cfg.RetryPeriod,
+			// Not client-go's ReleaseOnCancel: it gives the Lease up
+			// before lead has returned (and also when renewing failed).
+			// release below does it after.
 			Callbacks: leaderelection.LeaderCallbacks{
 				OnStartedLeading: func(lctx context.Context) {
 					defer close(done)
-					lctx, stop := context.WithCancel(lctx)
-					defer stop()
-					defer context.AfterFunc(ctx, stop)()
 					log.Info("leading: the controllers run here", "lease", cfg.Namespace+"/"+cfg.Name, "identity", cfg.Identity)
 					lead(lctx)
 				},
@@ -113,24 +101,43 @@ func Run(ctx context.Context, kube kubernetes.Interface, cfg Config, lead func(c
 			},
 		})
 		if err != nil {
-			stopWatch()
-			ecancel()
 			return fmt.Errorf("leader election on Lease %s/%s: %w", cfg.Namespace, cfg.Name, err)
 		}
-		le.Run(ectx) // returns when leadership is lost or ectx ends
-		if lock.acquired.Load() {
-			// client-go starts lead in a goroutine and does not wait
-			// for it: wait here, so this replica's controllers have
-			// stopped before it campaigns again.
-			<-done
+		le.Run(ctx) // returns when leadership is lost or ctx ends
+		if !lock.acquired.Load() {
+			continue
 		}
-		if stopWatch() {
-			ecancel()
-		} else {
-			<-ectx.Done() // the AfterFunc ran (ctx ended): let it finish
+		// client-go starts lead in a goroutine and does not wait for it:
+		// this replica's controllers must have stopped before it gives
+		// the Lease up or campaigns again.
+		<-done
+		if ctx.Err() != nil {
+			if err := release(lock, cfg.Identity); err != nil {
+				log.Warn("giving the Lease up (another replica takes over when it expires)", "err", err)
+			} else {
+				log.Info("gave the Lease up", "lease", cfg.Namespace+"/"+cfg.Name)
+			}
 		}
 	}
 	return nil
+}
+
+// release empties the Lease if this replica still holds it, so another
+// takes over at once instead of after the lease duration.
+func release(lock resourcelock.Interface, identity string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	rec, _, err := lock.Get(ctx)
+	if err != nil {
+		return err
+	}
+	if rec.HolderIdentity != identity {
+		return nil
+	}
+	now := metav1.NewTime(time.Now())
+	return lock.Update(ctx, resourcelock.LeaderElectionRecord{
+		LeaderTransitions: rec.LeaderTransitions, LeaseDurationSeconds: 1, RenewTime: now, AcquireTime: now,
+	})
 }
 
 // recordingLock notes, synchronously, that this replica wrote itself into

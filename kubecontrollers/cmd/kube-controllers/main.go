@@ -62,12 +62,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return err
 	}
 	env := config.FromEnv(getenv)
-	level := slog.LevelInfo
-	if v := env.Vars[config.EnvLogLevel]; v != "" {
-		if err := level.UnmarshalText([]byte(normaliseLevel(v))); err != nil {
-			return fmt.Errorf("%s=%q: %w", config.EnvLogLevel, v, err)
-		}
-	}
+	// Info until the configuration is loaded; then LOG_LEVEL or the
+	// KubeControllersConfiguration's logSeverityScreen.
+	level := new(slog.LevelVar)
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	lc.Logger = log
 	slog.SetDefault(log)
@@ -113,18 +110,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	log.Info("kube-controllers starting", "datastore", env.DatastoreType, "statusFile", *statusFile)
 	return kubecontrollers.Run(ctx, kubecontrollers.Options{
 		Env: env, Kube: kube, Client: client, Etcd: etcdCfg, Status: status.New(*statusFile),
-		Registry: reg, ServeMetrics: true, Logger: log,
+		Registry: reg, ServeMetrics: true, Logger: log, LogLevel: level,
 		Leader: lc,
 	})
-}
-
-// normaliseLevel maps Calico's level names to slog's.
-func normaliseLevel(v string) string {
-	switch v {
-	case "warning", "Warning", "WARNING":
-		return "warn"
-	case "fatal", "Fatal", "panic", "Panic":
-		return "error"
-	}
-	return v
 }
