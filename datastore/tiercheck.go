@@ -51,3 +51,26 @@ func checkTierExists(ctx context.Context, c Client, obj v3.Resource) (v3.ErrorLi
 	}
 	return nil, nil
 }
+
+// CheckDelete runs the datastore-level checks of a delete, which Calico's
+// clientv3 runs before deleting: a tier that still holds a policy (of any
+// of the four tiered kinds) is not deleted ("Cannot delete a non-empty
+// tier"). Backends call it first in Delete, passing themselves.
+func CheckDelete(ctx context.Context, c Client, k Key) error {
+	if k.Kind != v3.KindTier {
+		return nil
+	}
+	for _, kind := range []string{v3.KindNetworkPolicy, v3.KindGlobalNetworkPolicy, v3.KindStagedNetworkPolicy, v3.KindStagedGlobalNetworkPolicy} {
+		l, err := c.List(ctx, kind, ListOptions{})
+		if err != nil {
+			return &OpError{Op: "delete", Key: k, Err: fmt.Errorf("listing %s to check the tier is empty: %w", kind, err)}
+		}
+		for _, r := range l.Items {
+			if policyTier(r) == k.Name {
+				// Calico's wording (ErrorOperationNotSupported).
+				return &OpError{Op: "delete", Key: k, Err: fmt.Errorf("operation delete is not supported on %s: Cannot delete a non-empty tier (%s is in it)", k.Name, KeyOf(r))}
+			}
+		}
+	}
+	return nil
+}

@@ -62,3 +62,26 @@ func TestCheckWriteTierExists(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestCheckDeleteNonEmptyTier: as Calico's clientv3, a tier holding a
+// policy is not deleted; an empty one, and other kinds, are not checked.
+func TestCheckDeleteNonEmptyTier(t *testing.T) {
+	ctx := context.Background()
+	tier := func(name string) *v3.Tier {
+		return &v3.Tier{TypeMeta: metav1.TypeMeta{Kind: v3.KindTier, APIVersion: v3.GroupVersion},
+			ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v3.TierSpec{Order: ptr(100.0)}}
+	}
+	s := storeWith(t, tier("security"), tier("empty"),
+		&v3.StagedNetworkPolicy{TypeMeta: metav1.TypeMeta{Kind: v3.KindStagedNetworkPolicy, APIVersion: v3.GroupVersion},
+			ObjectMeta: metav1.ObjectMeta{Name: "security.p", Namespace: "default"}, Spec: v3.StagedNetworkPolicySpec{Tier: "security"}})
+	err := datastore.CheckDelete(ctx, s, datastore.Key{Kind: v3.KindTier, Name: "security"})
+	if err == nil || !strings.Contains(err.Error(), "Cannot delete a non-empty tier") {
+		t.Fatalf("deleting a tier with a policy: %v, want refused", err)
+	}
+	if err := datastore.CheckDelete(ctx, s, datastore.Key{Kind: v3.KindTier, Name: "empty"}); err != nil {
+		t.Fatalf("deleting an empty tier: %v", err)
+	}
+	if err := datastore.CheckDelete(ctx, s, datastore.Key{Kind: v3.KindIPPool, Name: "x"}); err != nil {
+		t.Fatalf("another kind: %v", err)
+	}
+}

@@ -31,6 +31,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("InvalidWriteStoresNothing", func(t *testing.T) { testInvalidWrite(t, h.New(t)) })
 	t.Run("UpdateCAS", func(t *testing.T) { testUpdateCAS(t, h.New(t)) })
 	t.Run("PoolOverlapRefused", func(t *testing.T) { testPoolOverlap(t, h.New(t)) })
+	t.Run("PolicyTierMustExist", func(t *testing.T) { testTierMustExist(t, h.New(t)) })
 	t.Run("Delete", func(t *testing.T) { testDelete(t, h.New(t)) })
 	t.Run("ListByNamespaceAndSelector", func(t *testing.T) { testList(t, h.New(t)) })
 	t.Run("Initialize", func(t *testing.T) { testInitialize(t, h.New(t)) })

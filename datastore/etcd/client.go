@@ -347,6 +347,9 @@ func (c *Client) Delete(ctx context.Context, k datastore.Key, opts datastore.Del
 	if err != nil {
 		return fail(err)
 	}
+	if err := datastore.CheckDelete(ctx, c, k); err != nil {
+		return nil, err
+	}
 	keys, err := keysFor(info, k)
 	if err != nil {
 		return fail(err)
