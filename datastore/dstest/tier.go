@@ -40,4 +40,14 @@ func testTierMustExist(t *testing.T, c datastore.Client) {
 			t.Fatalf("creating %s: %v", datastore.KeyOf(r), err)
 		}
 	}
+	// As Calico's clientv3: a tier that still holds a policy is not
+	// deleted (on both backends).
+	tierKey := datastore.Key{Kind: v3.KindTier, Name: "dst-sec"}
+	_, err = c.Delete(ctx, tierKey, datastore.DeleteOptions{})
+	if err == nil || !strings.Contains(err.Error(), "Cannot delete a non-empty tier") {
+		t.Fatalf("deleting a tier holding a policy: %v, want refused", err)
+	}
+	if _, err := c.Get(ctx, tierKey); err != nil {
+		t.Fatalf("the refused tier delete removed it: %v", err)
+	}
 }

@@ -262,6 +262,9 @@ func (c *Client) Delete(ctx context.Context, k datastore.Key, opts datastore.Del
 	if loc.readOnly != "" {
 		return fail(readOnly(loc.readOnly))
 	}
+	if err := datastore.CheckDelete(ctx, c, k); err != nil {
+		return nil, err
+	}
 	ctx, cancel := c.reqCtx(ctx)
 	defer cancel()
 	ri := c.crd(kb, loc.ns)
