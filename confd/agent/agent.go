@@ -69,6 +69,23 @@ func parseFlags(args []string, out io.Writer) (options, error) {
 // Run runs confd with the command line args until ctx is cancelled; it
 // logs to stderr. flag.ErrHelp when args asked for the usage.
 func Run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
+	return RunWith(ctx, args, getenv, stderr, Hooks{})
+}
+
+// Hooks are what a caller running confd in-process (calico-node) adds.
+type Hooks struct {
+	// Control, when set, drives BIRD instead of bird/birdc on the socket
+	// (calico-node's supervisor, which starts BIRD on the first config).
+	Control bird.Control
+	// Logger, when set, replaces the one made from -log-level.
+	Logger *slog.Logger
+	// Heartbeat and OnSync are the daemon's (confd.Config).
+	Heartbeat func()
+	OnSync    func(error)
+}
+
+// RunWith is Run with hooks.
+func RunWith(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer, h Hooks) error {
 	o, err := parseFlags(args, stderr)
 	if err != nil {
 		return err
@@ -78,6 +95,9 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return fmt.Errorf("-log-level %q: %w", o.logLevel, err)
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	if h.Logger != nil {
+		log = h.Logger
+	}
 	nodeName := strings.TrimSpace(getenv("NODENAME"))
 	if nodeName == "" {
 		if nodeName, err = os.Hostname(); err != nil {
@@ -102,12 +122,16 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}
 	defer client.Close()
 
-	drv, err := bird.NewDriver(o.birdConfig, bird.Exec{Bird: o.birdBin, Birdc: o.birdcBin, Socket: o.birdSocket})
+	var ctl bird.Control = bird.Exec{Bird: o.birdBin, Birdc: o.birdcBin, Socket: o.birdSocket}
+	if h.Control != nil {
+		ctl = h.Control
+	}
+	drv, err := bird.NewDriver(o.birdConfig, ctl)
 	if err != nil {
 		return err
 	}
 	cfg := confd.Config{NodeName: nodeName, RouterID: getenv("CALICO_ROUTER_ID"), LogFile: o.birdLog,
-		Debounce: o.debounce, SecretResync: o.secretResync, Logger: log}
+		Debounce: o.debounce, SecretResync: o.secretResync, Logger: log, Heartbeat: h.Heartbeat, OnSync: h.OnSync}
 	var (
 		d      *confd.Daemon
 		syncer datastore.Syncer

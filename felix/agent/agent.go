@@ -47,6 +47,19 @@ type Options struct {
 	// Logger, when set, is used as is (calico-node shares one); else Run
 	// makes one at FELIX_LOGSEVERITYSCREEN and makes it slog's default.
 	Logger *slog.Logger
+	// Health, when set, receives felix's loop heartbeats and readiness
+	// instead of felix serving its own health endpoint (calico-node
+	// serves one for all its parts).
+	Health Health
+}
+
+// Health is where an embedding agent collects felix's health.
+type Health interface {
+	// Heartbeat is called on every turn of the calculation and dataplane
+	// loops (each at least every 10s).
+	Heartbeat(loop string)
+	// Ready is given felix's readiness: the dataplane in sync.
+	Ready(inSync func() bool)
 }
 
 // Run runs felix until ctx is cancelled (a clean stop returns nil and
@@ -107,6 +120,9 @@ func Run(ctx context.Context, o Options) error {
 		dpCfg.OnApplied = status.Applied
 		go func() { _ = status.Run(ctx) }()
 	}
+	if o.Health != nil {
+		dpCfg.Heartbeat = func() { o.Health.Heartbeat("dataplane") }
+	}
 	dp := dataplane.New(dpCfg)
 	rm, closeRoutes, err := newRouteManager(cfg, log, reg)
 	if err != nil {
@@ -114,12 +130,17 @@ func Run(ctx context.Context, o Options) error {
 	}
 	defer closeRoutes()
 	go func() { _ = rm.Run(ctx) }()
-	d := daemon.New(daemon.Config{NodeName: cfg.hostname, Rules: rulesConfig(cfg, nil, nil), IPVersions: versions,
+	dcfg := daemon.Config{NodeName: cfg.hostname, Rules: rulesConfig(cfg, nil, nil), IPVersions: versions,
 		Dataplane: dp, Logger: log, Metrics: daemon.NewMetrics(reg), Routes: rm, EndpointStatus: endpointStatus(status),
-		RulesConfig: func(global, node *v3.FelixConfigurationSpec) rules.Config { return rulesConfig(cfg, global, node) }})
+		RulesConfig: func(global, node *v3.FelixConfigurationSpec) rules.Config { return rulesConfig(cfg, global, node) }}
+	if o.Health != nil {
+		dcfg.Heartbeat = func() { o.Health.Heartbeat("calculation") }
+		o.Health.Ready(dp.InSync)
+	}
+	d := daemon.New(dcfg)
 
 	var servers []*http.Server
-	if cfg.healthEnabled {
+	if cfg.healthEnabled && o.Health == nil {
 		servers = append(servers, healthServer(net.JoinHostPort(cfg.healthHost, strconv.Itoa(cfg.healthPort)), dp))
 	}
 	if cfg.metricsEnabled {
