@@ -22,6 +22,7 @@ import (
 	"github.com/tabbynet/tabby/ipam"
 	"github.com/tabbynet/tabby/node/birdsup"
 	"github.com/tabbynet/tabby/node/health"
+	"github.com/tabbynet/tabby/node/nodestatus"
 	"github.com/tabbynet/tabby/node/registration"
 	"github.com/tabbynet/tabby/node/startup"
 )
@@ -182,6 +183,8 @@ func Run(ctx context.Context, o Options) error {
 		})
 		bgpRep.SetReadyFunc((&bgpChecker{socket: paths.BIRDSocket, start: start}).ready)
 	}
+	rep := &nodestatus.Reporter{Client: client, Node: cfg.NodeName, Socket: paths.BIRDSocket, Logger: log.With("component", "status-reporter")}
+	run("node status reporter", rep.Run)
 	select {
 	case <-ctx.Done():
 		log.Info("calico-node stopping; the dataplane stays in place")

@@ -188,3 +188,18 @@ func PeerIPOfProtocol(name string) (netip.Addr, bool) {
 	}
 	return symbolIP(m[2])
 }
+
+// ProtocolTypes maps each protocol of a `show protocols` reply to its
+// type (BGP, Static, Kernel, Direct, Device...).
+func ProtocolTypes(lines []Line) map[string]string {
+	out := map[string]string{}
+	for _, l := range lines {
+		if l.Code != 1002 && l.Code != 0 {
+			continue
+		}
+		if f := strings.Fields(l.Text); len(f) >= 2 {
+			out[f[0]] = f[1]
+		}
+	}
+	return out
+}

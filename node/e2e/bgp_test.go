@@ -3,13 +3,20 @@
 package e2e
 
 import (
+	"context"
+	"fmt"
 	"net"
+	"net/netip"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v3 "github.com/tabbynet/tabby/api/v3"
+	"github.com/tabbynet/tabby/datastore"
 	"github.com/tabbynet/tabby/internal/multinode"
 	"github.com/tabbynet/tabby/internal/netnstest"
 )
@@ -74,6 +81,35 @@ func TestPrivilegedBGPTwoNodes(t *testing.T) {
 		t.Errorf("node0's BGP routes: %q, %v", out, err)
 	}
 
+	// A CalicoNodeStatus for node0 is filled in from BIRD.
+	period := uint32(1)
+	l.c.Create(&v3.CalicoNodeStatus{TypeMeta: metav1.TypeMeta{Kind: v3.KindCalicoNodeStatus}, ObjectMeta: metav1.ObjectMeta{Name: "node0-status"},
+		Spec: v3.CalicoNodeStatusSpec{Node: l.c.Nodes[0].Name, UpdatePeriodSeconds: &period,
+			Classes: []v3.NodeStatusClassType{v3.NodeStatusClassTypeAgent, v3.NodeStatusClassTypeBGP, v3.NodeStatusClassTypeRoutes}}})
+	peer := l.c.Nodes[1].Addr.Addr().String()
+	nodeStatus := func() v3.CalicoNodeStatusStatus {
+		r, err := l.c.Client.Get(context.Background(), datastore.Key{Kind: v3.KindCalicoNodeStatus, Name: "node0-status"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.(*v3.CalicoNodeStatus).Status
+	}
+	eventually(t, 10*time.Second, "CalicoNodeStatus filled: BIRD ready, the mesh session Established, a route from the peer", func() (bool, string) {
+		s := nodeStatus()
+		fromPeer := false
+		for _, r := range s.Routes.RoutesV4 {
+			if r.Type == v3.RouteTypeFIB && r.LearnedFrom.SourceType == v3.RouteSourceTypeNodeMesh && r.LearnedFrom.PeerIP == peer && r.Gateway == peer &&
+				netip.MustParsePrefix(r.Destination).Overlaps(netip.MustParsePrefix(l.pods[1].IP.String()+"/32")) {
+				fromPeer = true
+			}
+		}
+		ok := s.Agent.BIRDV4.State == v3.BGPDaemonStateReady && s.Agent.BIRDV4.RouterID == l.c.Nodes[0].Addr.Addr().String() &&
+			s.BGP.NumberEstablishedV4 == 1 && len(s.BGP.PeersV4) == 1 && s.BGP.PeersV4[0].PeerIP == peer &&
+			s.BGP.PeersV4[0].Type == v3.BGPPeerTypeNodeMesh && s.BGP.PeersV4[0].State == v3.BGPSessionStateEstablished &&
+			fromPeer && !s.LastUpdated.IsZero()
+		return ok, fmt.Sprintf("%+v", s)
+	})
+
 	// BIRD killed: restarted, session and traffic back.
 	old := a0.birdPid()
 	if old == 0 {
@@ -95,7 +131,6 @@ func TestPrivilegedBGPTwoNodes(t *testing.T) {
 	if out, code := a1.inNode("birdc", "-s", a1.dir+"/bird.ctl", "disable", l.peerName(0)); code != 0 {
 		t.Fatalf("birdc disable: %s", out)
 	}
-	peer := l.c.Nodes[1].Addr.Addr().String()
 	eventually(t, 20*time.Second, "node0 not ready while its only session is down", func() (bool, string) {
 		out, code := a0.probe("-bird-ready")
 		return code == 1 && strings.Contains(out, "calico/node is not ready: BIRD is not ready: BGP not established with "+peer), out
@@ -106,6 +141,10 @@ func TestPrivilegedBGPTwoNodes(t *testing.T) {
 	if code, _ := a0.http("/liveness"); code != 200 {
 		t.Errorf("/liveness with the session down: %d, want 200 (a peer down is no reason to restart)", code)
 	}
+	eventually(t, 10*time.Second, "CalicoNodeStatus shows the session down", func() (bool, string) {
+		s := nodeStatus()
+		return s.BGP.NumberEstablishedV4 == 0 && s.BGP.NumberNotEstablishedV4 == 1, fmt.Sprintf("%+v", s.BGP)
+	})
 	if out, code := a1.inNode("birdc", "-s", a1.dir+"/bird.ctl", "enable", l.peerName(0)); code != 0 {
 		t.Fatalf("birdc enable: %s", out)
 	}
