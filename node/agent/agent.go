@@ -183,6 +183,15 @@ func Run(ctx context.Context, o Options) error {
 		})
 		bgpRep.SetReadyFunc((&bgpChecker{socket: paths.BIRDSocket, start: start}).ready)
 	}
+	tr, why, err := cniTokenRefresher(getenv, log.With("component", "cni-token"))
+	if err != nil {
+		return err
+	}
+	if tr != nil {
+		run("CNI token refresher", func(ctx context.Context) error { return runTokenRefresher(ctx, tr) })
+	} else {
+		log.Info("not refreshing the CNI plugin's token", "reason", why)
+	}
 	rep := &nodestatus.Reporter{Client: client, Node: cfg.NodeName, Socket: paths.BIRDSocket, Logger: log.With("component", "status-reporter")}
 	run("node status reporter", rep.Run)
 	select {
