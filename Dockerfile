@@ -13,8 +13,8 @@
 #
 # portmap (chained after calico in 10-calico.conflist) is built from the
 # containernetworking/plugins module already in go.mod.
-# calico-node, kube-controllers and check-status are issue 16's next steps:
-# until they exist this COPY fails, on purpose.
+# calico-node is node/cmd/calico-node; kube-controllers and check-status
+# are issue 16's next steps: until they exist this COPY fails, on purpose.
 FROM debian:trixie-slim
 
 # What calico-node drives on the node, from Debian:

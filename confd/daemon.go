@@ -174,6 +174,9 @@ func (d *Daemon) Run(ctx context.Context) {
 		case <-timer.C:
 		}
 		usesSecrets, synced, err := d.sync(ctx)
+		if ctx.Err() != nil {
+			return // stopping: an apply cut short is no failure
+		}
 		if d.cfg.OnSync != nil && synced {
 			d.cfg.OnSync(err)
 		}

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -161,6 +162,11 @@ func Run(ctx context.Context, o Options) error {
 		return felixagent.Run(ctx, felixagent.Options{Getenv: env, Logger: log.With("component", "felix"), Health: fh})
 	})
 	if bird {
+		for _, dir := range []string{filepath.Dir(paths.BIRDConfig), filepath.Dir(paths.BIRDSocket)} {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return fmt.Errorf("BIRD's directory: %w", err)
+			}
+		}
 		sup := birdsup.New(birdsup.Config{ConfigPath: paths.BIRDConfig, Socket: paths.BIRDSocket, PidFile: paths.BIRDPidFile,
 			Stderr: stderr, Logger: log, Heartbeat: birdRep.Heartbeat})
 		birdRep.SetReadyFunc(func() (bool, string) {

@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -97,9 +98,27 @@ func TestPrivilegedStartupInitialisesFreshDatastore(t *testing.T) {
 	if code := a.cmd.ProcessState.ExitCode(); code != 0 {
 		t.Errorf("calico-node exited %d after SIGTERM", code)
 	}
+	// A BIRD left running (as after a crash outside a container) is
+	// replaced: calico-node kills it (its pid file) and runs its own.
+	if out, code := a.inNode("bird", "-c", filepath.Join(a.dir, "bird.cfg"), "-s", filepath.Join(a.dir, "bird.ctl"), "-P", filepath.Join(a.dir, "bird.pid")); code != 0 {
+		t.Fatalf("starting a stray BIRD: %s", out)
+	}
+	stale := 0
+	eventually(t, 5*time.Second, "the stray BIRD's pid file", func() (bool, string) { stale = a.birdPid(); return stale != 0, "" })
 	// A second start on the initialised datastore changes nothing.
 	a.start()
 	a.waitReady(30 * time.Second)
+	if pid := a.birdPid(); pid == 0 || pid == stale {
+		t.Errorf("BIRD pid %d after the restart, the stray one was %d", pid, stale)
+	}
+	if _, err := os.Stat(fmt.Sprintf("/proc/%d", stale)); err == nil {
+		if comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", stale)); strings.TrimSpace(string(comm)) == "bird" {
+			t.Errorf("the stray BIRD %d still runs", stale)
+		}
+	}
+	if !strings.Contains(a.log.String(), "killing the BIRD a previous calico-node left") {
+		t.Error("calico-node did not say it killed the stray BIRD")
+	}
 	if again := get(v3.KindClusterInformation, "default").(*v3.ClusterInformation); again.Spec.ClusterGUID != ci.Spec.ClusterGUID {
 		t.Errorf("restart changed the cluster GUID %s -> %s", ci.Spec.ClusterGUID, again.Spec.ClusterGUID)
 	}
