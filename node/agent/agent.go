@@ -167,8 +167,16 @@ func Run(ctx context.Context, o Options) error {
 				return fmt.Errorf("BIRD's directory: %w", err)
 			}
 		}
+		hang, err := birdHangTimeout(getenv)
+		if err != nil {
+			return err
+		}
+		beat := time.Duration(0) // the supervisor's default
+		if hang > 0 {
+			beat = min(5*time.Second, max(hang/3, time.Second))
+		}
 		sup := birdsup.New(birdsup.Config{ConfigPath: paths.BIRDConfig, Socket: paths.BIRDSocket, PidFile: paths.BIRDPidFile,
-			Stderr: stderr, Logger: log, Heartbeat: birdRep.Heartbeat})
+			Stderr: stderr, Logger: log, Heartbeat: birdRep.Heartbeat, HangTimeout: hang, HeartbeatInterval: beat})
 		birdRep.SetReadyFunc(func() (bool, string) {
 			if up, _ := sup.Running(); !up {
 				return false, "BIRD is not running"

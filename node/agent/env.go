@@ -1,10 +1,12 @@
 package agent
 
 import (
+	"fmt"
 	"log/slog"
 	"net"
 	"os"
 	"strings"
+	"time"
 )
 
 // Not Calico's names (Calico's paths are fixed): where BIRD's
@@ -21,6 +23,21 @@ const (
 // Paths are the files calico-node uses, from the environment.
 type Paths struct {
 	BIRDConfig, BIRDSocket, BIRDPidFile string
+}
+
+// birdHangTimeout is TABBY_BIRD_HANG_TIMEOUT (not Calico's; a Go
+// duration): how long BIRD may not answer before it is restarted (0:
+// the supervisor's default).
+func birdHangTimeout(getenv func(string) string) (time.Duration, error) {
+	v := getenv("TABBY_BIRD_HANG_TIMEOUT")
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("TABBY_BIRD_HANG_TIMEOUT=%q: use a duration such as 30s", v)
+	}
+	return d, nil
 }
 
 // PathsFromEnv reads TABBY_BIRD_CONFIG and TABBY_BIRD_SOCKET (the pid

@@ -34,6 +34,10 @@ type Config struct {
 	MinBackoff, MaxBackoff time.Duration
 	// StopTimeout bounds a graceful stop before BIRD is killed (10s).
 	StopTimeout time.Duration
+	// HangTimeout: a BIRD that has not answered on its socket for this
+	// long (checked every HeartbeatInterval) is hung and is killed and
+	// restarted (default 30s).
+	HangTimeout time.Duration
 	// Heartbeat, when set, is called on every turn of the supervision
 	// loop (at least every HeartbeatInterval, default 5s).
 	Heartbeat         func()
@@ -72,6 +76,9 @@ func New(cfg Config) *Supervisor {
 	}
 	if cfg.HeartbeatInterval == 0 {
 		cfg.HeartbeatInterval = 5 * time.Second
+	}
+	if cfg.HangTimeout == 0 {
+		cfg.HangTimeout = 30 * time.Second
 	}
 	if cfg.Stderr == nil {
 		cfg.Stderr = os.Stderr
@@ -237,12 +244,25 @@ func (s *Supervisor) runOnce(ctx context.Context, beat <-chan time.Time) error {
 	}
 	s.log.Info("BIRD started", "pid", s.Pid(), "config", s.cfg.ConfigPath, "socket", s.cfg.Socket)
 	go s.markUp(ctx, exited)
+	lastAnswer := time.Now()
 	for {
 		select {
 		case err := <-exited:
 			return err
 		case <-beat:
 			s.heartbeat()
+			qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			_, err := birdctl.Command(qctx, s.cfg.Socket, "show status")
+			cancel()
+			if err == nil {
+				lastAnswer = time.Now()
+			} else if time.Since(lastAnswer) > s.cfg.HangTimeout && ctx.Err() == nil {
+				pid := s.Pid()
+				s.log.Error("BIRD does not answer on its socket; killing it to restart it", "pid", pid,
+					"silentFor", time.Since(lastAnswer).Round(time.Second), "error", err)
+				kill(pid)
+				lastAnswer = time.Now()
+			}
 		case <-ctx.Done():
 			s.stop(exited)
 			return nil
@@ -287,14 +307,14 @@ func (s *Supervisor) stop(exited <-chan error) {
 	cancel()
 	if err != nil {
 		s.log.Warn("BIRD refused a graceful restart; killing it (peers keep its routes as for a crash)", "error", err)
-		_ = syscall.Kill(pid, syscall.SIGKILL)
+		kill(pid)
 	}
 	select {
 	case <-exited:
 		s.log.Info("BIRD stopped for graceful restart")
 	case <-time.After(s.cfg.StopTimeout):
 		s.log.Warn("BIRD did not stop in time; killing it", "pid", pid)
-		_ = syscall.Kill(pid, syscall.SIGKILL)
+		kill(pid)
 		<-exited
 	}
 }
@@ -315,11 +335,19 @@ func (s *Supervisor) killStale() {
 		return
 	}
 	s.log.Warn("killing the BIRD a previous calico-node left", "pid", pid)
-	_ = syscall.Kill(pid, syscall.SIGKILL)
+	kill(pid)
 	for i := 0; i < 100; i++ {
 		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err != nil {
 			return
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// kill sends SIGKILL to one process; never to 0 or a negative pid (a
+// process group).
+func kill(pid int) {
+	if pid > 1 {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 }

@@ -35,7 +35,7 @@ func newBGPLab(t *testing.T) *bgpLab {
 	c := multinode.New(t, multinode.Options{Nodes: 2, NoNodeResources: true})
 	l := &bgpLab{c: c}
 	for _, n := range c.Nodes {
-		a := newAgent(t, c, n, "CALICO_NETWORKING_BACKEND=bird", "CALICO_IPV4POOL_CIDR=10.81.0.0/16",
+		a := newAgent(t, c, n, "CALICO_NETWORKING_BACKEND=bird", "CALICO_IPV4POOL_CIDR=10.81.0.0/16", "TABBY_BIRD_HANG_TIMEOUT=3s",
 			"CALICO_IPV4POOL_IPIP=Never", "CALICO_IPV4POOL_VXLAN=Never", "CALICO_IPV4POOL_NAT_OUTGOING=false")
 		a.start()
 		l.agents = append(l.agents, a)
@@ -70,8 +70,8 @@ func (l *bgpLab) peerName(j int) string {
 
 // TestPrivilegedBGPTwoNodes: calico-node on two nodes brings up the BGP
 // session (both probes ready), pods on the two nodes reach each other over
-// the routes BIRD installed; BIRD killed is restarted by calico-node and
-// the session and pod traffic come back; readiness goes false (HTTP 503,
+// the routes BIRD installed; BIRD killed, and BIRD hung, are restarted by
+// calico-node and the session and pod traffic come back; readiness goes false (HTTP 503,
 // probe exit 1 naming the peer) while the session is down and true again
 // once it is up.
 func TestPrivilegedBGPTwoNodes(t *testing.T) {
@@ -124,6 +124,22 @@ func TestPrivilegedBGPTwoNodes(t *testing.T) {
 	})
 	a0.waitReady(30 * time.Second)
 	l.reach(t, "pod traffic after BIRD's restart")
+
+	// BIRD hung (SIGSTOP): no answer on its socket for longer than
+	// TABBY_BIRD_HANG_TIMEOUT (3s here) -> killed and restarted.
+	hung := a0.birdPid()
+	if err := syscall.Kill(hung, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "hung BIRD replaced on node0", func() (bool, string) {
+		pid := a0.birdPid()
+		return pid != 0 && pid != hung, "pid " + itoa(pid)
+	})
+	if !strings.Contains(a0.log.String(), "BIRD does not answer on its socket; killing it to restart it") {
+		t.Error("the supervisor did not say why it killed BIRD")
+	}
+	a0.waitReady(30 * time.Second)
+	l.reach(t, "pod traffic after the hung BIRD's restart")
 
 	// The session down (node1 disables its side): not ready, naming the
 	// peer; back up: ready.
