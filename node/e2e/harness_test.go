@@ -189,7 +189,9 @@ func (a *agent) inNode(name string, args ...string) (string, int) {
 func (a *agent) waitReady(within time.Duration) {
 	a.t.Helper()
 	start := time.Now()
-	defer func() { a.t.Logf("calico-node on %s ready %s after the wait began", a.node.Name, time.Since(start).Round(time.Millisecond)) }()
+	defer func() {
+		a.t.Logf("calico-node on %s ready %s after the wait began", a.node.Name, time.Since(start).Round(time.Millisecond))
+	}()
 	eventually(a.t, within, "calico-node on "+a.node.Name+" ready (probe exits 0)", func() (bool, string) {
 		if !a.running() {
 			a.t.Fatalf("calico-node on %s exited: %v", a.node.Name, a.cmd.ProcessState)
