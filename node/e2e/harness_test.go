@@ -54,6 +54,9 @@ type agent struct {
 	cmd  *exec.Cmd
 	log  *syncBuffer
 	done chan struct{}
+	// readyFlags are the readiness probe's flags (Calico's manifests:
+	// -felix-ready -bird-ready with BIRD, -felix-ready without).
+	readyFlags []string
 }
 
 // syncBuffer is a log buffer written by the process and read by the test.
@@ -94,7 +97,7 @@ func newAgent(t testing.TB, c *multinode.Cluster, n *multinode.Node, extra ...st
 		"IP=autodetect",
 		"IP_AUTODETECTION_METHOD=interface=eth0",
 	}
-	a := &agent{t: t, node: n, dir: dir, env: append(env, extra...)}
+	a := &agent{t: t, node: n, dir: dir, env: append(env, extra...), readyFlags: []string{"-felix-ready", "-bird-ready"}}
 	t.Cleanup(a.cleanup)
 	return a
 }
@@ -140,7 +143,9 @@ func (a *agent) stop(sig syscall.Signal) {
 }
 
 func (a *agent) cleanup() {
+	start := time.Now()
 	a.stop(syscall.SIGTERM)
+	a.t.Logf("calico-node on %s stopped in %s", a.node.Name, time.Since(start).Round(time.Millisecond))
 	a.killBIRD() // a BIRD left by a kill -9
 	if a.t.Failed() && a.log != nil {
 		a.t.Logf("calico-node on %s:\n%s", a.node.Name, a.log.String())
@@ -184,7 +189,7 @@ func (a *agent) inNode(name string, args ...string) (string, int) {
 	return string(out), code
 }
 
-// waitReady waits until `calico-node -felix-ready -bird-ready` exits 0,
+// waitReady waits until `calico-node <readyFlags>` exits 0,
 // failing at once if calico-node exited.
 func (a *agent) waitReady(within time.Duration) {
 	a.t.Helper()
@@ -196,7 +201,7 @@ func (a *agent) waitReady(within time.Duration) {
 		if !a.running() {
 			a.t.Fatalf("calico-node on %s exited: %v", a.node.Name, a.cmd.ProcessState)
 		}
-		out, code := a.probe("-felix-ready", "-bird-ready")
+		out, code := a.probe(a.readyFlags...)
 		return code == 0, out
 	})
 }
