@@ -120,7 +120,7 @@ func Run(ctx context.Context, o Options) error {
 	if err := startup.InitDatastore(ctx, client, cfg, Version, spec.DatastoreType == dsconfig.TypeKubernetes, log); err != nil {
 		return fmt.Errorf("initialising the datastore: %w", err)
 	}
-	regCfg, err := register(ctx, client, cfg, log)
+	regCfg, err := register(ctx, client, cfg, getenv, log)
 	if err != nil {
 		return err
 	}

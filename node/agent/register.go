@@ -21,7 +21,7 @@ import (
 // register registers the node with its addresses (none with the none
 // backend), AS number and Kubernetes node reference, and returns the
 // registration configuration to keep it current with.
-func register(ctx context.Context, c datastore.Client, cfg startup.Config, log *slog.Logger) (registration.Config, error) {
+func register(ctx context.Context, c datastore.Client, cfg startup.Config, getenv func(string) string, log *slog.Logger) (registration.Config, error) {
 	rc := registration.Config{NodeName: cfg.NodeName, IPv4: cfg.IP, IPv4Method: cfg.IPMethod, IPv6: cfg.IP6, IPv6Method: cfg.IP6Method}
 	if rc.IPv6 == "" {
 		rc.IPv6 = "none" // IPv6 is autodetected only when asked for
@@ -51,6 +51,9 @@ func register(ctx context.Context, c datastore.Client, cfg startup.Config, log *
 	}
 	rc.IPv4 = withPrefixLen(rc.IPv4, env)
 	rc.IPv6 = withPrefixLen(rc.IPv6, env)
+	if getenv("DISABLE_NODE_IP_CHECK") != "true" {
+		rc.Check = conflictCheck(c, cfg.NodeName)
+	}
 	if _, err := registration.Register(ctx, c, rc, env); err != nil {
 		return rc, err
 	}
@@ -136,4 +139,48 @@ func keepRegistered(ctx context.Context, c datastore.Client, rc registration.Con
 	}
 	defer nsh.Close()
 	return registration.Keep(ctx, c, rc, nsh, log)
+}
+
+// ErrAddressConflict: another Node has the address (Calico refuses to
+// start then, unless DISABLE_NODE_IP_CHECK=true).
+var ErrAddressConflict = errors.New("address used by another node")
+
+// conflictCheck returns Calico's check that no other Node has the
+// addresses chosen for node.
+func conflictCheck(c datastore.Client, node string) func(ctx context.Context, v4, v6 string) error {
+	return func(ctx context.Context, v4, v6 string) error {
+		list, err := c.List(ctx, v3.KindNode, datastore.ListOptions{})
+		if err != nil {
+			return fmt.Errorf("listing nodes to check for address conflicts: %w", err)
+		}
+		var errs []error
+		for _, it := range list.Items {
+			other := it.(*v3.Node)
+			if other.Name == node || other.Spec.BGP == nil {
+				continue
+			}
+			for _, pair := range [][2]string{{v4, other.Spec.BGP.IPv4Address}, {v6, other.Spec.BGP.IPv6Address}} {
+				if sameAddr(pair[0], pair[1]) {
+					errs = append(errs, fmt.Errorf("%w: node %s already uses %s (set DISABLE_NODE_IP_CHECK=true to allow)",
+						ErrAddressConflict, other.Name, addrOf(pair[0])))
+				}
+			}
+		}
+		return errors.Join(errs...)
+	}
+}
+
+// addrOf is the address of "a" or "a/len".
+func addrOf(s string) string {
+	a, _, _ := strings.Cut(s, "/")
+	return a
+}
+
+func sameAddr(a, b string) bool {
+	if a == "" || b == "" {
+		return false
+	}
+	x, err1 := netip.ParseAddr(addrOf(a))
+	y, err2 := netip.ParseAddr(addrOf(b))
+	return err1 == nil && err2 == nil && x == y
 }
