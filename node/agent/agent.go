@@ -14,6 +14,7 @@ import (
 
 	"k8s.io/klog/v2"
 
+	v3 "github.com/tabbynet/tabby/api/v3"
 	confdagent "github.com/tabbynet/tabby/confd/agent"
 	"github.com/tabbynet/tabby/datastore"
 	"github.com/tabbynet/tabby/datastore/dsconfig"
@@ -218,11 +219,13 @@ func Run(ctx context.Context, o Options) error {
 	}
 }
 
-// waitForDatastore retries until the datastore answers.
+// waitForDatastore retries until the datastore answers (WAIT_FOR_DATASTORE=
+// true): a Get of ClusterInformation, found or not (calico-node may get
+// but not list it).
 func waitForDatastore(ctx context.Context, c datastore.Client, log *slog.Logger) error {
 	for {
-		_, err := c.List(ctx, "ClusterInformation", datastore.ListOptions{})
-		if err == nil {
+		_, err := c.Get(ctx, datastore.Key{Kind: v3.KindClusterInformation, Name: "default"})
+		if err == nil || errors.Is(err, datastore.ErrNotFound) {
 			return nil
 		}
 		log.Warn("waiting for the datastore", "error", err)
