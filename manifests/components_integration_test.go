@@ -25,6 +25,7 @@ import (
 	"github.com/tabbynet/tabby/felix/daemon"
 	"github.com/tabbynet/tabby/internal/testservers"
 	"github.com/tabbynet/tabby/ipam"
+	"github.com/tabbynet/tabby/node/agent"
 	"github.com/tabbynet/tabby/node/startup"
 )
 
@@ -131,6 +132,10 @@ func TestIntegrationComponentsRunWithManifestRBAC(t *testing.T) {
 		n.Spec.BGP = &v3.NodeBGPSpec{IPv4Address: "192.0.2.10/24"}
 		if _, err := c.Update(ctx, n); err != nil {
 			t.Fatalf("registering the node's BGP address: %v", err)
+		}
+		// The NetworkUnavailable condition cleared.
+		if err := agent.MarkNetworkAvailable(ctx, c.Kubernetes(), "node-a", time.Now()); err != nil {
+			t.Fatalf("clearing NetworkUnavailable: %v", err)
 		}
 		// The node's CalicoNodeStatus, reported.
 		st := &v3.CalicoNodeStatus{TypeMeta: metav1.TypeMeta{Kind: v3.KindCalicoNodeStatus, APIVersion: v3.GroupVersion},

@@ -151,7 +151,8 @@ func needsKDD(t *testing.T, c *kdd.Client) map[string][]access {
 	// tunnel addresses from IPAM, BGP passwords from the named Secret,
 	// and the CNI plugin's tokens.
 	node := watched(t, c, slices.Concat(daemon.Kinds, confd.Kinds)...)
-	node = append(node, access{verb: "update", gvr: nodes, subresource: "status"})
+	node = append(node, access{verb: "update", gvr: nodes, subresource: "status"},
+		access{verb: "patch", gvr: nodes, subresource: "status"}) // node/agent.MarkNetworkAvailable
 	node = append(node, each([]string{"get", "create", "update"}, crd(v3.KindClusterInformation), crd(v3.KindTier),
 		crd(v3.KindIPPool), crd(v3.KindFelixConfiguration), crd(v3.KindBGPConfiguration))...)
 	node = append(node, access{verb: "create", gvr: crd(v3.KindIPAMConfiguration)})

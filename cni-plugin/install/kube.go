@@ -23,6 +23,9 @@ const saDir = "/var/run/secrets/kubernetes.io/serviceaccount"
 // kubernetes-services-endpoint ConfigMap), SKIP_TLS_VERIFY=true drops the
 // CA, and CALICO_CNI_SERVICE_ACCOUNT names the ServiceAccount.
 func KubeFromEnv(getenv func(string) string, validity time.Duration, log *slog.Logger) (*Kube, error) {
+	if log == nil {
+		log = slog.Default()
+	}
 	var rc *rest.Config
 	var err error
 	namespace := "kube-system"

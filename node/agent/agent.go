@@ -15,6 +15,7 @@ import (
 	"k8s.io/klog/v2"
 
 	v3 "github.com/tabbynet/tabby/api/v3"
+	"github.com/tabbynet/tabby/cni-plugin/install"
 	confdagent "github.com/tabbynet/tabby/confd/agent"
 	"github.com/tabbynet/tabby/datastore"
 	"github.com/tabbynet/tabby/datastore/dsconfig"
@@ -198,14 +199,23 @@ func Run(ctx context.Context, o Options) error {
 		})
 		bgpRep.SetReadyFunc((&bgpChecker{socket: paths.BIRDSocket, start: start}).ready)
 	}
-	tr, why, err := cniTokenRefresher(getenv, log.With("component", "cni-token"))
+	// On Kubernetes (in a pod, or with KUBECONFIG): the CNI plugin's token
+	// and the node's NetworkUnavailable condition, as Calico's.
+	kube, err := install.KubeFromEnv(getenv, install.DefaultTokenValidity, log)
 	if err != nil {
 		return err
 	}
-	if tr != nil {
+	if tr, why := cniTokenRefresher(getenv, kube, log.With("component", "cni-token")); tr != nil {
 		run("CNI token refresher", func(ctx context.Context) error { return runTokenRefresher(ctx, tr) })
 	} else {
 		log.Info("not refreshing the CNI plugin's token", "reason", why)
+	}
+	if kube != nil && cfg.Backend != startup.BackendNone {
+		k8sNode := cfg.NodeName
+		if cfg.K8sNodeRef != "" {
+			k8sNode = cfg.K8sNodeRef
+		}
+		run("node condition", func(ctx context.Context) error { return manageNodeCondition(ctx, agg, kube.Client, k8sNode, log) })
 	}
 	rep := &nodestatus.Reporter{Client: client, Node: cfg.NodeName, Socket: paths.BIRDSocket, Logger: log.With("component", "status-reporter")}
 	run("node status reporter", rep.Run)

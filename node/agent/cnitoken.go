@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -22,31 +21,27 @@ const DefaultCNIKubeconfig = "/host/etc/cni/net.d/" + install.KubeconfigName
 // the reason) when calico-node runs outside Kubernetes or the CNI config
 // folder is not mounted. install-cni wrote the first token; this keeps it
 // fresh.
-func cniTokenRefresher(getenv func(string) string, log *slog.Logger) (*install.TokenRefresher, string, error) {
+func cniTokenRefresher(getenv func(string) string, kube *install.Kube, log *slog.Logger) (*install.TokenRefresher, string) {
 	if log == nil {
 		log = slog.Default()
 	}
 	if getenv("CALICO_MANAGE_CNI") == "false" {
-		return nil, "CALICO_MANAGE_CNI=false", nil
+		return nil, "CALICO_MANAGE_CNI=false"
 	}
 	path := getenv("TABBY_CNI_KUBECONFIG")
 	if path == "" {
 		path = DefaultCNIKubeconfig
 	}
 	if st, err := os.Stat(filepath.Dir(path)); err != nil || !st.IsDir() {
-		return nil, filepath.Dir(path) + " is not mounted", nil
-	}
-	kube, err := install.KubeFromEnv(getenv, install.DefaultTokenValidity, log)
-	if err != nil {
-		return nil, "", fmt.Errorf("the CNI plugin's token: %w", err)
+		return nil, filepath.Dir(path) + " is not mounted"
 	}
 	if kube == nil {
-		return nil, "not in a pod and no KUBECONFIG", nil
+		return nil, "not in a pod and no KUBECONFIG"
 	}
 	r := kube.Refresher
 	r.Kube, r.Log = kube.Client, log
 	r.Write = func(token string, _ time.Time) error { return install.WriteKubeconfig(path, kube.Cluster, token) }
-	return &r, "", nil
+	return &r, ""
 }
 
 // runTokenRefresher runs r until ctx ends.

@@ -4,6 +4,7 @@ package agent
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
@@ -14,14 +15,17 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/tabbynet/tabby/cni-plugin/install"
 	"github.com/tabbynet/tabby/internal/testservers"
+	"github.com/tabbynet/tabby/node/health"
 )
 
 // TestIntegrationCNITokenRefresher: with KUBECONFIG (outside a pod) and
 // the CNI config folder present, calico-node's refresher writes the CNI
 // plugin's kubeconfig (mode 0600) with a TokenRequest token of
 // kube-system/calico-cni-plugin; CALICO_MANAGE_CNI=false or no folder
-// turns it off.
+// turns it off. Once the agent is ready, the Node's NetworkUnavailable
+// condition is set False (CalicoIsUp), other conditions untouched.
 func TestIntegrationCNITokenRefresher(t *testing.T) {
 	k := testservers.StartKubeAPIServer(t)
 	rc, err := clientcmd.BuildConfigFromFlags("", k.Kubeconfig())
@@ -37,9 +41,13 @@ func TestIntegrationCNITokenRefresher(t *testing.T) {
 	path := filepath.Join(dir, "calico-kubeconfig")
 	env := map[string]string{"KUBECONFIG": k.Kubeconfig(), "TABBY_CNI_KUBECONFIG": path}
 	getenv := func(k string) string { return env[k] }
-	r, why, err := cniTokenRefresher(getenv, nil)
-	if err != nil || r == nil {
-		t.Fatalf("refresher: %v, %v (%s)", r, err, why)
+	ik, err := install.KubeFromEnv(getenv, install.DefaultTokenValidity, nil)
+	if err != nil || ik == nil {
+		t.Fatalf("KubeFromEnv: %v, %v", ik, err)
+	}
+	r, why := cniTokenRefresher(getenv, ik, nil)
+	if r == nil {
+		t.Fatalf("no refresher: %s", why)
 	}
 	if _, err := r.Refresh(ctx); err != nil {
 		t.Fatal(err)
@@ -58,12 +66,46 @@ func TestIntegrationCNITokenRefresher(t *testing.T) {
 		t.Errorf("the written token: %+v, %v", rev.Status, err)
 	}
 	env["CALICO_MANAGE_CNI"] = "false"
-	if r, _, _ := cniTokenRefresher(getenv, nil); r != nil {
+	if r, _ := cniTokenRefresher(getenv, ik, nil); r != nil {
 		t.Error("refresher with CALICO_MANAGE_CNI=false")
 	}
 	delete(env, "CALICO_MANAGE_CNI")
 	env["TABBY_CNI_KUBECONFIG"] = filepath.Join(dir, "missing", "calico-kubeconfig")
-	if r, _, _ := cniTokenRefresher(getenv, nil); r != nil {
+	if r, _ := cniTokenRefresher(getenv, ik, nil); r != nil {
 		t.Error("refresher without the CNI folder")
+	}
+	if r, _ := cniTokenRefresher(func(string) string { return "" }, nil, nil); r != nil {
+		t.Error("refresher outside Kubernetes")
+	}
+
+	// The NetworkUnavailable condition (a cloud's route controller sets
+	// it True) is cleared once the agent is ready.
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "kn1"}}
+	if node, err = kube.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeNetworkUnavailable, Status: corev1.ConditionTrue, Reason: "NoRouteCreated"},
+		{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady"}}
+	if _, err := kube.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	agg := health.NewAggregator(nil)
+	agg.Register("felix/dataplane", 0).SetReady(true, "")
+	if err := manageNodeCondition(ctx, agg, kube, "kn1", slog.Default()); err != nil {
+		t.Fatal(err)
+	}
+	got, err := kube.CoreV1().Nodes().Get(ctx, "kn1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conds := map[corev1.NodeConditionType]corev1.NodeCondition{}
+	for _, c := range got.Status.Conditions {
+		conds[c.Type] = c
+	}
+	if c := conds[corev1.NodeNetworkUnavailable]; c.Status != corev1.ConditionFalse || c.Reason != "CalicoIsUp" {
+		t.Errorf("NetworkUnavailable condition %+v", c)
+	}
+	if c := conds[corev1.NodeReady]; c.Status != corev1.ConditionTrue {
+		t.Errorf("the patch touched another condition: Ready %+v", c)
 	}
 }
