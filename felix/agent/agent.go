@@ -47,6 +47,9 @@ type Options struct {
 	// Logger, when set, is used as is (calico-node shares one); else Run
 	// makes one at FELIX_LOGSEVERITYSCREEN and makes it slog's default.
 	Logger *slog.Logger
+	// Registry, when set, holds felix's metrics (served on felix's metrics
+	// port) so the embedding agent can add its own; else felix makes one.
+	Registry *prometheus.Registry
 	// Health, when set, receives felix's loop heartbeats and readiness
 	// instead of felix serving its own health endpoint (calico-node
 	// serves one for all its parts).
@@ -108,7 +111,10 @@ func Run(ctx context.Context, o Options) error {
 		dpCfg.V6 = v6
 		versions = append(versions, 6)
 	}
-	reg := prometheus.NewRegistry()
+	reg := o.Registry
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	dpCfg.Metrics = dataplane.NewMetrics(reg)
 	if err := datastore.RegisterMetrics(reg); err != nil {

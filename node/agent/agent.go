@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/klog/v2"
 
 	v3 "github.com/tabbynet/tabby/api/v3"
@@ -160,8 +161,10 @@ func Run(ctx context.Context, o Options) error {
 		})
 	}
 	env := overlay(getenv, map[string]string{"NODENAME": cfg.NodeName, "FELIX_FELIXHOSTNAME": cfg.NodeName})
+	reg := prometheus.NewRegistry()
+	m := newMetrics(reg)
 	run("felix", func(ctx context.Context) error {
-		return felixagent.Run(ctx, felixagent.Options{Getenv: env, Logger: log.With("component", "felix"), Health: fh})
+		return felixagent.Run(ctx, felixagent.Options{Getenv: env, Logger: log.With("component", "felix"), Health: fh, Registry: reg})
 	})
 	if bird {
 		for _, dir := range []string{filepath.Dir(paths.BIRDConfig), filepath.Dir(paths.BIRDSocket)} {
@@ -186,14 +189,17 @@ func Run(ctx context.Context, o Options) error {
 			return true, ""
 		})
 		confdRep.SetReady(false, "no configuration rendered yet")
+		reg.MustRegister(newBIRDCollector(sup, paths.BIRDSocket))
 		run("bird", sup.Run)
 		run("confd", func(ctx context.Context) error {
 			return confdagent.RunWith(ctx, []string{"-bird-config", paths.BIRDConfig, "-bird-socket", paths.BIRDSocket}, env, stderr,
 				confdagent.Hooks{Control: sup, Logger: log, Heartbeat: confdRep.Heartbeat, OnSync: func(err error) {
 					if err != nil {
+						m.confdSyncs.WithLabelValues("error").Inc()
 						confdRep.SetReady(false, err.Error())
 						return
 					}
+					m.confdSyncs.WithLabelValues("ok").Inc()
 					confdRep.SetReady(true, "")
 				}})
 		})

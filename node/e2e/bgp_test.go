@@ -36,6 +36,7 @@ func newBGPLab(t *testing.T) *bgpLab {
 	l := &bgpLab{c: c}
 	for _, n := range c.Nodes {
 		a := newAgent(t, c, n, "CALICO_NETWORKING_BACKEND=bird", "CALICO_IPV4POOL_CIDR=10.81.0.0/16", "TABBY_BIRD_HANG_TIMEOUT=3s",
+			"FELIX_PROMETHEUSMETRICSENABLED=true",
 			"CALICO_IPV4POOL_IPIP=Never", "CALICO_IPV4POOL_VXLAN=Never", "CALICO_IPV4POOL_NAT_OUTGOING=false")
 		a.start()
 		l.agents = append(l.agents, a)
@@ -110,6 +111,14 @@ func TestPrivilegedBGPTwoNodes(t *testing.T) {
 		return ok, fmt.Sprintf("%+v", s)
 	})
 
+	// calico-node's metrics next to felix's.
+	eventually(t, 10*time.Second, "metrics: the session, BIRD's start and confd's syncs", func() (bool, string) {
+		out := a0.metrics()
+		return strings.Contains(out, `tabby_bgp_sessions{established="true",ip_version="4"} 1`) &&
+			strings.Contains(out, "tabby_bird_starts_total 1") && strings.Contains(out, "tabby_bird_up 1") &&
+			!strings.Contains(out, `tabby_confd_syncs_total{result="ok"} 0`) && strings.Contains(out, "felix_"), out
+	})
+
 	// BIRD killed: restarted, session and traffic back.
 	old := a0.birdPid()
 	if old == 0 {
@@ -140,6 +149,9 @@ func TestPrivilegedBGPTwoNodes(t *testing.T) {
 	}
 	a0.waitReady(30 * time.Second)
 	l.reach(t, "pod traffic after the hung BIRD's restart")
+	if out := a0.metrics(); !strings.Contains(out, "tabby_bird_starts_total 3") {
+		t.Errorf("BIRD's starts after two restarts: %s", grepLines(out, "tabby_bird_starts_total"))
+	}
 
 	// The session down (node1 disables its side): not ready, naming the
 	// peer; back up: ready.

@@ -220,6 +220,23 @@ func (a *agent) http(path string) (int, string) {
 	return code, out[:max(i, 0)]
 }
 
+// metrics scrapes felix's metrics port (9091) in the node.
+func (a *agent) metrics() string {
+	out, _ := a.inNode("curl", "-s", "-m", "3", "http://localhost:9091/metrics")
+	return out
+}
+
+// grepLines keeps the lines of s containing sub.
+func grepLines(s, sub string) string {
+	var keep []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			keep = append(keep, l)
+		}
+	}
+	return strings.Join(keep, "\n")
+}
+
 // eventually polls cond every 100ms until it holds or within passes.
 func eventually(t testing.TB, within time.Duration, what string, cond func() (bool, string)) {
 	t.Helper()
