@@ -122,3 +122,29 @@ func TestBIRDReady(t *testing.T) {
 		})
 	}
 }
+
+// TestProbeNeedsACheck: without a flag the probe refuses, as Calico's.
+func TestProbeNeedsACheck(t *testing.T) {
+	err := Probe{}.Run(t.Context())
+	if err == nil || !strings.Contains(err.Error(), "must specify at least one of") {
+		t.Errorf("probe without checks: %v", err)
+	}
+}
+
+// TestProbeFelix: -felix-ready and -felix-live ask the endpoint for felix's
+// components only; a 503 is Calico's "felix is not ready" failure.
+func TestProbeFelix(t *testing.T) {
+	a := NewAggregator(nil)
+	f := a.Register("felix/dataplane", time.Minute)
+	a.Register("bgp", 0).SetReady(false, "BGP not established with 10.0.0.2")
+	srv := httptest.NewServer(Handler(a))
+	defer srv.Close()
+	p := Probe{FelixReady: true, FelixLive: true, BaseURL: srv.URL, Threshold: 5 * time.Second}
+	if err := p.Run(t.Context()); err == nil || err.Error() != "calico/node is not ready: felix is not ready: readiness probe reporting 503" {
+		t.Errorf("felix not ready: %v", err)
+	}
+	f.SetReady(true, "")
+	if err := p.Run(t.Context()); err != nil {
+		t.Errorf("felix ready (BGP down is not felix's business): %v", err)
+	}
+}
