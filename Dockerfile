@@ -13,9 +13,8 @@
 #
 # portmap (chained after calico in 10-calico.conflist) is built from the
 # containernetworking/plugins module already in go.mod.
-# kube-controllers and check-status are built by make build
-# (kubecontrollers/cmd); calico-node is issue 16's next step: until it
-# exists this COPY fails, on purpose.
+# calico-node (node/cmd/calico-node), kube-controllers and check-status
+# (kubecontrollers/cmd) are built by make build.
 FROM debian:trixie-slim
 
 # What calico-node drives on the node, from Debian:

@@ -46,6 +46,14 @@ type Config struct {
 	// RetryMax caps the backoff after a failed apply (default 10s).
 	RetryMax time.Duration
 	Logger   *slog.Logger
+	// Heartbeat, when set, is called on every turn of Run's loop, at least
+	// every HeartbeatInterval (default 5s): a supervisor tells a stuck loop
+	// from an idle one by it.
+	Heartbeat         func()
+	HeartbeatInterval time.Duration
+	// OnSync, when set, is called after each render-and-apply with its
+	// result (nil: BIRD runs the configuration of the current data).
+	OnSync func(error)
 }
 
 // Daemon keeps BIRD's configuration in step with the datastore: it is the
@@ -76,6 +84,9 @@ func NewDaemon(cfg Config, applier Applier) *Daemon {
 	}
 	if cfg.SecretResync == 0 {
 		cfg.SecretResync = 30 * time.Second
+	}
+	if cfg.HeartbeatInterval == 0 {
+		cfg.HeartbeatInterval = 5 * time.Second
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -146,16 +157,29 @@ func (d *Daemon) Run(ctx context.Context) {
 	)
 	timer.Stop()
 	defer timer.Stop()
+	beat := time.NewTicker(d.cfg.HeartbeatInterval)
+	defer beat.Stop()
 	for {
+		if d.cfg.Heartbeat != nil {
+			d.cfg.Heartbeat()
+		}
 		select {
 		case <-ctx.Done():
 			return
+		case <-beat.C:
+			continue
 		case <-d.kick:
 			timer.Reset(d.cfg.Debounce)
 			continue
 		case <-timer.C:
 		}
-		usesSecrets, err := d.sync(ctx)
+		usesSecrets, synced, err := d.sync(ctx)
+		if ctx.Err() != nil {
+			return // stopping: an apply cut short is no failure
+		}
+		if d.cfg.OnSync != nil && synced {
+			d.cfg.OnSync(err)
+		}
 		var renderErr *renderError
 		switch {
 		case err == nil:
@@ -194,17 +218,17 @@ func (e *renderError) Unwrap() error { return e.err }
 // and applies the result; usesSecrets says some password names a Secret.
 // Before the syncer is in sync it does nothing: a partial view would drop
 // peers.
-func (d *Daemon) sync(ctx context.Context) (usesSecrets bool, err error) {
+func (d *Daemon) sync(ctx context.Context) (usesSecrets, synced bool, err error) {
 	in, refs, ok := d.snapshot()
 	if !ok {
-		return false, nil
+		return false, false, nil
 	}
 	start := time.Now()
 	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	secrets, reasons, err := resolveSecrets(sctx, d.cfg.Secrets, refs)
 	cancel()
 	if err != nil {
-		return true, err
+		return true, true, err
 	}
 	in.Secrets = secrets
 	text, err := render.Render(in)
@@ -212,13 +236,13 @@ func (d *Daemon) sync(ctx context.Context) (usesSecrets bool, err error) {
 		if len(reasons) > 0 {
 			err = fmt.Errorf("%w (%s)", err, strings.Join(reasons, "; "))
 		}
-		return len(refs) > 0, &renderError{err}
+		return len(refs) > 0, true, &renderError{err}
 	}
 	if err := d.applier.Apply(ctx, text); err != nil {
-		return len(refs) > 0, err
+		return len(refs) > 0, true, err
 	}
 	d.log.Debug("BIRD config applied", "took", time.Since(start))
-	return len(refs) > 0, nil
+	return len(refs) > 0, true, nil
 }
 
 func (d *Daemon) snapshot() (render.Input, []render.SecretRef, bool) {

@@ -31,6 +31,8 @@ import (
 	kcconfig "github.com/tabbynet/tabby/kubecontrollers/config"
 	"github.com/tabbynet/tabby/kubecontrollers/ipamgc"
 	"github.com/tabbynet/tabby/kubecontrollers/status"
+	"github.com/tabbynet/tabby/node/agent"
+	"github.com/tabbynet/tabby/node/startup"
 )
 
 // inSync records when a syncer has delivered its snapshot.
@@ -103,8 +105,21 @@ func TestIntegrationComponentsRunWithManifestRBAC(t *testing.T) {
 
 	t.Run(nodeSA, func(t *testing.T) {
 		c, ctx := as(t, nodeSA)
-		if err := datastore.EnsureInitialized(ctx, c, "test", "k8s,bgp"); err != nil {
-			t.Fatalf("initialising the datastore: %v", err)
+		// calico-node's start-up: the datastore initialisation (as on an
+		// empty cluster, twice: create, then the update path).
+		cfg, err := startup.Load(func(k string) string {
+			return map[string]string{"NODENAME": "node-a", "CLUSTER_TYPE": "k8s,bgp", "CALICO_IPV6POOL_CIDR": "fd00:65::/64"}[k]
+		}, "", true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			if err := startup.InitDatastore(ctx, c, cfg, "test", true, nil); err != nil {
+				t.Fatalf("initialising the datastore: %v", err)
+			}
+		}
+		if _, err := c.Get(ctx, datastore.Key{Kind: v3.KindIPPool, Name: startup.DefaultIPv6PoolName}); err != nil {
+			t.Fatalf("the default IPv6 pool: %v", err)
 		}
 		synced := make(inSync, 1)
 		sctx, scancel := context.WithCancel(ctx)
@@ -124,6 +139,27 @@ func TestIntegrationComponentsRunWithManifestRBAC(t *testing.T) {
 		n.Spec.BGP = &v3.NodeBGPSpec{IPv4Address: "192.0.2.10/24"}
 		if _, err := c.Update(ctx, n); err != nil {
 			t.Fatalf("registering the node's BGP address: %v", err)
+		}
+		// The NetworkUnavailable condition cleared.
+		if err := agent.MarkNetworkAvailable(ctx, c.Kubernetes(), "node-a", time.Now()); err != nil {
+			t.Fatalf("clearing NetworkUnavailable: %v", err)
+		}
+		// The node's CalicoNodeStatus, reported.
+		st := &v3.CalicoNodeStatus{TypeMeta: metav1.TypeMeta{Kind: v3.KindCalicoNodeStatus, APIVersion: v3.GroupVersion},
+			ObjectMeta: metav1.ObjectMeta{Name: "node-a-status"}, Spec: v3.CalicoNodeStatusSpec{Node: "node-a",
+				Classes: []v3.NodeStatusClassType{v3.NodeStatusClassTypeAgent}, UpdatePeriodSeconds: new(uint32)}}
+		if _, err := adminDS.Create(ctx, st); err != nil {
+			t.Fatal(err)
+		}
+		r, err = c.Get(ctx, datastore.Key{Kind: v3.KindCalicoNodeStatus, Name: "node-a-status"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st = r.(*v3.CalicoNodeStatus)
+		st.Status.Agent.BIRDV4.State = v3.BGPDaemonStateReady
+		st.Status.LastUpdated = metav1.Now()
+		if _, err := c.Update(ctx, st); err != nil {
+			t.Fatalf("reporting the node's status: %v", err)
 		}
 		// Tunnel addresses from IPAM.
 		if _, err := ipam.New(c, ipam.Config{}).AutoAssign(ctx, ipam.AutoAssignArgs{Num4: 1, HandleID: "ipip-tunnel-addr-node-a", Hostname: "node-a", Use: v3.IPPoolAllowedUseTunnel}); err != nil {

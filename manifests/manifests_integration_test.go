@@ -144,15 +144,18 @@ func watched(t *testing.T, c *kdd.Client, kinds ...string) []access {
 // Kubernetes datastore mode.
 func needsKDD(t *testing.T, c *kdd.Client) map[string][]access {
 	// calico-node: felix's and confd's syncers, the Node written back
-	// (kdd's Node update goes through nodes/status), the ClusterInformation
-	// and tiers of datastore.EnsureInitialized and the default pool and
-	// FelixConfiguration created at start-up, CalicoNodeStatus reports,
+	// (kdd's Node update goes through nodes/status), what node/startup's
+	// InitDatastore creates or updates (ClusterInformation, tiers, the
+	// default pools, FelixConfiguration and BGPConfiguration; the default
+	// IPAMConfiguration is only created), CalicoNodeStatus reports,
 	// tunnel addresses from IPAM, BGP passwords from the named Secret,
 	// and the CNI plugin's tokens.
 	node := watched(t, c, slices.Concat(daemon.Kinds, confd.Kinds)...)
-	node = append(node, access{verb: "update", gvr: nodes, subresource: "status"})
-	node = append(node, each([]string{"get", "create", "update"},
-		crd(v3.KindClusterInformation), crd(v3.KindTier), crd(v3.KindIPPool), crd(v3.KindFelixConfiguration))...)
+	node = append(node, access{verb: "update", gvr: nodes, subresource: "status"},
+		access{verb: "patch", gvr: nodes, subresource: "status"}) // node/agent.MarkNetworkAvailable
+	node = append(node, each([]string{"get", "create", "update"}, crd(v3.KindClusterInformation), crd(v3.KindTier),
+		crd(v3.KindIPPool), crd(v3.KindFelixConfiguration), crd(v3.KindBGPConfiguration))...)
+	node = append(node, access{verb: "create", gvr: crd(v3.KindIPAMConfiguration)})
 	node = append(node, each([]string{"get", "list", "watch", "update"}, crd(v3.KindCalicoNodeStatus))...)
 	node = append(node, ipamUse()...)
 	node = append(node,

@@ -145,6 +145,33 @@ type CalicoNodeRouteSourceType string
 // +kubebuilder:validation:Enum=Agent;BGP;Routes
 type NodeStatusClassType string
 
+// The values calico-node reports, as Calico's.
+const (
+	RouteTypeFIB CalicoNodeRouteType = "FIB"
+	RouteTypeRIB CalicoNodeRouteType = "RIB"
+
+	RouteSourceTypeKernel   CalicoNodeRouteSourceType = "Kernel"
+	RouteSourceTypeStatic   CalicoNodeRouteSourceType = "Static"
+	RouteSourceTypeDirect   CalicoNodeRouteSourceType = "Direct"
+	RouteSourceTypeNodeMesh CalicoNodeRouteSourceType = "NodeMesh"
+	RouteSourceTypeBGPPeer  CalicoNodeRouteSourceType = "BGPPeer"
+
+	BGPPeerTypeNodeMesh   BGPPeerType = "NodeMesh"
+	BGPPeerTypeNodePeer   BGPPeerType = "NodePeer"
+	BGPPeerTypeGlobalPeer BGPPeerType = "GlobalPeer"
+
+	BGPDaemonStateReady    BGPDaemonState = "Ready"
+	BGPDaemonStateNotReady BGPDaemonState = "NotReady"
+
+	BGPSessionStateIdle        BGPSessionState = "Idle"
+	BGPSessionStateConnect     BGPSessionState = "Connect"
+	BGPSessionStateActive      BGPSessionState = "Active"
+	BGPSessionStateOpenSent    BGPSessionState = "OpenSent"
+	BGPSessionStateOpenConfirm BGPSessionState = "OpenConfirm"
+	BGPSessionStateEstablished BGPSessionState = "Established"
+	BGPSessionStateClose       BGPSessionState = "Close"
+)
+
 // Values of NodeStatusClassType.
 const (
 	NodeStatusClassTypeAgent  NodeStatusClassType = "Agent"

@@ -71,6 +71,23 @@ func parseFlags(args []string, out io.Writer) (options, error) {
 // Run runs confd with the command line args until ctx is cancelled; it
 // logs to stderr. flag.ErrHelp when args asked for the usage.
 func Run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
+	return RunWith(ctx, args, getenv, stderr, Hooks{})
+}
+
+// Hooks are what a caller running confd in-process (calico-node) adds.
+type Hooks struct {
+	// Control, when set, drives BIRD instead of bird/birdc on the socket
+	// (calico-node's supervisor, which starts BIRD on the first config).
+	Control bird.Control
+	// Logger, when set, replaces the one made from -log-level.
+	Logger *slog.Logger
+	// Heartbeat and OnSync are the daemon's (confd.Config).
+	Heartbeat func()
+	OnSync    func(error)
+}
+
+// RunWith is Run with hooks.
+func RunWith(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer, h Hooks) error {
 	o, err := parseFlags(args, stderr)
 	if err != nil {
 		return err
@@ -89,6 +106,9 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		levelVar.Set(envLevel)
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: &levelVar}))
+	if h.Logger != nil {
+		log = h.Logger
+	}
 	for _, r := range refusedSettings(getenv) {
 		log.Error("confd setting refused", "setting", r[0], "value", getenv(r[0]), "reason", r[1])
 	}
@@ -116,12 +136,16 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}
 	defer client.Close()
 
-	drv, err := bird.NewDriver(o.birdConfig, bird.Exec{Bird: o.birdBin, Birdc: o.birdcBin, Socket: o.birdSocket})
+	var ctl bird.Control = bird.Exec{Bird: o.birdBin, Birdc: o.birdcBin, Socket: o.birdSocket}
+	if h.Control != nil {
+		ctl = h.Control
+	}
+	drv, err := bird.NewDriver(o.birdConfig, ctl)
 	if err != nil {
 		return err
 	}
 	cfg := confd.Config{NodeName: nodeName, RouterID: getenv("CALICO_ROUTER_ID"), LogFile: o.birdLog,
-		Debounce: o.debounce, SecretResync: o.secretResync, Logger: log}
+		Debounce: o.debounce, SecretResync: o.secretResync, Logger: log, Heartbeat: h.Heartbeat, OnSync: h.OnSync}
 	var (
 		d      *confd.Daemon
 		syncer datastore.Syncer

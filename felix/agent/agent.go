@@ -59,6 +59,22 @@ type Options struct {
 	// makes one from LogSeverityScreen, LogFilePath and LogSeverityFile
 	// and makes it slog's default.
 	Logger *slog.Logger
+	// Registry, when set, holds felix's metrics (served on felix's metrics
+	// port) so the embedding agent can add its own; else felix makes one.
+	Registry *prometheus.Registry
+	// Health, when set, receives felix's loop heartbeats and readiness
+	// instead of felix serving its own health endpoint (calico-node
+	// serves one for all its parts).
+	Health Health
+}
+
+// Health is where an embedding agent collects felix's health.
+type Health interface {
+	// Heartbeat is called on every turn of the calculation and dataplane
+	// loops (each at least every 10s).
+	Heartbeat(loop string)
+	// Ready is given felix's readiness: the dataplane in sync.
+	Ready(inSync func() bool)
 }
 
 // localSources reads the FELIX_* environment and felix's config file.
@@ -123,7 +139,10 @@ func Run(ctx context.Context, o Options) error {
 			log.Error("felix logs to the screen only", "logFilePath", cfg.logFilePath, "error", ferr)
 		}
 	}
-	reg := prometheus.NewRegistry()
+	reg := o.Registry
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
 	st := &settingsState{env: env, file: file, log: log, metric: newProblemMetric(reg), logs: logs, getenv: getenv}
 	st.report(local)
 
@@ -196,6 +215,9 @@ func Run(ctx context.Context, o Options) error {
 		dpCfg.OnApplied = status.Applied
 		go func() { _ = status.Run(runCtx) }()
 	}
+	if o.Health != nil {
+		dpCfg.Heartbeat = func() { o.Health.Heartbeat("dataplane") }
+	}
 	dp := dataplane.New(dpCfg)
 	rm, closeRoutes, err := newRouteManager(cfg, log, reg)
 	if err != nil {
@@ -204,12 +226,16 @@ func Run(ctx context.Context, o Options) error {
 	defer closeRoutes()
 	go func() { _ = rm.Run(runCtx) }()
 	calcHang := hangAfter(runCtx, cfg.calcHangAfter, "calculation", log)
-	d := daemon.New(daemon.Config{NodeName: cfg.hostname, Rules: st.rc, IPVersions: versions,
+	dcfg := daemon.Config{NodeName: cfg.hostname, Rules: st.rc, IPVersions: versions,
 		Dataplane: dp, Logger: log, Metrics: daemon.NewMetrics(reg), Routes: rm, EndpointStatus: endpointStatus(status),
 		RulesConfig: func(global, node *v3.FelixConfigurationSpec) rules.Config {
 			calcHang() // within the computation, as Calico's calculation graph hangs
 			return st.onDatastore(global, node)
-		}, Health: calcLoop})
+		}, Health: calcLoop}
+	if o.Health != nil {
+		dcfg.Heartbeat = func() { o.Health.Heartbeat("calculation") }
+	}
+	d := daemon.New(dcfg)
 
 	dsProbe := &health.Probe{Name: "datastore", Interval: 10 * time.Second, Log: log, Probe: func(ctx context.Context) error {
 		_, err := client.Get(ctx, datastore.Key{Kind: v3.KindFelixConfiguration, Name: "default"})
@@ -227,8 +253,13 @@ func Run(ctx context.Context, o Options) error {
 			}
 			return false, "not in sync yet"
 		}}}
+	if o.Health != nil {
+		// The embedding agent serves health: felix's readiness includes
+		// the datastore probe; its loops tick the agent's heartbeats.
+		o.Health.Ready(func() bool { ok, _ := checker.ReadyNow(); return ok })
+	}
 	var servers []*http.Server
-	if cfg.healthEnabled {
+	if cfg.healthEnabled && o.Health == nil {
 		mux := http.NewServeMux()
 		checker.Register(mux)
 		servers = append(servers, &http.Server{Addr: net.JoinHostPort(cfg.healthHost, strconv.Itoa(cfg.healthPort)),

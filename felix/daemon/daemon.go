@@ -93,6 +93,9 @@ type Config struct {
 	// route manager's kinds (routes.Kinds), which the policy path does
 	// not keep.
 	Routes datastore.SyncerCallbacks
+	// Heartbeat, if set, is called on every turn of Run's loop, at least
+	// every HostInterfaceInterval: a stuck computation stops it.
+	Heartbeat func()
 }
 
 // Metrics are the calculation's Prometheus metrics.
@@ -507,6 +510,9 @@ func (d *Daemon) Run(ctx context.Context, syncer datastore.Syncer) error {
 	var lastEnd time.Time
 	var lastTook time.Duration
 	for {
+		if d.cfg.Heartbeat != nil {
+			d.cfg.Heartbeat()
+		}
 		select {
 		case <-ctx.Done():
 			return nil

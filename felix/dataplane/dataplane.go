@@ -37,6 +37,9 @@ type Config struct {
 	// OnApplied, if set, is called after each successful Apply with the
 	// generation (see Generation) of the rulesets now in the kernel.
 	OnApplied func(gen uint64)
+	// Heartbeat, if set, is called on every turn of Run's loop, at least
+	// every 10s: a stuck sync (a hung iptables-restore) stops it.
+	Heartbeat func()
 }
 
 // Dataplane sequences the iptables and ipset drivers of one network
@@ -258,10 +261,17 @@ func (d *Dataplane) Run(ctx context.Context) error {
 	}
 	backoff := d.cfg.MinBackoff
 	var retry <-chan time.Time
+	beat := time.NewTicker(10 * time.Second)
+	defer beat.Stop()
 	for {
+		if d.cfg.Heartbeat != nil {
+			d.cfg.Heartbeat()
+		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
+		case <-beat.C:
+			continue
 		case <-d.kick:
 		case <-refresh:
 			d.InvalidateCaches()

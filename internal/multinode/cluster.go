@@ -62,6 +62,10 @@ type Options struct {
 	// IPv6 adds IPv6 to the underlay, the nodes (and their Node
 	// resources), felix and the pods (the CNI assigns IPv6 too).
 	IPv6 bool
+	// Bare leaves the datastore empty: no ClusterInformation, tiers or
+	// namespace profile (for tests of what initialises it). Implies
+	// NoNodeResources.
+	Bare bool
 }
 
 // TwoSubnets puts node 0 and 1 in subnet 0 and the others in subnet 1:
@@ -155,11 +159,17 @@ func New(t testing.TB, o Options) *Cluster {
 	}
 	t.Cleanup(func() { _ = c.Client.Close() })
 	ctx := context.Background()
-	c.must(datastore.EnsureInitialized(ctx, c.Client, "multinode", "multinode,etcd"))
+	if o.Bare {
+		o.NoNodeResources = true
+	} else {
+		c.must(datastore.EnsureInitialized(ctx, c.Client, "multinode", "multinode,etcd"))
+	}
 	// The namespace profile kube-controllers would provide: allow unless
 	// a policy says otherwise.
-	c.Create(&v3.Profile{TypeMeta: metav1.TypeMeta{Kind: v3.KindProfile}, ObjectMeta: metav1.ObjectMeta{Name: "kns.default"},
-		Spec: v3.ProfileSpec{Ingress: []v3.Rule{{Action: v3.Allow}}, Egress: []v3.Rule{{Action: v3.Allow}}}})
+	if !o.Bare {
+		c.Create(&v3.Profile{TypeMeta: metav1.TypeMeta{Kind: v3.KindProfile}, ObjectMeta: metav1.ObjectMeta{Name: "kns.default"},
+			Spec: v3.ProfileSpec{Ingress: []v3.Rule{{Action: v3.Allow}}, Egress: []v3.Rule{{Action: v3.Allow}}}})
+	}
 
 	for i := 0; i < o.Nodes; i++ {
 		s := o.SubnetOf(i)

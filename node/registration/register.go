@@ -22,6 +22,10 @@ type Config struct {
 	// IPv6 / IPv6Method likewise; IPv6 "" means none (Calico's default).
 	IPv6       string
 	IPv6Method string
+	// Check, when set, vets the chosen addresses ("" for none) before
+	// anything is written; its error fails Register (calico-node's check
+	// that no other Node uses them).
+	Check func(ctx context.Context, v4, v6 string) error
 }
 
 // Register chooses the node's addresses and creates or updates its Node
@@ -35,6 +39,11 @@ func Register(ctx context.Context, c datastore.Client, cfg Config, env Env) (*v3
 	v6, err := choose(cfg.IPv6, cfg.IPv6Method, 6, env, "none")
 	if err != nil {
 		return nil, err
+	}
+	if cfg.Check != nil {
+		if err := cfg.Check(ctx, v4, v6); err != nil {
+			return nil, err
+		}
 	}
 	apply := func(n *v3.Node) {
 		if v4 == "" && v6 == "" {

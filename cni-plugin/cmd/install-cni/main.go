@@ -19,23 +19,14 @@ import (
 	"context"
 	"errors"
 	"flag"
-	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-
 	"github.com/tabbynet/tabby/cni-plugin/install"
 )
-
-const saDir = "/var/run/secrets/kubernetes.io/serviceaccount"
 
 func main() {
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
@@ -59,7 +50,7 @@ func run(log *slog.Logger) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 
-	kube, err := kubeFromEnv(*validity, log)
+	kube, err := install.KubeFromEnv(os.Getenv, *validity, log)
 	if err != nil {
 		return err
 	}
@@ -86,48 +77,3 @@ func run(log *slog.Logger) error {
 
 // kubeFromEnv builds the API server access: in a pod, its service
 // account; else KUBECONFIG; else nil.
-func kubeFromEnv(validity time.Duration, log *slog.Logger) (*install.Kube, error) {
-	var rc *rest.Config
-	var err error
-	namespace := "kube-system"
-	if _, serr := os.Stat(saDir + "/token"); serr == nil {
-		if rc, err = rest.InClusterConfig(); err != nil {
-			return nil, fmt.Errorf("in-cluster configuration: %w", err)
-		}
-		if ns, err := os.ReadFile(saDir + "/namespace"); err == nil && len(strings.TrimSpace(string(ns))) > 0 {
-			namespace = strings.TrimSpace(string(ns))
-		}
-	} else if path := os.Getenv("KUBECONFIG"); path != "" {
-		if rc, err = clientcmd.BuildConfigFromFlags("", path); err != nil {
-			return nil, fmt.Errorf("KUBECONFIG %s: %w", path, err)
-		}
-	} else {
-		return nil, nil
-	}
-	if err := rest.LoadTLSFiles(rc); err != nil {
-		return nil, fmt.Errorf("the API server's CA: %w", err)
-	}
-	client, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		return nil, fmt.Errorf("kubernetes client: %w", err)
-	}
-	cluster := install.Cluster{Server: rc.Host, CAData: rc.CAData, Insecure: rc.Insecure}
-	if host := os.Getenv("KUBERNETES_SERVICE_HOST"); host != "" {
-		proto := os.Getenv("KUBERNETES_SERVICE_PROTOCOL")
-		if proto == "" {
-			proto = "https"
-		}
-		cluster.Server = proto + "://" + net.JoinHostPort(host, os.Getenv("KUBERNETES_SERVICE_PORT"))
-	}
-	if os.Getenv("SKIP_TLS_VERIFY") == "true" {
-		cluster.Insecure, cluster.CAData = true, nil
-	}
-	sa := os.Getenv("CALICO_CNI_SERVICE_ACCOUNT")
-	if sa == "" {
-		sa = install.DefaultServiceAccount
-	}
-	log.Info("the CNI plugin's token comes from the TokenRequest API", "serviceAccount", namespace+"/"+sa, "server", cluster.Server)
-	return &install.Kube{Client: client, Cluster: cluster, Refresher: install.TokenRefresher{
-		Namespace: namespace, ServiceAccount: sa, Validity: validity,
-	}}, nil
-}
