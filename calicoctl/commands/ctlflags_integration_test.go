@@ -73,6 +73,8 @@ func ctlFlagScenarios(t *testing.T, b cliBackend) {
 		{args: args("get ippools -o name"), version: "v3.29.2-0.dev-12-gabc"},
 		{args: args("validate -f " + td + "pools.yaml"), version: "v3.30.1"},
 		{args: args("version"), version: "v3.30.1"},
+		{args: args("version --client"), version: "v3.30.1"},
+		{args: args("version --poll=often"), wantCode: 1},
 	})
 	cliScenario(t, b, "migrate-lock", []step{
 		{args: args("datastore migrate lock")},
