@@ -27,6 +27,7 @@ func ctlFlagScenarios(t *testing.T, b cliBackend) {
 		{args: args("get bgpconfigurations -o wide")},
 		{args: args("get hep")},
 		{args: args("get hep -o wide")},
+		{args: args("get networkpolicies -a")},
 		{args: args("get ippools -o wide")},
 		{args: args("get ippool pool-a deep-pool")},
 		{args: args("get ippool pool-a deep-pool -o yaml --export")},
