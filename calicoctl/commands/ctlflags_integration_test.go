@@ -35,6 +35,8 @@ func ctlFlagScenarios(t *testing.T, b cliBackend) {
 		{args: args("apply -f -"), stdin: "- apiVersion: projectcalico.org/v3\n  kind: IPPool\n  metadata: {name: seq-pool}\n  spec: {cidr: 10.88.0.0/16}\n- apiVersion: projectcalico.org/v3\n  kind: IPPool\n  metadata: {name: seq-pool-2}\n  spec: {cidr: 10.89.0.0/16}\n"},
 		{args: args("delete ippool seq-pool seq-pool-2")},
 		{args: args("get ippools -o custom-columns=NAME,CIDR,ASSIGNMENTMODE")},
+		{args: args("get bgpconfigurations -o yaml")},
+		{args: args("get hostendpoints -o json")},
 		{args: args("get ippool pool-b -o custom-columns=CIDR,VXLANMODE")},
 		{args: args("get ippools -o custom-columns=NAME,BOGUS"), wantCode: 1},
 		{args: args("get ippools -o custom-columns="), wantCode: 1},

@@ -110,6 +110,7 @@ resourceVersion, creationTimestamp) when resources are named.`,
 					return friendly(err)
 				}
 				items = l.Items
+				p.revision = l.Revision
 				// Calico lists the records it can read and leaves out
 				// the rest; the output is the same here, and each left
 				// out is named on stderr.
