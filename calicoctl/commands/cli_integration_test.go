@@ -111,7 +111,8 @@ func kubeBackend(t *testing.T) cliBackend {
 func cliSuite(t *testing.T, b cliBackend) {
 	td := "testdata/cli/"
 	cliScenario(t, b, "pools", []step{
-		{args: args("version")},
+		// No ClusterInformation yet: Calico's version fails saying so.
+		{args: args("version"), wantCode: 1},
 		{args: args("create -f " + td + "pools.yaml")},
 		{args: args("get ippools")},
 		{args: args("get ippools -o wide")},
@@ -176,6 +177,9 @@ func cliSuite(t *testing.T, b cliBackend) {
 		out, code := none.run(t, "", "get", "ippools")
 		if code == 0 || !strings.Contains(out, "no datastore configured: set DATASTORE_TYPE") {
 			t.Fatalf("exit %d:\n%s", code, out)
+		}
+		if out, code := none.run(t, "", "version"); code != 0 || !strings.Contains(out, "Unable to detect installed Calico version") {
+			t.Fatalf("version without a datastore: exit %d:\n%s", code, out)
 		}
 	})
 	t.Run("unreachable", func(t *testing.T) {

@@ -27,6 +27,7 @@ func ctlFlagScenarios(t *testing.T, b cliBackend) {
 		{args: args("get bgpconfigurations -o wide")},
 		{args: args("get hep")},
 		{args: args("get hep -o wide")},
+		{args: args("get networkpolicies -a")},
 		{args: args("get ippools -o wide")},
 		{args: args("get ippool pool-a deep-pool")},
 		{args: args("get ippool pool-a deep-pool -o yaml --export")},
@@ -34,6 +35,8 @@ func ctlFlagScenarios(t *testing.T, b cliBackend) {
 		{args: args("apply -f -"), stdin: "- apiVersion: projectcalico.org/v3\n  kind: IPPool\n  metadata: {name: seq-pool}\n  spec: {cidr: 10.88.0.0/16}\n- apiVersion: projectcalico.org/v3\n  kind: IPPool\n  metadata: {name: seq-pool-2}\n  spec: {cidr: 10.89.0.0/16}\n"},
 		{args: args("delete ippool seq-pool seq-pool-2")},
 		{args: args("get ippools -o custom-columns=NAME,CIDR,ASSIGNMENTMODE")},
+		{args: args("get bgpconfigurations -o yaml")},
+		{args: args("get hostendpoints -o json")},
 		{args: args("get ippool pool-b -o custom-columns=CIDR,VXLANMODE")},
 		{args: args("get ippools -o custom-columns=NAME,BOGUS"), wantCode: 1},
 		{args: args("get ippools -o custom-columns="), wantCode: 1},
@@ -73,6 +76,8 @@ func ctlFlagScenarios(t *testing.T, b cliBackend) {
 		{args: args("get ippools -o name"), version: "v3.29.2-0.dev-12-gabc"},
 		{args: args("validate -f " + td + "pools.yaml"), version: "v3.30.1"},
 		{args: args("version"), version: "v3.30.1"},
+		{args: args("version --client"), version: "v3.30.1"},
+		{args: args("version --poll=often"), wantCode: 1},
 	})
 	cliScenario(t, b, "migrate-lock", []step{
 		{args: args("datastore migrate lock")},

@@ -209,7 +209,7 @@ func (a *app) migrateExport(ctx context.Context) error {
 			r.SetDeletionGracePeriodSeconds(nil)
 			items = append(items, r)
 		}
-		p := &printer{format: "yaml"}
+		p := &printer{format: "yaml", revision: l.Revision}
 		if err := p.printDocument(&out, info, items, true); err != nil {
 			return err
 		}

@@ -110,6 +110,7 @@ resourceVersion, creationTimestamp) when resources are named.`,
 					return friendly(err)
 				}
 				items = l.Items
+				p.revision = l.Revision
 				// Calico lists the records it can read and leaves out
 				// the rest; the output is the same here, and each left
 				// out is named on stderr.
@@ -134,6 +135,9 @@ resourceVersion, creationTimestamp) when resources are named.`,
 	cmd.Flags().StringVarP(&output, "output", "o", "ps", "Output format: yaml, json, ps, wide, custom-columns=..., go-template=..., go-template-file=..., name")
 	cmd.Flags().StringVarP(&namespace, "namespace", "n", "", "namespace of namespaced resources (default \"default\")")
 	cmd.Flags().BoolVarP(&allNamespaces, "all-namespaces", "A", false, "list namespaced resources in every namespace")
+	// Calico's calicoctl also takes -a (its docopt past); hidden, as there.
+	cmd.Flags().BoolVarP(&allNamespaces, "all-namespaces-a", "a", false, "Alias for --all-namespaces.")
+	_ = cmd.Flags().MarkHidden("all-namespaces-a")
 	// -l is the global --log-level, as in Calico's calicoctl.
 	cmd.Flags().StringVar(&selector, "selector", "", "only resources whose labels match this Calico selector (Tabby's)")
 	cmd.Flags().BoolVar(&export, "export", false, "Strip cluster-specific information from the output.")

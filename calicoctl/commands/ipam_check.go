@@ -506,8 +506,10 @@ func (a *app) releaseIPs(ctx context.Context, al *ipam.Allocator, addrs []netip.
 
 func newIPAMConfigureCmd(a *app) *cobra.Command {
 	var (
-		strict    bool
-		maxBlocks int32
+		strict      bool
+		maxBlocks   int32
+		persistence string
+		cooldown    int
 	)
 	cmd := &cobra.Command{
 		Use:   "configure --strictaffinity=true|false [--max-blocks-per-host=N]",
@@ -518,7 +520,23 @@ func newIPAMConfigureCmd(a *app) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			setStrict := cmd.Flags().Changed("strictaffinity")
 			setMax := cmd.Flags().Changed("max-blocks-per-host")
-			if !setStrict && !setMax {
+			setPersistence := cmd.Flags().Changed("kubevirt-ip-persistence")
+			setCooldown := cmd.Flags().Changed("ip-cooldown-seconds")
+			// Tabby's IPAM has neither KubeVirt address persistence nor IP
+			// cooldown: only the values that change nothing are accepted.
+			if setPersistence {
+				switch persistence {
+				case "Enabled":
+				case "Disabled":
+					return fmt.Errorf("--kubevirt-ip-persistence=Disabled is not supported by Tabby: its IPAM has no KubeVirt handling (leave it Enabled, the default)")
+				default:
+					return fmt.Errorf("invalid value for --kubevirt-ip-persistence. Use Enabled or Disabled")
+				}
+			}
+			if setCooldown && cooldown != 0 {
+				return fmt.Errorf("--ip-cooldown-seconds=%d is not supported by Tabby: its IPAM hands a released address out again at once (0 is the only value)", cooldown)
+			}
+			if !setStrict && !setMax && !setPersistence && !setCooldown {
 				return fmt.Errorf("nothing to change: pass --strictaffinity=true|false and/or --max-blocks-per-host=N")
 			}
 			if maxBlocks < 0 || maxBlocks > 1000000 {
@@ -537,6 +555,12 @@ func newIPAMConfigureCmd(a *app) *cobra.Command {
 				if setMax {
 					s.MaxBlocksPerHost = maxBlocks
 				}
+				if setPersistence {
+					s.KubeVirtVMAddressPersistence = nil // unset means Enabled
+				}
+				if setCooldown {
+					s.IPCooldownSeconds = 0
+				}
 			})
 			if err != nil {
 				return err
@@ -547,11 +571,19 @@ func newIPAMConfigureCmd(a *app) *cobra.Command {
 			if setMax {
 				fmt.Fprintf(a.stdout, "Successfully set MaxBlocksPerHost to: %d\n", maxBlocks)
 			}
+			if setPersistence {
+				fmt.Fprintln(a.stdout, "Successfully set KubeVirtVMAddressPersistence to:", persistence)
+			}
+			if setCooldown {
+				fmt.Fprintln(a.stdout, "Successfully set IPCooldownSeconds to:", cooldown)
+			}
 			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&strict, "strictaffinity", false, "true: nodes never borrow addresses from other nodes' blocks")
 	cmd.Flags().Int32Var(&maxBlocks, "max-blocks-per-host", 0, "most blocks one node may claim (0: no limit)")
+	cmd.Flags().StringVar(&persistence, "kubevirt-ip-persistence", "", "Control whether KubeVirt VMs retain persistent IP addresses (Enabled|Disabled); Tabby: Enabled only.")
+	cmd.Flags().IntVar(&cooldown, "ip-cooldown-seconds", -1, "Set the minimum time between release and re-allocation of an IP address; Tabby: 0 only.")
 	return cmd
 }
 

@@ -255,5 +255,9 @@ spec: {cidr: "fd00:50::/64", blockSize: 122}
 	run(&tr, "", 1, "ipam configure")
 	run(&tr, "", 1, "ipam configure --strictaffinity=maybe")
 	run(&tr, "", 1, "ipam configure --max-blocks-per-host=-3")
+	run(&tr, "", 0, "ipam configure --kubevirt-ip-persistence=Enabled --ip-cooldown-seconds=0")
+	run(&tr, "", 1, "ipam configure --kubevirt-ip-persistence=Disabled")
+	run(&tr, "", 1, "ipam configure --kubevirt-ip-persistence=Sometimes")
+	run(&tr, "", 1, "ipam configure --ip-cooldown-seconds=30")
 	checkGolden(t, "ipam", tr.String())
 }

@@ -45,6 +45,10 @@ type modelBlock struct {
 	Deleted                     bool              `json:"deleted"`
 	SequenceNumber              uint64            `json:"sequenceNumber"`
 	SequenceNumberForAllocation map[string]uint64 `json:"sequenceNumberForAllocation"`
+	// Older Calico's forms: the affinity's host alone, and a block-level
+	// strictAffinity (always false).
+	HostAffinity   *string `json:"hostAffinity,omitempty"`
+	StrictAffinity bool    `json:"strictAffinity,omitempty"`
 }
 
 type modelAttribute struct {
@@ -115,7 +119,7 @@ func pullIPAM(ctx context.Context, c datastore.Client, nodeMap map[string]string
 		}
 		mb := modelBlock{CIDR: s.CIDR, Affinity: s.Affinity, AffinityClaimTime: s.AffinityClaimTime, Allocations: s.Allocations,
 			Unallocated: s.Unallocated, Deleted: s.Deleted, SequenceNumber: s.SequenceNumber, SequenceNumberForAllocation: s.SequenceNumberForAllocation,
-			Attributes: make([]modelAttribute, len(s.Attributes))}
+			Attributes: make([]modelAttribute, len(s.Attributes)), StrictAffinity: s.DeprecatedStrictAffinity}
 		if mb.Allocations == nil {
 			mb.Allocations = []*int{}
 		}
@@ -224,7 +228,12 @@ func (m *migrateIPAM) ipamResources() ([]v3.Resource, error) {
 		b.Name = ipam.BlockName(p)
 		v := kv.Value
 		b.Spec = v3.IPAMBlockSpec{CIDR: v.CIDR, Affinity: v.Affinity, AffinityClaimTime: v.AffinityClaimTime, Allocations: v.Allocations,
-			Unallocated: v.Unallocated, Deleted: v.Deleted, SequenceNumber: v.SequenceNumber, SequenceNumberForAllocation: v.SequenceNumberForAllocation}
+			Unallocated: v.Unallocated, Deleted: v.Deleted, SequenceNumber: v.SequenceNumber, SequenceNumberForAllocation: v.SequenceNumberForAllocation,
+			DeprecatedStrictAffinity: v.StrictAffinity}
+		if b.Spec.Affinity == nil && v.HostAffinity != nil {
+			aff := "host:" + *v.HostAffinity
+			b.Spec.Affinity = &aff
+		}
 		for _, a := range v.Attributes {
 			b.Spec.Attributes = append(b.Spec.Attributes, v3.AllocationAttribute{HandleID: a.HandleID, ActiveOwnerAttrs: a.ActiveOwnerAttrs, AlternateOwnerAttrs: a.AlternateOwnerAttrs})
 		}

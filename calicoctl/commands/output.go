@@ -10,6 +10,7 @@ import (
 	"text/template"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
@@ -26,6 +27,9 @@ type printer struct {
 	// withNS adds a NAMESPACE column to tables of namespaced kinds (Calico:
 	// when -n or -A was given).
 	withNS bool
+	// revision is the listed kind's revision, shown as a List's
+	// metadata.resourceVersion.
+	revision string
 }
 
 // newPrinter parses -o as Calico's calicoctl does, with its messages.
@@ -84,6 +88,9 @@ func (p *printer) print(w io.Writer, info v3.KindInfo, items []v3.Resource, list
 			l, err := listOf(info, items)
 			if err != nil {
 				return err
+			}
+			if la, err := meta.ListAccessor(l); err == nil {
+				la.SetResourceVersion(p.revision)
 			}
 			data = []runtime.Object{l}
 		} else {
@@ -171,8 +178,12 @@ func (p *printer) printDocument(w io.Writer, info v3.KindInfo, items []v3.Resour
 		list := struct {
 			APIVersion string            `json:"apiVersion"`
 			Kind       string            `json:"kind"`
+			Metadata   *metav1.ListMeta  `json:"metadata,omitempty"`
 			Items      []json.RawMessage `json:"items"`
 		}{APIVersion: v3.GroupVersion, Kind: info.Kind + "List", Items: []json.RawMessage{}}
+		if p.revision != "" {
+			list.Metadata = &metav1.ListMeta{ResourceVersion: p.revision}
+		}
 		for _, it := range items {
 			js, err := v3.EncodeJSON(it)
 			if err != nil {

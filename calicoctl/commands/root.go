@@ -21,8 +21,12 @@ import (
 	"github.com/tabbynet/tabby/datastore/dsconfig"
 )
 
-// Version is set at build time with -ldflags "-X ...commands.Version=...".
-var Version = "dev"
+// Version and GitRevision are set at build time with -ldflags
+// "-X ...commands.Version=... -X ...commands.GitRevision=...".
+var (
+	Version     = "dev"
+	GitRevision = "unknown"
+)
 
 // app carries what commands need from the outside world.
 type app struct {
@@ -143,38 +147,90 @@ func (a *app) connect() (datastore.Client, error) {
 }
 
 func newVersionCmd(a *app) *cobra.Command {
-	return &cobra.Command{
+	var clientOnly bool
+	var poll string
+	cmd := &cobra.Command{
 		Use:   "version",
-		Short: "Print the client version, and the cluster's when a datastore is configured",
+		Short: "Display the version of this binary",
+		Long: `Display version information for calicoctl, and for the cluster when it can
+be reached (ClusterInformation's calicoVersion and clusterType). --poll keeps
+watching and prints each change until interrupted.`,
 		Example: `  calicoctl version
-  DATASTORE_TYPE=kubernetes KUBECONFIG=~/.kube/config calicoctl version`,
+  calicoctl version --client
+  calicoctl version --poll=10s`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			fmt.Fprintf(a.stdout, "Client Version:    %s\n", a.clientVersion())
+			var every time.Duration
+			if poll != "" {
+				d, err := time.ParseDuration(poll)
+				if err != nil {
+					return fmt.Errorf("invalid poll duration specified: %s", poll)
+				}
+				every = d
+			}
+			fmt.Fprintln(a.stdout, "Client Version:   ", a.clientVersion())
+			fmt.Fprintln(a.stdout, "Git commit:       ", GitRevision)
+			if clientOnly {
+				return nil
+			}
 			c, err := a.connect()
 			if errors.Is(err, dsconfig.ErrNotConfigured) {
-				return nil // no datastore: the client version is all there is
+				fmt.Fprintln(a.stdout, "Unable to detect installed Calico version")
+				return nil
 			}
 			if err != nil {
 				return err
 			}
 			defer c.Close()
-			ctx := cmd.Context()
-			if ctx == nil {
-				ctx = context.Background()
-			}
-			r, err := c.Get(ctx, datastore.Key{Kind: v3.KindClusterInformation, Name: "default"})
-			if errors.Is(err, datastore.ErrNotFound) {
-				fmt.Fprintln(a.stdout, "Cluster Version:   unknown (no ClusterInformation yet: the node agent creates it on first start)")
-				return nil
-			}
-			if err != nil {
-				return fmt.Errorf("reading the cluster version: %w", friendly(err))
-			}
-			ci := r.(*v3.ClusterInformation)
-			fmt.Fprintf(a.stdout, "Cluster Version:   %s\n", ci.Spec.CalicoVersion)
-			fmt.Fprintf(a.stdout, "Cluster Type:      %s\n", ci.Spec.ClusterType)
-			return nil
+			return a.printClusterVersion(cmdContext(cmd), c, every)
 		},
+	}
+	cmd.Flags().BoolVar(&clientOnly, "client", false, "Display the client version only.")
+	cmd.Flags().StringVar(&poll, "poll", "", "Poll for changes to the cluster information at a frequency specified using POLL duration.")
+	return cmd
+}
+
+// printClusterVersion prints the cluster's version and type as Calico's
+// version does: once, or on every change when polling (until ctx ends).
+func (a *app) printClusterVersion(ctx context.Context, c datastore.Client, every time.Duration) error {
+	var shownV, shownT string
+	for {
+		r, err := c.Get(ctx, datastore.Key{Kind: v3.KindClusterInformation, Name: "default"})
+		if err == nil {
+			ci := r.(*v3.ClusterInformation)
+			v, t := ci.Spec.CalicoVersion, ci.Spec.ClusterType
+			if v == "" {
+				v = "unknown"
+			}
+			if t == "" {
+				t = "unknown"
+			}
+			if v != shownV {
+				fmt.Fprintln(a.stdout, "Cluster Version:  ", v)
+				shownV = v
+			}
+			if t != shownT {
+				fmt.Fprintln(a.stdout, "Cluster Type:     ", t)
+				shownT = t
+			}
+		} else {
+			if isNotFound(err) {
+				err = fmt.Errorf("unable to retrieve Cluster Version or Type: %w (the node agent creates ClusterInformation on first start)", err)
+			} else {
+				err = fmt.Errorf("unable to retrieve Cluster Version or Type: %w", friendly(err))
+			}
+			shownV, shownT = "", ""
+		}
+		if every == 0 {
+			return err
+		}
+		if err != nil {
+			fmt.Fprintln(a.stderr, err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(every):
+		}
 	}
 }
