@@ -14,6 +14,9 @@ import (
 	"github.com/tabbynet/tabby/datastore/dsconfig"
 )
 
+// localProcs are the processes node status sees in runLocal.
+var localProcs = [][]string{{"/usr/bin/calico-node"}, {"bird", "-R", "-s", "/var/run/calico/bird.ctl"}}
+
 // runLocal runs calicoctl with no datastore configured and a fake birdc
 // that answers with birdOut (or fails with birdErr).
 func runLocal(t *testing.T, stdin, birdOut string, birdErr error, args ...string) (string, int) {
@@ -24,6 +27,7 @@ func runLocal(t *testing.T, stdin, birdOut string, birdErr error, args ...string
 		getenv:        func(string) string { return "" },
 		newClient:     dsconfig.New,
 		defaultConfig: "/nonexistent/calicoctl.cfg",
+		procs: func() [][]string { return localProcs },
 		birdc: func(_ context.Context, socket string, args ...string) ([]byte, error) {
 			if want := "show protocols"; strings.Join(args, " ") != want {
 				return nil, fmt.Errorf("birdc %v, want %q", args, want)
@@ -69,6 +73,7 @@ func TestNodeStatusGolden(t *testing.T) {
 	for _, s := range []struct {
 		birdOut  string
 		birdErr  error
+		procs    [][]string
 		args     string
 		wantCode int
 	}{
@@ -76,8 +81,18 @@ func TestNodeStatusGolden(t *testing.T) {
 		{birdOut: "BIRD 2.0.12 ready.\nName       Proto      Table      State  Since         Info\ndevice1    Device     ---        up     2026-11-30 12:00:00.123\n", args: "node status --bird-socket=/run/test/bird.ctl"},
 		{birdOut: "Unable to connect to server control socket (/run/test/bird.ctl): No such file or directory\n", birdErr: errors.New("exit status 1"), args: "node status --bird-socket=/run/test/bird.ctl", wantCode: 1},
 		{args: "node status extra", wantCode: 1},
+		// As Calico's: no agent process -> not running; no BIRD process ->
+		// the BGP backend is not running.
+		{procs: [][]string{{"bird"}, {"sshd"}}, args: "node status", wantCode: 1},
+		{procs: [][]string{{"/usr/bin/calico-node"}}, args: "node status"},
 	} {
+		if s.procs != nil {
+			localProcs, s.procs = s.procs, localProcs
+		}
 		out, code := runLocal(t, "", s.birdOut, s.birdErr, strings.Fields(s.args)...)
+		if s.procs != nil {
+			localProcs = s.procs
+		}
 		if code != s.wantCode {
 			t.Errorf("%s: exit %d, want %d\n%s", s.args, code, s.wantCode, out)
 		}

@@ -93,7 +93,6 @@ func peerAddr(sym string) (netip.Addr, bool) {
 
 // printNodeStatus writes Calico's node status layout.
 func printNodeStatus(w io.Writer, peers []bgpPeer) {
-	fmt.Fprintln(w, "Calico process is running.")
 	for _, fam := range []struct {
 		name string
 		v6   bool
@@ -115,6 +114,19 @@ func printNodeStatus(w io.Writer, peers []bgpPeer) {
 }
 
 func (a *app) nodeStatus(ctx context.Context, socket string) error {
+	list := a.procs
+	if list == nil {
+		list = runningProcesses
+	}
+	procs := list()
+	if !agentRunning(procs) {
+		return errors.New("Calico process is not running.") //nolint:staticcheck // Calico's message
+	}
+	fmt.Fprintln(a.stdout, "Calico process is running.")
+	if !birdRunning(procs) {
+		fmt.Fprint(a.stdout, "\nThe BGP backend process (BIRD) is not running.\n\n")
+		return nil
+	}
 	if socket == "" {
 		for _, s := range defaultBirdSockets {
 			if _, err := os.Stat(s); err == nil {
@@ -123,7 +135,6 @@ func (a *app) nodeStatus(ctx context.Context, socket string) error {
 			}
 		}
 		if socket == "" {
-			fmt.Fprintln(a.stdout, "Calico process is not running.")
 			return fmt.Errorf("no BIRD control socket at %s: is the node agent running here? Give the socket with --bird-socket=PATH", strings.Join(defaultBirdSockets, " or "))
 		}
 	}
@@ -135,7 +146,6 @@ func (a *app) nodeStatus(ctx context.Context, socket string) error {
 	defer cancel()
 	out, err := run(ctx, socket, "show", "protocols")
 	if err != nil || !strings.Contains(string(out), "Name") {
-		fmt.Fprintln(a.stdout, "Calico process is not running.")
 		msg := strings.TrimSpace(string(out))
 		if err == nil {
 			err = errors.New("unexpected answer")

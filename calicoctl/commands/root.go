@@ -43,6 +43,8 @@ type app struct {
 	probe func() systemProbe
 	// birdc talks to BIRD for node status [default: the birdc binary].
 	birdc birdCommand
+	// procs lists the running processes for node status [default: /proc].
+	procs processList
 
 	// Global flags, as Calico's calicoctl has them.
 	logLevel      string

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -109,6 +110,14 @@ func TestPrivilegedBGPTwoNodes(t *testing.T) {
 			s.BGP.PeersV4[0].Type == v3.BGPPeerTypeNodeMesh && s.BGP.PeersV4[0].State == v3.BGPSessionStateEstablished &&
 			fromPeer && !s.LastUpdated.IsZero()
 		return ok, fmt.Sprintf("%+v", s)
+	})
+
+	// calicoctl node status beside the real agent: the agent process is
+	// seen, and BIRD's mesh session with node1 is listed Established.
+	eventually(t, 10*time.Second, "calicoctl node status on node0", func() (bool, string) {
+		out, code := a0.inNode(calicoctlBin(t), "node", "status", "--bird-socket="+a0.dir+"/bird.ctl")
+		return code == 0 && strings.HasPrefix(out, "Calico process is running.\n") &&
+			regexp.MustCompile(`\| `+regexp.QuoteMeta(peer)+` +\| node-to-node mesh \| up +\| [^|]+\| Established +\|`).MatchString(out), out
 	})
 
 	// calico-node's metrics next to felix's.

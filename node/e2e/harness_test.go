@@ -45,6 +45,33 @@ func calicoNodeBin(t testing.TB) string {
 	return binPath
 }
 
+var (
+	ctlOnce sync.Once
+	ctlPath string
+	ctlErr  error
+)
+
+// calicoctlBin builds the calicoctl binary once per test binary.
+func calicoctlBin(t testing.TB) string {
+	t.Helper()
+	ctlOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "tabby-calicoctl-")
+		if err != nil {
+			ctlErr = err
+			return
+		}
+		ctlPath = filepath.Join(dir, "calicoctl")
+		goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
+		if out, err := exec.Command(goBin, "build", "-o", ctlPath, "github.com/tabbynet/tabby/calicoctl").CombinedOutput(); err != nil {
+			ctlErr = fmt.Errorf("building calicoctl: %v\n%s", err, out)
+		}
+	})
+	if ctlErr != nil {
+		t.Fatal(ctlErr)
+	}
+	return ctlPath
+}
+
 // agent is one calico-node process in a node namespace.
 type agent struct {
 	t    testing.TB
