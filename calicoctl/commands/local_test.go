@@ -27,7 +27,7 @@ func runLocal(t *testing.T, stdin, birdOut string, birdErr error, args ...string
 		getenv:        func(string) string { return "" },
 		newClient:     dsconfig.New,
 		defaultConfig: "/nonexistent/calicoctl.cfg",
-		procs: func() [][]string { return localProcs },
+		procs:         func() [][]string { return localProcs },
 		birdc: func(_ context.Context, socket string, args ...string) ([]byte, error) {
 			if want := "show protocols"; strings.Join(args, " ") != want {
 				return nil, fmt.Errorf("birdc %v, want %q", args, want)
