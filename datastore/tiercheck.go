@@ -53,12 +53,19 @@ func checkTierExists(ctx context.Context, c Client, obj v3.Resource) (v3.ErrorLi
 }
 
 // CheckDelete runs the datastore-level checks of a delete, which Calico's
-// clientv3 runs before deleting: a tier that still holds a policy (of any
-// of the four tiered kinds) is not deleted ("Cannot delete a non-empty
-// tier"). Backends call it first in Delete, passing themselves.
+// clientv3 runs before deleting: the built-in tiers (default, kube-admin,
+// kube-baseline) are never deleted ("Cannot delete default tier"), and a
+// tier that still holds a policy (of any of the four tiered kinds) is not
+// deleted ("Cannot delete a non-empty tier"). Backends call it first in Delete, passing themselves.
 func CheckDelete(ctx context.Context, c Client, k Key) error {
 	if k.Kind != v3.KindTier {
 		return nil
+	}
+	for _, t := range v3.DefaultTiers() {
+		if t.Name == k.Name {
+			// The built-in tiers are protected, as in Calico.
+			return &OpError{Op: "delete", Key: k, Err: fmt.Errorf("operation Delete is not supported on %s: Cannot delete %s tier", k.Name, k.Name)}
+		}
 	}
 	for _, kind := range []string{v3.KindNetworkPolicy, v3.KindGlobalNetworkPolicy, v3.KindStagedNetworkPolicy, v3.KindStagedGlobalNetworkPolicy} {
 		l, err := c.List(ctx, kind, ListOptions{})

@@ -84,4 +84,12 @@ func TestCheckDeleteNonEmptyTier(t *testing.T) {
 	if err := datastore.CheckDelete(ctx, s, datastore.Key{Kind: v3.KindIPPool, Name: "x"}); err != nil {
 		t.Fatalf("another kind: %v", err)
 	}
+	// The built-in tiers are protected, empty or not (Calico's
+	// names.TierIsProtected).
+	for _, name := range []string{"default", "kube-admin", "kube-baseline"} {
+		err := datastore.CheckDelete(ctx, s, datastore.Key{Kind: v3.KindTier, Name: name})
+		if err == nil || !strings.Contains(err.Error(), "Cannot delete "+name+" tier") {
+			t.Errorf("deleting the built-in tier %s: %v, want refused", name, err)
+		}
+	}
 }

@@ -4,6 +4,8 @@ package commands
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,9 +13,11 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 
 	v3 "github.com/tabbynet/tabby/api/v3"
+	"github.com/tabbynet/tabby/datastore"
 	"github.com/tabbynet/tabby/datastore/dsconfig"
 	"github.com/tabbynet/tabby/datastore/kdd"
 	"github.com/tabbynet/tabby/internal/testservers"
@@ -67,12 +71,51 @@ type step struct {
 	wantCode int
 	// version is the client's version ("": an unversioned build).
 	version string
+	// setup, when set, runs instead of calicoctl (no transcript line):
+	// what another component would write, e.g. calico-node's
+	// ClusterInformation.
+	setup func(t *testing.T, b cliBackend)
+}
+
+// seedClusterInfo writes ClusterInformation as calico-node does (users
+// cannot: it is read-only to calicoctl, as in Calico).
+func seedClusterInfo(version, clusterType string) func(t *testing.T, b cliBackend) {
+	return func(t *testing.T, b cliBackend) {
+		t.Helper()
+		spec, err := dsconfig.Load("/nonexistent/calicoctl.cfg", false, func(k string) string { return b.env[k] })
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := dsconfig.New(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		ci := &v3.ClusterInformation{TypeMeta: metav1.TypeMeta{Kind: v3.KindClusterInformation, APIVersion: v3.GroupVersion},
+			ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: v3.ClusterInformationSpec{CalicoVersion: version, ClusterType: clusterType}}
+		ctx := context.Background()
+		cur, err := c.Get(ctx, datastore.KeyOf(ci))
+		switch {
+		case errors.Is(err, datastore.ErrNotFound):
+			_, err = c.Create(ctx, ci)
+		case err == nil:
+			ci.ResourceVersion = cur.GetResourceVersion()
+			_, err = c.Update(ctx, ci)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 func cliScenario(t *testing.T, b cliBackend, name string, steps []step) {
 	t.Run(name, func(t *testing.T) {
 		var transcript strings.Builder
 		for _, s := range steps {
+			if s.setup != nil {
+				s.setup(t, b)
+				continue
+			}
 			out, code := b.runVersion(t, s.stdin, s.version, s.args...)
 			if code != s.wantCode {
 				t.Errorf("calicoctl %s: exit %d, want %d\n%s", strings.Join(s.args, " "), code, s.wantCode, out)
@@ -191,7 +234,11 @@ func cliSuite(t *testing.T, b cliBackend) {
 	})
 	t.Run("corpus", func(t *testing.T) { testCorpusRoundTrip(t, b) })
 	cliScenario(t, b, "version-initialised", []step{
-		{args: args("apply -f -"), stdin: "apiVersion: projectcalico.org/v3\nkind: ClusterInformation\nmetadata: {name: default}\nspec: {calicoVersion: v3.30.0, clusterType: 'k8s,bgp'}\n"},
+		// ClusterInformation is read-only to users (Calico's refusal);
+		// calico-node writes it.
+		{args: args("apply -f -"), stdin: "apiVersion: projectcalico.org/v3\nkind: ClusterInformation\nmetadata: {name: default}\nspec: {calicoVersion: v3.30.0, clusterType: 'k8s,bgp'}\n", wantCode: 1},
+		{args: args("delete clusterinformation default"), wantCode: 1},
+		{setup: seedClusterInfo("v3.30.0", "k8s,bgp")},
 		{args: args("version")},
 	})
 	t.Run("overlap", func(t *testing.T) { testPoolOverlap(t, b) })
@@ -249,6 +296,14 @@ func testCorpusRoundTrip(t *testing.T, b cliBackend) {
 					}
 					return
 				}
+				if err := v3.CheckUserWrite(kind, "create or apply"); err != nil {
+					// Read-only to users (ClusterInformation): Calico's
+					// refusal, nothing written.
+					if code == 0 || !strings.Contains(out, err.Error()) {
+						t.Fatalf("apply of a read-only %s: exit %d, want %q:\n%s", kind, code, err, out)
+					}
+					return
+				}
 				if b.name == "kubernetes" && derivedInKubernetesMode(r) {
 					// Derived from native Kubernetes objects: Calico refuses
 					// these writes in this mode, and so does Tabby.
@@ -291,7 +346,15 @@ func testCorpusRoundTrip(t *testing.T, b cliBackend) {
 				if r.GetNamespace() != "" {
 					delArgs = append(delArgs, "-n", r.GetNamespace())
 				}
-				if out, code := b.run(t, "", delArgs...); code != 0 {
+				out, code = b.run(t, "", delArgs...)
+				if builtInTier(r) {
+					// Protected, as in Calico: never deleted.
+					if code == 0 || !strings.Contains(out, "Cannot delete "+r.GetName()+" tier") {
+						t.Fatalf("delete of the built-in tier %s: exit %d, want refused:\n%s", r.GetName(), code, out)
+					}
+					return
+				}
+				if code != 0 {
 					t.Fatalf("delete failed:\n%s", out)
 				}
 			})
@@ -302,6 +365,19 @@ func testCorpusRoundTrip(t *testing.T, b cliBackend) {
 			t.Errorf("corpus has no %s", k.Kind)
 		}
 	}
+}
+
+// builtInTier reports whether r is one of Calico's protected tiers.
+func builtInTier(r v3.Resource) bool {
+	if v3.KindOf(r) != v3.KindTier {
+		return false
+	}
+	for _, t := range v3.DefaultTiers() {
+		if t.Name == r.GetName() {
+			return true
+		}
+	}
+	return false
 }
 
 // derivedInKubernetesMode reports whether r is, in the Kubernetes

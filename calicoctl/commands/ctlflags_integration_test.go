@@ -68,7 +68,7 @@ func ctlFlagScenarios(t *testing.T, b cliBackend) {
 		{args: args("get ippools --log-level bogus"), wantCode: 1},
 		{args: args("get ippools --log-level error")},
 		{args: args("get ippools -l panic -o name")},
-		{args: args("apply -f -"), stdin: "apiVersion: projectcalico.org/v3\nkind: ClusterInformation\nmetadata: {name: default}\nspec: {calicoVersion: v3.29.2, clusterType: 'k8s,bgp'}\n"},
+		{setup: seedClusterInfo("v3.29.2", "k8s,bgp")},
 		{args: args("get ippools"), version: "v3.30.1", wantCode: 1},
 		{args: args("get ippools --allow-version-mismatch"), version: "v3.30.1"},
 		{args: args("ipam show"), version: "v3.30.1", wantCode: 1},

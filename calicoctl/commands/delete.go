@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	v3 "github.com/tabbynet/tabby/api/v3"
 	"github.com/tabbynet/tabby/datastore"
 )
 
@@ -34,6 +35,9 @@ func newDeleteCmd(a *app) *cobra.Command {
 			}
 			info, err := resolveKind(args[0])
 			if err != nil {
+				return err
+			}
+			if err := v3.CheckUserWrite(info.Kind, "delete"); err != nil {
 				return err
 			}
 			ns := namespaceFor(info.Namespaced, namespace)

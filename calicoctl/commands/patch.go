@@ -113,6 +113,9 @@ func (a *app) modify(ctx context.Context, kindArg, name, namespace string, chang
 	if err != nil {
 		return err
 	}
+	if err := v3.CheckUserWrite(info.Kind, "apply or replace"); err != nil {
+		return err
+	}
 	c, err := a.client()
 	if err != nil {
 		return err

@@ -113,6 +113,9 @@ func friendly(err error) error {
 
 func opCreate(skipExists bool) writeOp {
 	return func(ctx context.Context, c datastore.Client, r v3.Resource) (bool, error) {
+		if err := v3.CheckUserWrite(v3.KindOf(r), "create or apply"); err != nil {
+			return false, err
+		}
 		_, err := c.Create(ctx, r)
 		if skipExists && errors.Is(err, datastore.ErrAlreadyExists) {
 			return true, nil
@@ -127,6 +130,13 @@ func opCreate(skipExists bool) writeOp {
 func opApply(ctx context.Context, c datastore.Client, r v3.Resource) (bool, error) {
 	for attempt := 0; ; attempt++ {
 		cur, err := c.Get(ctx, datastore.KeyOf(r))
+		op := "apply or replace"
+		if errors.Is(err, datastore.ErrNotFound) {
+			op = "create or apply"
+		}
+		if err := v3.CheckUserWrite(v3.KindOf(r), op); err != nil {
+			return false, err
+		}
 		if errors.Is(err, datastore.ErrNotFound) {
 			if _, err = c.Create(ctx, r); errors.Is(err, datastore.ErrAlreadyExists) && attempt < 5 {
 				continue
@@ -145,6 +155,9 @@ func opApply(ctx context.Context, c datastore.Client, r v3.Resource) (bool, erro
 }
 
 func opReplace(ctx context.Context, c datastore.Client, r v3.Resource) (bool, error) {
+	if err := v3.CheckUserWrite(v3.KindOf(r), "apply or replace"); err != nil {
+		return false, err
+	}
 	cur, err := c.Get(ctx, datastore.KeyOf(r))
 	if err != nil {
 		return false, err
@@ -167,6 +180,9 @@ func updateFrom(ctx context.Context, c datastore.Client, r, cur v3.Resource) err
 
 func opDelete(skipNotExists bool) writeOp {
 	return func(ctx context.Context, c datastore.Client, r v3.Resource) (bool, error) {
+		if err := v3.CheckUserWrite(v3.KindOf(r), "delete"); err != nil {
+			return false, err
+		}
 		_, err := c.Delete(ctx, datastore.KeyOf(r), datastore.DeleteOptions{ResourceVersion: r.GetResourceVersion()})
 		if skipNotExists && errors.Is(err, datastore.ErrNotFound) {
 			return true, nil
