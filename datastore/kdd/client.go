@@ -46,6 +46,8 @@ type Client struct {
 	endpoint string
 	timeout  time.Duration
 	kinds    map[string]*kindBackend
+	// qps is the client's request rate limit (QPS, burst), as configured.
+	qps [2]float32
 }
 
 var _ datastore.Client = (*Client)(nil)
@@ -89,7 +91,7 @@ func New(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes datastore: %w", err)
 	}
-	c := &Client{kube: kube, dyn: dyn, endpoint: rc.Host, timeout: cfg.RequestTimeout}
+	c := &Client{kube: kube, dyn: dyn, endpoint: rc.Host, timeout: cfg.RequestTimeout, qps: [2]float32{rc.QPS, float32(rc.Burst)}}
 	c.kinds = c.backends()
 	return c, nil
 }
