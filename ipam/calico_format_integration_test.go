@@ -68,7 +68,7 @@ func TestIntegrationCalicoFormatEtcd(t *testing.T) {
 	}
 
 	a := New(c, Config{})
-	const n = 300
+	const n = 1000 // issue 12: 0 duplicates over 1,000 new allocations
 	seen := map[netip.Addr]string{}
 	dups := 0
 	for i := range n {
