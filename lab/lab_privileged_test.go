@@ -221,23 +221,24 @@ func TestPrivilegedLabDownAfterKill(t *testing.T) {
 	}
 }
 
-// TestPrivilegedLabApplyNamesLaggingNode: with node1's felix stopped,
-// apply's wait fails after its bound and names node1, and only node1.
+// TestPrivilegedLabApplyNamesLaggingNode: with node1's calico-node
+// stopped (kill -9: its felix with it), apply's wait fails after its bound
+// and names node1, and only node1.
 func TestPrivilegedLabApplyNamesLaggingNode(t *testing.T) {
 	l, _ := upLab(t, DefaultModel(), DatastoreEtcd)
 	probeUntil(t, l, allAllowed, 30*time.Second)
-	var felix []int
+	var agent []int
 	for _, pid := range markedProcesses(l.State.Prefix) {
 		env, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
 		cmdline, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
-		if strings.Contains(string(env), "\x00NODENAME=node1\x00") && strings.HasSuffix(strings.TrimRight(string(cmdline), "\x00"), "/felix") {
-			felix = append(felix, pid)
+		if strings.Contains(string(env), "\x00NODENAME=node1\x00") && strings.HasSuffix(strings.TrimRight(string(cmdline), "\x00"), "/calico-node") {
+			agent = append(agent, pid)
 		}
 	}
-	if len(felix) != 1 {
-		t.Fatalf("felix processes of node1: %v", felix)
+	if len(agent) != 1 {
+		t.Fatalf("calico-node processes of node1: %v", agent)
 	}
-	if err := killAll(felix, 0); err != nil {
+	if err := killAll(agent, 0); err != nil {
 		t.Fatal(err)
 	}
 	refs, err := l.Apply(context.Background(), readExample(t, "deny-x-allow-from-y.yaml"), false)
@@ -246,7 +247,7 @@ func TestPrivilegedLabApplyNamesLaggingNode(t *testing.T) {
 	}
 	err = l.WaitProgrammed(context.Background(), refs, 3*time.Second)
 	if err == nil || !strings.Contains(err.Error(), "node1 (no chain cali-pi-") || strings.Contains(err.Error(), "node0") || strings.Contains(err.Error(), "node2") {
-		t.Fatalf("wait with node1's felix stopped: %v; want node1 named, and only node1", err)
+		t.Fatalf("wait with node1's calico-node stopped: %v; want node1 named, and only node1", err)
 	}
 	t.Log(err)
 	downAndCheck(t, l)
