@@ -7,6 +7,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -160,7 +161,9 @@ func TestPrivilegedLabVXLANCrossSubnetTwoSubnets(t *testing.T) {
 
 // TestPrivilegedLabDownAfterKill: tabby-lab up killed with SIGKILL at
 // different points; down then leaves nothing (namespaces, processes, the
-// state folder, files in Calico's host folders).
+// state folder, files in Calico's host folders). After the pods, the
+// calico-node agents go on and start BIRD: every BIRD (found by its pid
+// file, not by the lab's marker) carries the marker and is gone after down.
 func TestPrivilegedLabDownAfterKill(t *testing.T) {
 	bin := labBin(t)
 	hostPaths := []string{"/var/run/calico", "/var/lib/calico", "/var/log/calico", "/var/lib/cni", "/etc/calico", "/etc/cni"}
@@ -203,8 +206,26 @@ func TestPrivilegedLabDownAfterKill(t *testing.T) {
 			} else {
 				t.Logf("killed at %q: %d namespaces and processes running", killAt, len(left))
 			}
+			var birds []int
+			if killAt == "pods wired" {
+				birds = waitBIRDs(t, dir, 3, 60*time.Second)
+				marked := map[int]bool{}
+				for _, p := range markedProcesses(prefix) {
+					marked[p] = true
+				}
+				for _, p := range birds {
+					if !marked[p] {
+						t.Errorf("BIRD %d does not carry %s=%s: down would not find it by the marker", p, markerEnv, prefix)
+					}
+				}
+			}
 			if err := Down(dir); err != nil {
 				t.Fatal(err)
+			}
+			for _, p := range birds {
+				if processAlive(p) {
+					t.Errorf("BIRD %d still runs after down", p)
+				}
 			}
 			if left := Leftovers(prefix); len(left) > 0 {
 				t.Errorf("left after down: %v", left)
@@ -251,4 +272,33 @@ func TestPrivilegedLabApplyNamesLaggingNode(t *testing.T) {
 	}
 	t.Log(err)
 	downAndCheck(t, l)
+}
+
+// waitBIRDs waits until n BIRD processes run for the lab in dir, found by
+// the pid files calico-node's supervisor writes next to each node's
+// socket (nodes/<node>/bird.pid), and returns their pids.
+func waitBIRDs(t *testing.T, dir string, n int, within time.Duration) []int {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		files, _ := filepath.Glob(filepath.Join(dir, "nodes", "*", "bird.pid"))
+		var pids []int
+		for _, f := range files {
+			b, _ := os.ReadFile(f)
+			pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+			if err != nil || !processAlive(pid) {
+				continue
+			}
+			if comm, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm"); strings.TrimSpace(string(comm)) == "bird" {
+				pids = append(pids, pid)
+			}
+		}
+		if len(pids) == n {
+			return pids
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d BIRD processes after %s, want %d (pid files %v)", len(pids), within, n, files)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
