@@ -79,7 +79,7 @@ func (l *Lab) agentEnv(n *NodeState) []string {
 		"TABBY_FELIX_MTU_FILE=" + filepath.Join(n.Dir, "mtu"),
 	}
 	if l.State.Datastore == DatastoreKubernetes {
-		return append(env, "DATASTORE_TYPE=kubernetes", "KUBECONFIG="+nodeKubeconfig(n), "CALICO_K8S_NODE_REF="+n.Name)
+		return append(env, "DATASTORE_TYPE=kubernetes", "KUBECONFIG="+nodeKubeconfig(n))
 	}
 	return append(env, l.datastoreEnv()...)
 }
