@@ -61,8 +61,8 @@ func freePort() (int, error) {
 }
 
 // startDatastore starts etcd (and with the Kubernetes datastore the
-// kube-apiserver on it, with Tabby's CRDs) and initialises it as
-// calico-node does (ClusterInformation, default tiers).
+// kube-apiserver on it, with Tabby's CRDs). calico-node initialises it
+// (ClusterInformation, tiers, default configurations).
 func (l *Lab) startDatastore(ctx context.Context) error {
 	if err := l.startEtcd(); err != nil {
 		return err
@@ -72,14 +72,7 @@ func (l *Lab) startDatastore(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := writeState(l.Dir, l.State); err != nil {
-		return err
-	}
-	c, err := l.client()
-	if err != nil {
-		return err
-	}
-	return datastore.EnsureInitialized(ctx, c, "tabby-lab", "lab,"+l.State.Datastore)
+	return writeState(l.Dir, l.State)
 }
 
 func (l *Lab) startEtcd() error {

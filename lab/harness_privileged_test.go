@@ -44,7 +44,7 @@ func labBin(t testing.TB) string {
 			return
 		}
 		goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-		pkgs := []string{"./lab/cmd/tabby-lab", "./felix/cmd/felix", "./confd/cmd/confd", "./cni-plugin/cmd/calico",
+		pkgs := []string{"./lab/cmd/tabby-lab", "./node/cmd/calico-node", "./cni-plugin/cmd/calico",
 			"./cni-plugin/cmd/calico-ipam", "./cni-plugin/cmd/calico-k8s", "./calicoctl"}
 		cmd := exec.Command(goBin, append([]string{"build", "-o", binDir + "/"}, pkgs...)...)
 		cmd.Dir = ".."

@@ -31,19 +31,26 @@ func TestPrivilegedLabIPIPCrossSubnetTwoSubnets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A node may hold more than one block (calico-node claims its tunnel
+	// address while the pods' ADDs claim theirs): each route is checked by
+	// where it goes.
+	node1, node2 := peerAddr(l.State.Nodes[1]), peerAddr(l.State.Nodes[2])
 	var viaTunnel, direct int
 	for _, line := range strings.Split(string(routes), "\n") {
 		if !strings.HasPrefix(line, "10.203.") || !strings.Contains(line, " via ") {
 			continue
 		}
-		if strings.Contains(line, "dev tunl0") {
+		switch {
+		case strings.Contains(line, " via "+node2+" dev tunl0"):
 			viaTunnel++
-		} else if strings.Contains(line, "dev eth0") {
+		case strings.Contains(line, " via "+node1+" dev eth0"):
 			direct++
+		default:
+			t.Errorf("node0's route %q: want node1's blocks via %s dev eth0, node2's via %s dev tunl0", line, node1, node2)
 		}
 	}
-	if viaTunnel != 1 || direct != 1 {
-		t.Errorf("node0's routes to the other blocks: %d over tunl0, %d direct; want 1 and 1:\n%s", viaTunnel, direct, routes)
+	if viaTunnel == 0 || direct == 0 {
+		t.Errorf("node0's routes to the other blocks: %d over tunl0, %d direct; want both:\n%s", viaTunnel, direct, routes)
 	}
 	policyStory(t, l, start)
 }

@@ -104,7 +104,7 @@ func Up(ctx context.Context, o UpOptions) (*Lab, error) {
 	} else if prefix != "" {
 		return nil, fmt.Errorf("a lab (%s) is already in %s: run tabby-lab down first", prefix, o.Dir)
 	}
-	for _, b := range []string{"felix", "confd", "calico", "calico-ipam", "calico-k8s", "tabby-lab"} {
+	for _, b := range []string{"calico-node", "calico", "calico-ipam", "calico-k8s", "tabby-lab"} {
 		if _, err := os.Stat(filepath.Join(o.Bin, b)); err != nil {
 			return nil, fmt.Errorf("%s is missing from %s: run make build (or pass --bin): %w", b, o.Bin, err)
 		}
@@ -151,6 +151,9 @@ func (l *Lab) up(ctx context.Context) error {
 	}
 	if l.State.Datastore == DatastoreKubernetes {
 		if err := l.startAPIProxy(); err != nil {
+			return err
+		}
+		if err := l.writeNodeKubeconfigs(); err != nil {
 			return err
 		}
 	}
@@ -327,9 +330,6 @@ func (l *Lab) buildUnderlay(ctx context.Context) error {
 		}
 		n := NodeState{Name: spec.Name, Netns: p + "-n-" + spec.Name, Subnet: s, Addr: nodeAddr(s, i).String(),
 			Dir: filepath.Join(l.Dir, "nodes", spec.Name)}
-		if n.HealthPort, err = freePort(); err != nil {
-			return err
-		}
 		if err := os.MkdirAll(n.Dir, 0o755); err != nil {
 			return err
 		}

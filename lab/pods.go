@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/netip"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -65,19 +64,8 @@ func (l *Lab) createPods(ctx context.Context) error {
 		if err := l.createPodObjects(ctx); err != nil {
 			return err
 		}
-		// The plugin runs inside the node's namespace: its kubeconfig
-		// points at the lab's API proxy there (see nodeAPIAddr).
-		kc, err := os.ReadFile(l.State.Kubeconfig)
-		if err != nil {
-			return err
-		}
 		for i := range l.State.Nodes {
-			n := &l.State.Nodes[i]
-			path := filepath.Join(n.Dir, "calico-kubeconfig")
-			if err := os.WriteFile(path, []byte(strings.Replace(string(kc), l.State.APIServer, "https://"+nodeAPIAddr, 1)), 0o600); err != nil {
-				return err
-			}
-			kubeconfigs[n.Name] = path
+			kubeconfigs[l.State.Nodes[i].Name] = nodeKubeconfig(&l.State.Nodes[i])
 		}
 	}
 	pods := make([]PodState, len(m.Pods))

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -111,4 +114,25 @@ func (l *Lab) startAPIProxy() error {
 			return errors.Join(fmt.Errorf("the API proxy does not answer in %s", l.State.Nodes[0].Netns), dialErr, errors.New(l.logTail("api-proxy")))
 		}
 	}
+}
+
+// nodeKubeconfig is node n's kubeconfig (calico-node's and the CNI
+// plugin's, both inside the node's namespace): the API server through the
+// lab's proxy there.
+func nodeKubeconfig(n *NodeState) string { return filepath.Join(n.Dir, "calico-kubeconfig") }
+
+// writeNodeKubeconfigs writes each node's kubeconfig: the lab's admin one
+// with the server at nodeAPIAddr.
+func (l *Lab) writeNodeKubeconfigs() error {
+	kc, err := os.ReadFile(l.State.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	for i := range l.State.Nodes {
+		n := &l.State.Nodes[i]
+		if err := os.WriteFile(nodeKubeconfig(n), []byte(strings.Replace(string(kc), l.State.APIServer, "https://"+nodeAPIAddr, 1)), 0o600); err != nil {
+			return fmt.Errorf("kubeconfig of node %s: %w", n.Name, err)
+		}
+	}
+	return nil
 }

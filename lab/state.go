@@ -49,8 +49,6 @@ type NodeState struct {
 	Netns  string `json:"netns"`
 	Subnet int    `json:"subnet"`
 	Addr   string `json:"addr"` // eth0's address with prefix length
-	// HealthPort is felix's health endpoint on 127.0.0.1.
-	HealthPort int `json:"healthPort"`
 	// Dir holds the node's agent files (status, BIRD, CNI cache).
 	Dir string `json:"dir"`
 }

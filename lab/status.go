@@ -12,18 +12,19 @@ import (
 	"text/tabwriter"
 )
 
-// Status writes the lab's nodes (address, felix readiness, BGP sessions)
+// Status writes the lab's nodes (address, calico-node's readiness as its
+// probe reports it, BGP sessions)
 // and pods (node, IP) to w.
 func (l *Lab) Status(ctx context.Context, w io.Writer) error {
 	s := l.State
 	fmt.Fprintf(w, "lab %s: %s datastore, %s networking, %s (state %s)\n", s.Prefix, s.Datastore, s.Model.networkingBackend(), s.Phase, l.Dir)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NODE\tADDRESS\tFELIX\tBGP")
+	fmt.Fprintln(tw, "NODE\tADDRESS\tCALICO-NODE\tBGP")
 	for i := range s.Nodes {
 		n := &s.Nodes[i]
-		felix := "ready"
-		if why := felixReady(ctx, n.HealthPort); why != "" {
-			felix = "not ready: " + why
+		agent := "ready"
+		if why := l.agentProbe(ctx, n); why != "" {
+			agent = strings.ReplaceAll(why, "\n", "; ")
 		}
 		bgp := "-"
 		if s.Model.networkingBackend() == "bird" {
@@ -39,7 +40,7 @@ func (l *Lab) Status(ctx context.Context, w io.Writer) error {
 				bgp = strings.Join(parts, ", ")
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", n.Name, n.Addr, felix, bgp)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", n.Name, n.Addr, agent, bgp)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -70,7 +70,7 @@ func run(ctx context.Context, args []string) error {
 	}
 	self, _ := os.Executable()
 	global.StringVar(&stateDir, "state", stateDir, "the lab's state folder")
-	bin := global.String("bin", filepath.Dir(self), "folder with felix, confd, calico, calicoctl, tabby-lab")
+	bin := global.String("bin", filepath.Dir(self), "folder with calico-node, calico, calico-ipam, calico-k8s, calicoctl, tabby-lab")
 	if err := global.Parse(args); err != nil {
 		return err
 	}
