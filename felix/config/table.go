@@ -173,7 +173,7 @@ var Params = []Param{
 	r("LocalSubnetL2ReachabilityRefreshInterval", "", KindSeconds, "120", rRoute),
 
 	// Status reporting and health.
-	r("ReportingIntervalSecs", "ReportingInterval", KindSeconds, "30", rReport),
+	r("ReportingIntervalSecs", "ReportingInterval", KindSeconds, "30", rReport, "0"), // 0: off, which is what felix does (calico-node writes it)
 	r("ReportingTTLSecs", "ReportingTTL", KindSeconds, "90", rReport),
 	r("EndpointReportingEnabled", "EndpointReportingEnabled", KindBool, "false", rReport),
 	r("EndpointReportingDelaySecs", "EndpointReportingDelay", KindSeconds, "1", rReport),
