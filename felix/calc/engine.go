@@ -150,6 +150,25 @@ func (e *Engine) Delete(o any) bool {
 	return true
 }
 
+// DeleteKey removes the resource of the given kind, namespace and name
+// (as Delete, for a caller that knows the key but not the object). It
+// reports false for kinds the calculation does not take.
+func (e *Engine) DeleteKey(kind, namespace, name string) bool {
+	switch kind {
+	case v3.KindHostEndpoint, v3.KindGlobalNetworkPolicy, v3.KindTier, v3.KindProfile, v3.KindGlobalNetworkSet:
+		namespace = ""
+	case v3.KindWorkloadEndpoint, v3.KindNetworkPolicy, v3.KindNetworkSet:
+	default:
+		return false
+	}
+	k := objKey{kind, namespace, name}
+	if _, had := e.objs[k]; had {
+		delete(e.objs, k)
+		e.update(k)
+	}
+	return true
+}
+
 // update re-derives everything that depends on the object of key k (its
 // current version, or nothing when deleted).
 func (e *Engine) update(k objKey) {
