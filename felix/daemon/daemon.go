@@ -407,7 +407,7 @@ func (d *Daemon) Recompute() bool {
 	d.renderNeeded = false
 	var rss []*rules.Ruleset
 	for _, r := range d.renderers {
-		rs := rules.WithNATOutgoing(r.Render(res), rules.NATConfig{Pools: d.natPools, OutgoingAddress: d.rulesCfg.NATOutgoingAddress})
+		rs := rules.WithNATOutgoing(r.RenderChanges(res, delta), rules.NATConfig{Pools: d.natPools, OutgoingAddress: d.rulesCfg.NATOutgoingAddress})
 		rs = rules.WithTunnelInput(rs, d.tunnels)
 		rss = append(rss, rules.WithWorkloadRPF(rs, d.rulesCfg.WorkloadIfacePrefixes))
 	}

@@ -4,6 +4,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/tabbynet/tabby/felix/calc"
 )
@@ -25,9 +26,12 @@ type Renderer struct {
 	// order is the position of each chain in the last sorted output, so
 	// that the same set of chains is put in order without sorting.
 	order map[string]int
-	// members holds each calc ipset's members of this IP version; calc
-	// hands out the same *IPSet while a set is unchanged.
-	members, prevMembers map[*calc.IPSet][]string
+	// sets holds, by calc ID, each ipset's members of this IP version
+	// and their version (calc hands out the same *IPSet while a set is
+	// unchanged); changes are the member changes of the calc.Delta being
+	// rendered (RenderChanges), by set ID.
+	sets, prevSets map[string]*familySet
+	changes        map[string]calc.IPSetDelta
 	// section is the last endpoint section; epCur and epPrev cache the
 	// endpoint chains, swept only when the section is rebuilt.
 	section       *endpointSection
@@ -62,13 +66,35 @@ func NewRenderer(cfg Config, ipVersion int) *Renderer {
 
 // Render renders res (see the package-level Render).
 func (c *Renderer) Render(res *calc.Result) *Ruleset {
+	c.changes = nil
+	return c.render(res)
+}
+
+// RenderChanges renders res, the result of the calc.Engine Flush that
+// returned delta, and says for each ipset, in the Ruleset's IPSetVersions
+// and IPSetChanges, whether its members are those of this Renderer's
+// previous Ruleset or which were added and removed since: a dataplane that
+// holds that previous content applies the changes without comparing
+// member lists. The set members of this IP version are taken from calc's
+// lists without a copy while a set holds no member of the other version.
+func (c *Renderer) RenderChanges(res *calc.Result, delta *calc.Delta) *Ruleset {
+	c.changes = make(map[string]calc.IPSetDelta, len(delta.IPSets))
+	for _, d := range delta.IPSets {
+		c.changes[d.ID] = d
+	}
+	rs := c.render(res)
+	c.changes = nil
+	return rs
+}
+
+func (c *Renderer) render(res *calc.Result) *Ruleset {
 	c.cur = make(map[any]cachedChain, len(c.prev))
 	c.names = make(map[polNameKey]string, len(c.prevNames))
-	c.members = make(map[*calc.IPSet][]string, len(c.prevMembers))
+	c.sets = make(map[string]*familySet, len(c.prevSets))
 	rs := render(c.cfg, res, c.ipVersion, c)
 	c.prev, c.cur = c.cur, nil
 	c.prevNames, c.names = c.names, nil
-	c.prevMembers, c.members = c.members, nil
+	c.prevSets, c.sets = c.sets, nil
 	return rs
 }
 
@@ -103,27 +129,91 @@ func (r *renderer) sortChains(chains []Chain) []Chain {
 	return chains
 }
 
-// familyMembers returns the members of set of the renderer's IP version.
-func (r *renderer) familyMembers(set *calc.IPSet) []string {
-	if c := r.cache; c != nil {
-		if m, ok := c.members[set]; ok {
-			return m
-		}
-		if m, ok := c.prevMembers[set]; ok {
-			c.members[set] = m
-			return m
-		}
+// familySet is one calc ipset's members of a Renderer's IP version.
+type familySet struct {
+	set     *calc.IPSet
+	members []string
+	// other counts set's members of the other IP version (while 0,
+	// members is set.Members itself).
+	other   int
+	version uint64
+}
+
+// setVersions numbers member contents, unique across Renderers.
+var setVersions atomic.Uint64
+
+// familyMembers returns the members of set of the renderer's IP version,
+// their version and, when set changed since the last render and the
+// calc.Delta being rendered says how, the change.
+func (r *renderer) familyMembers(set *calc.IPSet) ([]string, uint64, *IPSetChange) {
+	c := r.cache
+	if c == nil {
+		m, _ := filterFamily(set.Members, r.v)
+		return m, 0, nil
 	}
-	var m []string
-	for _, member := range set.Members {
-		if memberVersion(member) == r.v {
-			m = append(m, member)
+	if fs, ok := c.sets[set.ID]; ok && fs.set == set {
+		return fs.members, fs.version, nil
+	}
+	prev := c.prevSets[set.ID]
+	if prev != nil && prev.set == set {
+		c.sets[set.ID] = prev
+		return prev.members, prev.version, nil
+	}
+	fs := &familySet{set: set, version: setVersions.Add(1)}
+	c.sets[set.ID] = fs
+	if d, ok := c.changes[set.ID]; ok && prev != nil && d.From() == prev.set {
+		ch := &IPSetChange{Since: prev.version}
+		fs.other = prev.other
+		for _, m := range d.Added {
+			if memberVersion(m) == r.v {
+				ch.Added = append(ch.Added, m)
+			} else {
+				fs.other++
+			}
 		}
+		for _, m := range d.Removed {
+			if memberVersion(m) == r.v {
+				ch.Removed = append(ch.Removed, m)
+			} else {
+				fs.other--
+			}
+		}
+		if fs.other == 0 {
+			fs.members = set.Members
+		} else {
+			fs.members, _ = filterFamily(set.Members, r.v)
+		}
+		return fs.members, fs.version, ch
 	}
-	if c := r.cache; c != nil {
-		c.members[set] = m
+	fs.members, fs.other = filterFamily(set.Members, r.v)
+	return fs.members, fs.version, nil
+}
+
+// filterFamily returns the members of IP version v (members itself when
+// all are) and how many are of the other version.
+func filterFamily(members []string, v int) (out []string, other int) {
+	for i, m := range members {
+		if memberVersion(m) == v {
+			continue
+		}
+		out = slices.Clip(members[:i:i])
+		other = 1
+		for _, m := range members[i+1:] {
+			if memberVersion(m) == v {
+				out = append(out, m)
+			} else {
+				other++
+			}
+		}
+		if len(out) == 0 {
+			out = nil
+		}
+		return out, other
 	}
-	return m
+	if len(members) == 0 {
+		return nil, 0
+	}
+	return members, 0
 }
 
 func (r *renderer) policyChainName(prefix string, id calc.PolicyID) string {
