@@ -540,6 +540,7 @@ func (d *Daemon) Run(ctx context.Context, syncer datastore.Syncer) error {
 	defer ifaceTick.Stop()
 	var lastEnd time.Time
 	var lastTook time.Duration
+	var churn churnDetector
 	for {
 		select {
 		case <-ctx.Done():
@@ -555,16 +556,51 @@ func (d *Daemon) Run(ctx context.Context, syncer datastore.Syncer) error {
 				continue
 			}
 		}
-		// Coalesce a burst of updates into one computation.
+		// Coalesce a burst of updates into one computation; under
+		// sustained churn, batch more (each computation that changes
+		// something costs a kernel update, mostly process start-up).
 		wait := max(d.cfg.Debounce, time.Until(lastEnd.Add(lastTook)))
+		if churn.busy(time.Now()) {
+			wait = max(wait, time.Until(lastEnd.Add(churnSpacing)))
+		}
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-time.After(wait):
 		}
 		start := time.Now()
+		churn.note(start)
 		d.Recompute()
 		lastEnd = time.Now()
 		lastTook = lastEnd.Sub(start)
 	}
+}
+
+// Sustained churn: at least churnCount computations within churnWindow
+// (over 40 a second, while isolated changes come at most every few tens
+// of milliseconds); the next computation then starts no earlier than
+// churnSpacing after the last one ended, so a change waits at most that
+// much longer and the kernel is updated at most ~40 times a second.
+const (
+	churnCount   = 8
+	churnWindow  = 200 * time.Millisecond
+	churnSpacing = 25 * time.Millisecond
+)
+
+// churnDetector remembers when the last computations started.
+type churnDetector struct {
+	starts [churnCount]time.Time
+	next   int
+}
+
+func (c *churnDetector) note(t time.Time) {
+	c.starts[c.next] = t
+	c.next = (c.next + 1) % churnCount
+}
+
+// busy says whether the last churnCount computations all started within
+// churnWindow before now.
+func (c *churnDetector) busy(now time.Time) bool {
+	oldest := c.starts[c.next]
+	return !oldest.IsZero() && now.Sub(oldest) < churnWindow
 }

@@ -45,7 +45,8 @@ import (
 // and the lag of the last change), with the load average next to them.
 //
 // Run: make bench-scale (go test -tags privileged,integration -run '^$'
-// -bench PrivilegedScale -benchtime 1x -timeout 60m ./felix/e2e/).
+// -bench PrivilegedScale -benchtime 1x -timeout 90m ./felix/e2e/);
+// TABBY_FELIX_BIN runs a prebuilt felix binary instead of building one.
 func BenchmarkPrivilegedScale(b *testing.B) {
 	sizes := []int{5000, 150000}
 	if s := os.Getenv("TABBY_SCALE_SIZES"); s != "" {
@@ -59,6 +60,9 @@ func BenchmarkPrivilegedScale(b *testing.B) {
 		}
 	}
 	bin := buildFelix(b)
+	if prebuilt := os.Getenv("TABBY_FELIX_BIN"); prebuilt != "" {
+		bin = func() string { return prebuilt }
+	}
 	for _, n := range sizes {
 		b.Run(fmt.Sprintf("remote=%d", n), func(b *testing.B) {
 			for b.Loop() {

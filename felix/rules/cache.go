@@ -32,6 +32,10 @@ type Renderer struct {
 	// rendered (RenderChanges), by set ID.
 	sets, prevSets map[string]*familySet
 	changes        map[string]calc.IPSetDelta
+	// last is the last RenderChanges output and setIndex the position of
+	// each calc set (by ID) in its IPSets, for a sets-only change.
+	last     *Ruleset
+	setIndex map[string]int
 	// section is the last endpoint section; epCur and epPrev cache the
 	// endpoint chains, swept only when the section is rebuilt.
 	section       *endpointSection
@@ -66,7 +70,7 @@ func NewRenderer(cfg Config, ipVersion int) *Renderer {
 
 // Render renders res (see the package-level Render).
 func (c *Renderer) Render(res *calc.Result) *Ruleset {
-	c.changes = nil
+	c.changes, c.last = nil, nil
 	return c.render(res)
 }
 
@@ -77,14 +81,60 @@ func (c *Renderer) Render(res *calc.Result) *Ruleset {
 // holds that previous content applies the changes without comparing
 // member lists. The set members of this IP version are taken from calc's
 // lists without a copy while a set holds no member of the other version.
+//
+// A delta that changes set members only (an endpoint elsewhere came, went
+// or changed) is rendered from the last Ruleset without walking chains or
+// unchanged sets.
 func (c *Renderer) RenderChanges(res *calc.Result, delta *calc.Delta) *Ruleset {
+	if rs := c.setsOnly(res, delta); rs != nil {
+		c.last = rs
+		return rs
+	}
 	c.changes = make(map[string]calc.IPSetDelta, len(delta.IPSets))
 	for _, d := range delta.IPSets {
 		c.changes[d.ID] = d
 	}
 	rs := c.render(res)
 	c.changes = nil
+	c.last = rs
 	return rs
+}
+
+// setsOnly renders a delta of set member changes only by updating those
+// sets in a copy of the last Ruleset; nil when the delta is more than
+// that (or there is no last Ruleset).
+func (c *Renderer) setsOnly(res *calc.Result, delta *calc.Delta) *Ruleset {
+	last := c.last
+	if last == nil || len(delta.Endpoints)+len(delta.Policies)+len(delta.Profiles) > 0 {
+		return nil
+	}
+	for _, d := range delta.IPSets {
+		if _, used := c.setIndex[d.ID]; used && (d.Created || d.Deleted || c.prevSets[d.ID] == nil || res.IPSets[d.ID] == nil) {
+			return nil
+		}
+	}
+	out := *last
+	out.IPSets = slices.Clone(last.IPSets)
+	out.IPSetVersions = maps.Clone(last.IPSetVersions)
+	out.IPSetChanges = nil
+	for _, d := range delta.IPSets {
+		i, used := c.setIndex[d.ID]
+		if !used {
+			continue // no chain of this version uses it
+		}
+		fs, ch := c.nextFamilySet(c.prevSets[d.ID], res.IPSets[d.ID], &d)
+		c.prevSets[d.ID] = fs
+		spec := &out.IPSets[i]
+		spec.Members = fs.members
+		out.IPSetVersions[spec.Name] = fs.version
+		if ch != nil {
+			if out.IPSetChanges == nil {
+				out.IPSetChanges = map[string]IPSetChange{}
+			}
+			out.IPSetChanges[spec.Name] = *ch
+		}
+	}
+	return &out
 }
 
 func (c *Renderer) render(res *calc.Result) *Ruleset {
@@ -155,24 +205,36 @@ func (r *renderer) familyMembers(set *calc.IPSet) ([]string, uint64, *IPSetChang
 		return fs.members, fs.version, nil
 	}
 	prev := c.prevSets[set.ID]
-	if prev != nil && prev.set == set {
-		c.sets[set.ID] = prev
-		return prev.members, prev.version, nil
+	var d *calc.IPSetDelta
+	if cd, ok := c.changes[set.ID]; ok {
+		d = &cd
 	}
-	fs := &familySet{set: set, version: setVersions.Add(1)}
+	fs, ch := c.nextFamilySet(prev, set, d)
 	c.sets[set.ID] = fs
-	if d, ok := c.changes[set.ID]; ok && prev != nil && d.From() == prev.set {
+	return fs.members, fs.version, ch
+}
+
+// nextFamilySet returns the family set of set, given the one of the last
+// render (prev, may be nil) and calc's change of the set since (d, may be
+// nil), and the change of this family's members when it is known.
+func (c *Renderer) nextFamilySet(prev *familySet, set *calc.IPSet, d *calc.IPSetDelta) (*familySet, *IPSetChange) {
+	if prev != nil && prev.set == set {
+		return prev, nil
+	}
+	v := c.ipVersion
+	fs := &familySet{set: set, version: setVersions.Add(1)}
+	if d != nil && prev != nil && d.From() == prev.set {
 		ch := &IPSetChange{Since: prev.version}
 		fs.other = prev.other
 		for _, m := range d.Added {
-			if memberVersion(m) == r.v {
+			if memberVersion(m) == v {
 				ch.Added = append(ch.Added, m)
 			} else {
 				fs.other++
 			}
 		}
 		for _, m := range d.Removed {
-			if memberVersion(m) == r.v {
+			if memberVersion(m) == v {
 				ch.Removed = append(ch.Removed, m)
 			} else {
 				fs.other--
@@ -181,12 +243,12 @@ func (r *renderer) familyMembers(set *calc.IPSet) ([]string, uint64, *IPSetChang
 		if fs.other == 0 {
 			fs.members = set.Members
 		} else {
-			fs.members, _ = filterFamily(set.Members, r.v)
+			fs.members, _ = filterFamily(set.Members, v)
 		}
-		return fs.members, fs.version, ch
+		return fs, ch
 	}
-	fs.members, fs.other = filterFamily(set.Members, r.v)
-	return fs.members, fs.version, nil
+	fs.members, fs.other = filterFamily(set.Members, v)
+	return fs, nil
 }
 
 // filterFamily returns the members of IP version v (members itself when

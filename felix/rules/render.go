@@ -313,6 +313,12 @@ func render(cfg Config, res *calc.Result, ipVersion int, cache *Renderer) *Rules
 		}
 	}
 	slices.SortFunc(rs.IPSets, func(a, b IPSetSpec) int { return strings.Compare(a.Name, b.Name) })
+	if c := r.cache; c != nil {
+		c.setIndex = make(map[string]int, len(rs.IPSets))
+		for i, spec := range rs.IPSets {
+			c.setIndex[r.usedSet[spec.Name]] = i
+		}
+	}
 	return rs
 }
 
