@@ -39,7 +39,8 @@ type Engine struct {
 	profiles map[string]*v3.Profile // valid profiles
 	problems map[objKey][]Problem
 
-	idx labelIndex
+	idx       labelIndex
+	labelSets labelSets
 
 	// profileUsers: for each profile name, the items (endpoints,
 	// network sets) whose labels inherit from it, whether it exists or

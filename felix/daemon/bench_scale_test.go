@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"syscall"
 	"testing"
@@ -47,10 +48,6 @@ func BenchmarkScaleRecomputeRemoteEndpoint(b *testing.B) {
 	if _, err := dp.Apply(ctx); err != nil {
 		b.Fatal(err)
 	}
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	b.ReportMetric(float64(ms.HeapAlloc>>20), "heap-MiB")
 	cpu0 := cpuTime()
 	i := 0
 	for b.Loop() {
@@ -69,6 +66,21 @@ func BenchmarkScaleRecomputeRemoteEndpoint(b *testing.B) {
 		i++
 	}
 	b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/1000/float64(i), "cpu-ms/op")
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	b.ReportMetric(float64(ms.HeapAlloc>>20), "heap-MiB")
+	if path := os.Getenv("TABBY_BENCH_HEAP_PROFILE"); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+		if err := pprof.WriteHeapProfile(f); err != nil {
+			b.Fatal(err)
+		}
+	}
+	runtime.KeepAlive(d)
 }
 
 // cpuTime is the process's user+system CPU time so far (all threads:
