@@ -355,20 +355,34 @@ func natAndTunnels(pools []*v3.IPPool, nodes []*v3.Node) (nat []rules.NATPool, t
 // feed hands the changed resources to the calculation and keeps the
 // local workload endpoints (for endpoint status) up to date.
 func (d *Daemon) feed(changes map[datastore.Key]pendingChange) {
+	// Tiers and profiles first: the policies and endpoints fed after them
+	// are then derived once, not again when their tier or profile comes
+	// (a full snapshot is hundreds of thousands of endpoints).
 	for k, c := range changes {
-		if k.Kind == v3.KindWorkloadEndpoint {
-			ck := k.Namespace + "/" + k.Name
-			if w, ok := c.obj.(*v3.WorkloadEndpoint); ok && !c.deleted && w.Spec.Node == d.cfg.NodeName {
-				d.localWEPs[ck] = w
-			} else {
-				delete(d.localWEPs, ck)
-			}
+		if k.Kind == v3.KindTier || k.Kind == v3.KindProfile {
+			d.feedOne(k, c)
 		}
-		if c.deleted || c.obj == nil {
-			d.engine.DeleteKey(k.Kind, k.Namespace, k.Name)
-		} else if !d.engine.Upsert(c.obj) {
-			d.log.Warn("resource of a kind the calculation does not take", "key", k.String())
+	}
+	for k, c := range changes {
+		if k.Kind != v3.KindTier && k.Kind != v3.KindProfile {
+			d.feedOne(k, c)
 		}
+	}
+}
+
+func (d *Daemon) feedOne(k datastore.Key, c pendingChange) {
+	if k.Kind == v3.KindWorkloadEndpoint {
+		ck := k.Namespace + "/" + k.Name
+		if w, ok := c.obj.(*v3.WorkloadEndpoint); ok && !c.deleted && w.Spec.Node == d.cfg.NodeName {
+			d.localWEPs[ck] = w
+		} else {
+			delete(d.localWEPs, ck)
+		}
+	}
+	if c.deleted || c.obj == nil {
+		d.engine.DeleteKey(k.Kind, k.Namespace, k.Name)
+	} else if !d.engine.Upsert(c.obj) {
+		d.log.Warn("resource of a kind the calculation does not take", "key", k.String())
 	}
 }
 
