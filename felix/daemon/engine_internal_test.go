@@ -223,7 +223,7 @@ func envInt(name string, def int) int {
 //
 // TABBY_DAEMON_SEEDS and TABBY_DAEMON_STEPS make a longer run.
 func TestRecomputeFollowsChangesAsCompute(t *testing.T) {
-	seeds, steps := envInt("TABBY_DAEMON_SEEDS", 2), envInt("TABBY_DAEMON_STEPS", 80)
+	seeds, steps := envInt("TABBY_DAEMON_SEEDS", 2), envInt("TABBY_DAEMON_STEPS", 140)
 	if testing.Short() {
 		seeds, steps = 1, 40
 	}

@@ -30,9 +30,10 @@ type setState struct {
 	spec        []string // the desired spec's members, to skip rebuilding unchanged sets
 	// version is the renderer's version of the members (0: none).
 	version uint64
-	// ops are member changes applied to a desired state that also stands
-	// for the kernel's (actual[name] == desired[name]): the kernel lacks
-	// them (true: add, false: del) until the next ApplyUpdates.
+	// ops are the members changed by patch in a desired state that also
+	// stands for the kernel's (actual[name] == desired[name]), each with
+	// whether the kernel has it: the kernel differs from members in (at
+	// most) these until the next ApplyUpdates.
 	ops map[string]bool
 	// patched says ops came from a renderer's change (counted in
 	// ApplyUpdates' result).
@@ -108,6 +109,20 @@ func (s *IPSets) Update(specs []rules.IPSetSpec, versions map[string]uint64, cha
 		}
 		next[sp.Name] = st
 	}
+	// A patched state no longer desired as it is still stands for the
+	// kernel's content: undo its patches so that it does again.
+	for name, old := range s.desired {
+		if next[name] != old && len(old.ops) > 0 {
+			for m, had := range old.ops {
+				if had {
+					old.members[m] = true
+				} else {
+					delete(old.members, m)
+				}
+			}
+			old.ops = nil
+		}
+	}
 	s.desired = next
 }
 
@@ -120,19 +135,20 @@ func (s *IPSets) patch(name string, st *setState, ch rules.IPSetChange) {
 		st.ops = map[string]bool{}
 	}
 	st.patched = true
+	note := func(m string) {
+		if _, seen := st.ops[m]; shared && !seen {
+			st.ops[m] = st.members[m]
+		}
+	}
 	for _, m := range ch.Removed {
 		m = normalise(m)
+		note(m)
 		delete(st.members, m)
-		if shared {
-			st.ops[m] = false
-		}
 	}
 	for _, m := range ch.Added {
 		m = normalise(m)
+		note(m)
 		st.members[m] = true
-		if shared {
-			st.ops[m] = true
-		}
 	}
 }
 
@@ -216,17 +232,23 @@ func (s *IPSets) applyUpdates(ctx context.Context) (int, int, error) {
 		if ok && have == want {
 			// Written from this very desired state, not re-read since:
 			// only the changes patched in since are missing.
-			if len(want.ops) > 0 {
+			var lines []string
+			for _, m := range slices.Sorted(maps.Keys(want.ops)) {
+				switch now := want.members[m]; {
+				case now && !want.ops[m]:
+					lines = append(lines, "add "+name+" "+m)
+				case !now && want.ops[m]:
+					lines = append(lines, "del "+name+" "+m)
+				}
+			}
+			if len(lines) > 0 {
 				written++
 				if want.patched {
 					patched++
 				}
-				for _, m := range slices.Sorted(maps.Keys(want.ops)) {
-					op := "del"
-					if want.ops[m] {
-						op = "add"
-					}
-					fmt.Fprintf(&b, "%s %s %s\n", op, name, m)
+				for _, l := range lines {
+					b.WriteString(l)
+					b.WriteByte('\n')
 				}
 			}
 			continue
