@@ -89,11 +89,12 @@ func mutateInfra(rng *rand.Rand, objs []any, step int) []any {
 	vmodes := []v3.VXLANMode{v3.VXLANModeNever, v3.VXLANModeAlways, v3.VXLANModeCrossSubnet}
 	switch rng.IntN(5) {
 	case 3: // a dual-stack endpoint elsewhere comes or goes (IPv6 members)
-		name := fmt.Sprintf("node2-k8s-ds%d-eth0", rng.IntN(4))
+		n := rng.IntN(4)
+		name := fmt.Sprintf("node2-k8s-ds%d-eth0", n)
 		if i := slices.IndexFunc(objs, func(o any) bool { w, ok := o.(*v3.WorkloadEndpoint); return ok && w.Name == name }); i >= 0 {
 			return slices.Delete(objs, i, i+1)
 		}
-		w := ct.WEP("ns1", strings.TrimSuffix(strings.TrimPrefix(name, "node2-k8s-"), "-eth0"), "node2", "calids", fmt.Sprintf("10.251.0.%d", step%250),
+		w := ct.WEP("ns1", strings.TrimSuffix(strings.TrimPrefix(name, "node2-k8s-"), "-eth0"), "node2", fmt.Sprintf("calids%d", n), fmt.Sprintf("10.251.0.%d", step%250),
 			map[string]string{"app": fmt.Sprintf("a%d", rng.IntN(12))})
 		w.Spec.IPNetworks = append(w.Spec.IPNetworks, fmt.Sprintf("fd00::%x/128", step))
 		return append(objs, w)
