@@ -3,7 +3,7 @@ GO ?= go
 BIN := bin
 CONTROLLER_GEN := $(GO) tool controller-gen
 
-.PHONY: all build test test-privileged test-integration kube-binaries test-all bench bench-cni bench-felix bench-scale lab demo lint generate fuzz clean
+.PHONY: all build test test-privileged test-integration kube-binaries test-all bench bench-cni bench-felix bench-scale bench-scale-calc lab demo lint generate fuzz clean
 
 all: build
 
@@ -56,14 +56,19 @@ bench-felix:
 	$(GO) test -tags privileged -run '^$$' -bench PrivilegedOneChange -benchtime 30x ./felix/dataplane/
 	$(GO) test -run '^$$' -bench . -benchmem ./felix/calc/ ./felix/rules/
 
-## bench-scale: felix at cluster scale (issue 15), so far the pure
-## calculation in-process: one remote endpoint added/removed and one
-## policy changed at 5,000 and 150,000 remote endpoints (1,000 policies,
-## 110 local) through the incremental calc.Engine, the memoised Compute at
-## 5,000 and 50,000 for comparison, and the Engine's load time and heap.
-## To come: the real daemon against a real etcd (kernel latency, RSS,
-## sustained churn).
+## bench-scale: felix at cluster scale (issue 15, root): the real
+## cmd/felix over a real etcd loaded with the synthetic cluster (1,000
+## policies, 110 local endpoints) and 5,000 and 150,000 remote endpoints
+## (TABBY_SCALE_SIZES=...), programming a test namespace: load time,
+## start -> ready, RSS, one remote endpoint added/removed -> its ipset
+## member in the kernel (p50/max of 20), one policy changed -> its chain
+## live (p50), 100 endpoint changes/s for 30 s (felix CPU, lag of the last
+## change), each with the load average. bench-scale-calc: the pure
+## calculation in-process (Engine vs memoised Compute).
 bench-scale:
+	$(GO) test -tags privileged,integration -run '^$$' -bench PrivilegedScale -benchtime 1x -timeout 90m ./felix/e2e/
+
+bench-scale-calc:
 	TABBY_BENCH_SCALE=1 $(GO) test -run '^$$' -bench 'ScaleEngine(Endpoint|Policy)Change' -benchtime 20x ./felix/calc/
 	TABBY_BENCH_SCALE=1 $(GO) test -run '^$$' -bench 'ScaleEngineLoad' -benchtime 2x ./felix/calc/
 	TABBY_BENCH_SCALE=1 $(GO) test -run '^$$' -bench 'ScaleCompute' -benchtime 10x ./felix/calc/

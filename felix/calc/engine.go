@@ -35,11 +35,13 @@ type Engine struct {
 	node string
 
 	objs     map[objKey]any
+	kinds    map[string]int // how many of objs are of each kind
 	tiers    map[string]*tierInfo   // effective tiers: built-in, overridden by valid Tier objects
 	profiles map[string]*v3.Profile // valid profiles
 	problems map[objKey][]Problem
 
-	idx labelIndex
+	idx       labelIndex
+	labelSets labelSets
 
 	// profileUsers: for each profile name, the items (endpoints,
 	// network sets) whose labels inherit from it, whether it exists or
@@ -92,6 +94,7 @@ func NewEngine(node string) *Engine {
 	e := &Engine{
 		node:         node,
 		objs:         map[objKey]any{},
+		kinds:        map[string]int{},
 		tiers:        map[string]*tierInfo{},
 		profiles:     map[string]*v3.Profile{},
 		problems:     map[objKey][]Problem{},
@@ -129,10 +132,16 @@ func (e *Engine) Upsert(o any) bool {
 	if !ok {
 		return false
 	}
+	if _, had := e.objs[k]; !had {
+		e.kinds[k.kind]++
+	}
 	e.objs[k] = o
 	e.update(k)
 	return true
 }
+
+// Count is the number of resources of kind held.
+func (e *Engine) Count(kind string) int { return e.kinds[kind] }
 
 // Delete removes the resource with o's kind, namespace and name (o may be
 // the last version seen or any object with the same key). It reports
@@ -146,7 +155,28 @@ func (e *Engine) Delete(o any) bool {
 		return true
 	}
 	delete(e.objs, k)
+	e.kinds[k.kind]--
 	e.update(k)
+	return true
+}
+
+// DeleteKey removes the resource of the given kind, namespace and name
+// (as Delete, for a caller that knows the key but not the object). It
+// reports false for kinds the calculation does not take.
+func (e *Engine) DeleteKey(kind, namespace, name string) bool {
+	switch kind {
+	case v3.KindHostEndpoint, v3.KindGlobalNetworkPolicy, v3.KindTier, v3.KindProfile, v3.KindGlobalNetworkSet:
+		namespace = ""
+	case v3.KindWorkloadEndpoint, v3.KindNetworkPolicy, v3.KindNetworkSet:
+	default:
+		return false
+	}
+	k := objKey{kind, namespace, name}
+	if _, had := e.objs[k]; had {
+		delete(e.objs, k)
+		e.kinds[k.kind]--
+		e.update(k)
+	}
 	return true
 }
 

@@ -36,7 +36,15 @@ type IPSetDelta struct {
 	ID               string
 	Created, Deleted bool
 	Added, Removed   []string
+	// from is the set the changes apply to (nil when Created).
+	from *IPSet
 }
+
+// From is the published set (of the previous Flush's Result) that the
+// changes lead from: a consumer that derived its state from that very set
+// can apply Added and Removed instead of comparing member lists. nil for
+// a created set.
+func (d IPSetDelta) From() *IPSet { return d.from }
 
 // Empty reports whether nothing changed.
 func (d *Delta) Empty() bool {
@@ -81,13 +89,14 @@ func (d *deltaBuilder) build(prev, next map[string]*IPSet) *Delta {
 		case was == nil:
 			out.IPSets = append(out.IPSets, IPSetDelta{ID: id, Created: true, Added: is.Members})
 		case is == nil:
-			out.IPSets = append(out.IPSets, IPSetDelta{ID: id, Deleted: true, Removed: was.Members})
+			out.IPSets = append(out.IPSets, IPSetDelta{ID: id, Deleted: true, Removed: was.Members, from: was})
 		default:
 			sd, ok := d.members[id]
 			if !ok { // replaced by a new set of the same ID: compare
 				sd = IPSetDelta{ID: id}
 				sd.Added, sd.Removed = diffSorted(was.Members, is.Members)
 			}
+			sd.from = was
 			if len(sd.Added)+len(sd.Removed) > 0 {
 				out.IPSets = append(out.IPSets, sd)
 			}

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"strings"
 
 	v3 "github.com/tabbynet/tabby/api/v3"
 )
@@ -70,8 +71,74 @@ func (e *Engine) updateItem(k objKey, o any) {
 			addUser(e.profileUsers, name, k)
 		}
 	}
+	var oldMember *labelled
+	if it := e.idx.items[k]; it != nil {
+		oldMember = it.m
+	}
+	if member != nil {
+		member.labels = e.labelSets.intern(member.labels)
+	}
 	e.idx.setItem(k, member)
+	if oldMember != nil {
+		e.labelSets.release(oldMember.labels)
+	}
 	e.setLocal(k, local)
+}
+
+// labelSets interns the items' effective label maps, so that the
+// endpoints of the cluster with the same labels (the replicas of a
+// workload) share one map instead of holding a copy each. Interned maps
+// are never modified.
+type labelSets struct {
+	byKey map[string]*sharedLabels
+}
+
+type sharedLabels struct {
+	labels map[string]string
+	refs   int
+}
+
+// canonicalLabels is a canonical text of labels.
+func canonicalLabels(labels map[string]string) string {
+	keys := slices.Sorted(maps.Keys(labels))
+	n := 0
+	for _, k := range keys {
+		n += len(k) + len(labels[k]) + 2
+	}
+	var b strings.Builder
+	b.Grow(n)
+	for _, k := range keys {
+		b.WriteString(k)
+		b.WriteByte(0)
+		b.WriteString(labels[k])
+		b.WriteByte(0)
+	}
+	return b.String()
+}
+
+// intern returns the shared map equal to labels, counting one more user.
+func (ls *labelSets) intern(labels map[string]string) map[string]string {
+	if ls.byKey == nil {
+		ls.byKey = map[string]*sharedLabels{}
+	}
+	key := canonicalLabels(labels)
+	sh := ls.byKey[key]
+	if sh == nil {
+		sh = &sharedLabels{labels: labels}
+		ls.byKey[key] = sh
+	}
+	sh.refs++
+	return sh.labels
+}
+
+// release counts one user less of the interned map labels.
+func (ls *labelSets) release(labels map[string]string) {
+	key := canonicalLabels(labels)
+	if sh := ls.byKey[key]; sh != nil {
+		if sh.refs--; sh.refs == 0 {
+			delete(ls.byKey, key)
+		}
+	}
 }
 
 func (e *Engine) epRef(l *localState) EndpointRef {

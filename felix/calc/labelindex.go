@@ -39,16 +39,18 @@ type labelIndex struct {
 }
 
 type item struct {
-	key  objKey
-	m    *labelled
-	ns   string
-	sels map[string]*selState
+	key objKey
+	m   *labelled
+	ns  string
+	// sels are the selectors matching the item (a few: a slice is much
+	// smaller than a map, and this is per endpoint of the cluster).
+	sels []*selState
 }
 
 type selState struct {
 	m       *matcher
 	sets    map[string]*setState
-	matched map[objKey]*item
+	matched map[*item]struct{}
 }
 
 type setState struct {
@@ -93,7 +95,7 @@ func (x *labelIndex) setItem(k objKey, m *labelled) {
 	}
 	if old != nil {
 		for _, s := range old.sels {
-			delete(s.matched, k)
+			delete(s.matched, old)
 			for _, set := range s.sets {
 				set.change(old.m, -1)
 				x.touch(set)
@@ -110,7 +112,7 @@ func (x *labelIndex) setItem(k objKey, m *labelled) {
 	if m == nil {
 		return
 	}
-	it := &item{key: k, m: m, ns: namespaceOf(m), sels: map[string]*selState{}}
+	it := &item{key: k, m: m, ns: namespaceOf(m)}
 	x.items[k] = it
 	b := x.byNS[it.ns]
 	if b == nil {
@@ -125,12 +127,12 @@ func (x *labelIndex) setItem(k objKey, m *labelled) {
 }
 
 func (x *labelIndex) evalItem(it *item, sels map[string]*selState) {
-	for id, s := range sels {
+	for _, s := range sels {
 		if !s.m.matches(it.m.labels) {
 			continue
 		}
-		it.sels[id] = s
-		s.matched[it.key] = it
+		it.sels = append(it.sels, s)
+		s.matched[it] = struct{}{}
 		for _, set := range s.sets {
 			set.change(it.m, +1)
 			x.touch(set)
@@ -165,7 +167,7 @@ func (x *labelIndex) ref(d *demand) {
 	}
 	s.sets[d.id] = set
 	set.sel = s
-	for _, it := range s.matched {
+	for it := range s.matched {
 		set.change(it.m, +1)
 	}
 }
@@ -189,7 +191,7 @@ func (x *labelIndex) deref(id string) {
 
 // addSelector evaluates m over the items of its scope.
 func (x *labelIndex) addSelector(m *matcher) *selState {
-	s := &selState{m: m, sets: map[string]*setState{}, matched: map[objKey]*item{}}
+	s := &selState{m: m, sets: map[string]*setState{}, matched: map[*item]struct{}{}}
 	x.sels[m.id] = s
 	byID := x.selsByNS[m.namespace]
 	if byID == nil {
@@ -201,18 +203,19 @@ func (x *labelIndex) addSelector(m *matcher) *selState {
 	if m.namespace != "" {
 		scope = x.byNS[m.namespace]
 	}
-	for k, it := range scope {
+	for _, it := range scope {
 		if m.matches(it.m.labels) {
-			s.matched[k] = it
-			it.sels[m.id] = s
+			s.matched[it] = struct{}{}
+			it.sels = append(it.sels, s)
 		}
 	}
 	return s
 }
 
 func (x *labelIndex) removeSelector(s *selState) {
-	for _, it := range s.matched {
-		delete(it.sels, s.m.id)
+	for it := range s.matched {
+		i := slices.Index(it.sels, s)
+		it.sels = slices.Delete(it.sels, i, i+1)
 	}
 	delete(x.sels, s.m.id)
 	if byID := x.selsByNS[s.m.namespace]; byID != nil {

@@ -1,16 +1,19 @@
-// Package daemon wires felix together: a datastore syncer feeds a resource
-// cache; on every change (coalesced) the cache is turned into a
-// calc.Input, computed, rendered for each IP version and handed to the
-// dataplane, which reconciles the kernel in its own loop. Nothing is
-// programmed before the syncer has delivered a complete snapshot.
+// Package daemon wires felix together: a datastore syncer's updates are
+// fed (coalesced, only what changed) to the incremental calculation
+// (calc.Engine, whose work is proportional to what changed); its result is
+// rendered for each IP version and handed to the dataplane, which
+// reconciles the kernel in its own loop. Nothing is programmed before the
+// syncer has delivered a complete snapshot.
 package daemon
 
 import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/netip"
 	"reflect"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -169,23 +172,38 @@ type Daemon struct {
 	cfg Config
 	log *slog.Logger
 
-	mu       sync.Mutex
-	objs     map[datastore.Key]v3.Resource
-	inSync   bool
+	mu     sync.Mutex
+	inSync bool
+	// pending are the calculation's resources changed since the last
+	// computation (the latest change per key).
+	pending map[datastore.Key]pendingChange
+	// The kinds outside the calculation, kept whole (they are few): IP
+	// pools and nodes (NAT outgoing, tunnel rules) and the default and
+	// this node's FelixConfiguration specs. infraChanged says one of them
+	// changed since the last computation.
+	pools        map[string]*v3.IPPool
+	nodes        map[string]*v3.Node
+	global, node *v3.FelixConfigurationSpec
+	infraChanged bool
+
 	problems map[calc.Problem]bool
 	// unrenderable are the last computation's unrenderable rules (each
 	// logged and counted once, when it appears).
 	unrenderable map[calc.Unrenderable]bool
 
-	// Used only by Recompute (one at a time): the calculation's and the
-	// renderers' memory of unchanged objects and chains, and the rendering
-	// configuration they were made for.
-	memo      *calc.Memo
+	// Used only by Recompute (one at a time): the incremental
+	// calculation, the renderers' memory of unchanged chains, and the
+	// rendering configuration they were made for.
+	engine    *calc.Engine
 	renderers []*rules.Renderer
 	rulesCfg  rules.Config
+	// renderNeeded: the renderers are new (first computation, changed
+	// configuration) and must render even if the calculation did not
+	// change.
+	renderNeeded bool
 
-	// natPools are the IP pools of the last input (for NAT outgoing),
-	// localWEPs this node's workload endpoints by calc key.
+	// natPools are the IP pools (for NAT outgoing), localWEPs this
+	// node's workload endpoints by calc key.
 	natPools  []rules.NATPool
 	localWEPs map[string]*v3.WorkloadEndpoint
 	// tunnels is the encapsulated traffic the node accepts, and from whom.
@@ -199,8 +217,13 @@ type Daemon struct {
 
 	// resyncCounted: the first resync has been counted.
 	resyncCounted bool
-	// counts are the cluster's resources by kind at the last input.
-	counts map[string]int
+}
+
+// pendingChange is the latest change of one of the calculation's
+// resources: its new version, or deleted.
+type pendingChange struct {
+	obj     v3.Resource
+	deleted bool
 }
 
 // New returns a Daemon.
@@ -217,8 +240,10 @@ func New(cfg Config) *Daemon {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	d := &Daemon{cfg: cfg, log: cfg.Logger, objs: map[datastore.Key]v3.Resource{},
-		problems: map[calc.Problem]bool{}, unrenderable: map[calc.Unrenderable]bool{}, dirty: make(chan struct{}, 1), memo: calc.NewMemo()}
+	d := &Daemon{cfg: cfg, log: cfg.Logger, pending: map[datastore.Key]pendingChange{},
+		pools: map[string]*v3.IPPool{}, nodes: map[string]*v3.Node{},
+		problems: map[calc.Problem]bool{}, unrenderable: map[calc.Unrenderable]bool{}, dirty: make(chan struct{}, 1),
+		engine: calc.NewEngine(cfg.NodeName), localWEPs: map[string]*v3.WorkloadEndpoint{}}
 	d.setRulesConfig(cfg.Rules)
 	return d
 }
@@ -226,6 +251,7 @@ func New(cfg Config) *Daemon {
 func (d *Daemon) setRulesConfig(rc rules.Config) {
 	d.rulesCfg = rc
 	d.renderers = nil
+	d.renderNeeded = true
 	for _, v := range d.cfg.IPVersions {
 		d.renderers = append(d.renderers, rules.NewRenderer(rc, v))
 	}
@@ -257,7 +283,9 @@ func (d *Daemon) OnStatusUpdated(s datastore.SyncStatus) {
 	d.kick()
 }
 
-// OnUpdates implements datastore.SyncerCallbacks.
+// OnUpdates implements datastore.SyncerCallbacks. It only records what
+// changed (the latest change per key); Recompute feeds it to the
+// calculation.
 func (d *Daemon) OnUpdates(ups []datastore.Update) {
 	if d.cfg.Routes != nil {
 		d.cfg.Routes.OnUpdates(ups)
@@ -270,19 +298,47 @@ func (d *Daemon) OnUpdates(ups []datastore.Update) {
 	}
 	d.mu.Lock()
 	for _, u := range ups {
-		if u.Key.Kind == v3.KindIPAMBlock {
+		deleted := u.Type == datastore.EventDeleted
+		switch u.Key.Kind {
+		case v3.KindIPAMBlock:
 			continue // the route manager's only
+		case v3.KindIPPool:
+			setOrDelete(d.pools, u.Key.Name, u.Object, deleted)
+			d.infraChanged = true
+		case v3.KindNode:
+			setOrDelete(d.nodes, u.Key.Name, u.Object, deleted)
+			d.infraChanged = true
+		case v3.KindFelixConfiguration:
+			var spec *v3.FelixConfigurationSpec
+			if fc, ok := u.Object.(*v3.FelixConfiguration); ok && !deleted {
+				spec = &fc.Spec
+			}
+			switch u.Key.Name {
+			case "default":
+				d.global = spec
+			case v3.FelixConfigurationNamePrefix + d.cfg.NodeName:
+				d.node = spec
+			default:
+				continue // another node's
+			}
+			d.infraChanged = true
+		default:
+			d.pending[u.Key] = pendingChange{obj: u.Object, deleted: deleted}
 		}
 		policy = true
-		if u.Type == datastore.EventDeleted {
-			delete(d.objs, u.Key)
-		} else {
-			d.objs[u.Key] = u.Object
-		}
 	}
 	d.mu.Unlock()
 	if policy {
 		d.kick()
+	}
+}
+
+// setOrDelete keeps o (of type T) under name, or removes it.
+func setOrDelete[T any](m map[string]*T, name string, o v3.Resource, deleted bool) {
+	if t, ok := any(o).(*T); ok && !deleted {
+		m[name] = t
+	} else {
+		delete(m, name)
 	}
 }
 
@@ -293,99 +349,178 @@ func (d *Daemon) kick() {
 	}
 }
 
-// input snapshots the cache; ok is false before the first full snapshot.
-// global and node are the FelixConfiguration specs, nil when absent.
-func (d *Daemon) input() (in calc.Input, global, node *v3.FelixConfigurationSpec, ok bool) {
+// changes takes the calculation's resources changed since the last call
+// and, when they changed, the rendering inputs outside it (infra is
+// false otherwise); ok is false before the first full snapshot (the
+// changes are then kept).
+func (d *Daemon) changes() (changes map[datastore.Key]pendingChange, infra *infraInput, ok bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	in = calc.Input{Node: d.cfg.NodeName}
 	if !d.inSync {
-		return in, nil, nil, false
+		return nil, nil, false
 	}
-	d.natPools = d.natPools[:0]
-	d.tunnels = rules.TunnelConfig{}
-	clear(d.localWEPs)
-	if d.localWEPs == nil {
-		d.localWEPs = map[string]*v3.WorkloadEndpoint{}
+	changes = d.pending
+	if len(changes) > 0 {
+		d.pending = map[datastore.Key]pendingChange{}
 	}
-	if d.counts == nil {
-		d.counts = map[string]int{}
-	}
-	clear(d.counts)
-	for k := range d.objs {
-		d.counts[k.Kind]++
-	}
-	for _, o := range d.objs {
-		if w, ok := o.(*v3.WorkloadEndpoint); ok && w.Spec.Node == d.cfg.NodeName {
-			d.localWEPs[w.Namespace+"/"+w.Name] = w
+	if d.infraChanged {
+		d.infraChanged = false
+		infra = &infraInput{global: d.global, node: d.node}
+		for _, name := range slices.Sorted(maps.Keys(d.pools)) {
+			infra.pools = append(infra.pools, d.pools[name])
 		}
-		if in.Add(o) {
-			continue
-		}
-		switch o := o.(type) {
-		case *v3.IPPool:
-			if cidr, err := netip.ParsePrefix(o.Spec.CIDR); err == nil {
-				d.natPools = append(d.natPools, rules.NATPool{CIDR: cidr, NATOutgoing: o.Spec.NATOutgoing})
-				d.tunnels.IPIP = d.tunnels.IPIP || (cidr.Addr().Is4() && (o.Spec.IPIPMode == v3.IPIPModeAlways || o.Spec.IPIPMode == v3.IPIPModeCrossSubnet))
-				d.tunnels.VXLAN = d.tunnels.VXLAN || o.Spec.VXLANMode == v3.VXLANModeAlways || o.Spec.VXLANMode == v3.VXLANModeCrossSubnet
-			}
-		case *v3.Node:
-			if o.Spec.BGP == nil {
-				continue
-			}
-			for _, s := range []string{o.Spec.BGP.IPv4Address, o.Spec.BGP.IPv6Address} {
-				p, err := netip.ParsePrefix(s)
-				if err != nil {
-					continue
-				}
-				d.tunnels.AllHosts = append(d.tunnels.AllHosts, p.Addr())
-				if (p.Addr().Is4() && o.Spec.IPv4VXLANTunnelAddr != "") || (p.Addr().Is6() && o.Spec.IPv6VXLANTunnelAddr != "") {
-					d.tunnels.VXLANHosts = append(d.tunnels.VXLANHosts, p.Addr())
-				}
-			}
-		case *v3.FelixConfiguration:
-			switch o.Name {
-			case "default":
-				global = &o.Spec
-			case v3.FelixConfigurationNamePrefix + d.cfg.NodeName:
-				node = &o.Spec
-			}
+		for _, name := range slices.Sorted(maps.Keys(d.nodes)) {
+			infra.nodes = append(infra.nodes, d.nodes[name])
 		}
 	}
-	return in, global, node, true
+	return changes, infra, true
 }
 
-// Recompute runs the calculation over the current cache and hands the
-// result to the dataplane. It reports whether it did (false before the
-// first snapshot). Calls must not overlap (Run makes them one at a time).
-// Objects in the cache are replaced, never modified, on update, which is
-// what lets the memo recognise unchanged objects by pointer.
+// infraInput is what the rendering takes from outside the calculation.
+type infraInput struct {
+	pools        []*v3.IPPool
+	nodes        []*v3.Node
+	global, node *v3.FelixConfigurationSpec
+}
+
+// natAndTunnels derives NAT outgoing's pools and the tunnel rules' input
+// from the IP pools and nodes.
+func natAndTunnels(pools []*v3.IPPool, nodes []*v3.Node) (nat []rules.NATPool, tunnels rules.TunnelConfig) {
+	for _, o := range pools {
+		cidr, err := netip.ParsePrefix(o.Spec.CIDR)
+		if err != nil {
+			continue
+		}
+		nat = append(nat, rules.NATPool{CIDR: cidr, NATOutgoing: o.Spec.NATOutgoing})
+		tunnels.IPIP = tunnels.IPIP || (cidr.Addr().Is4() && (o.Spec.IPIPMode == v3.IPIPModeAlways || o.Spec.IPIPMode == v3.IPIPModeCrossSubnet))
+		tunnels.VXLAN = tunnels.VXLAN || o.Spec.VXLANMode == v3.VXLANModeAlways || o.Spec.VXLANMode == v3.VXLANModeCrossSubnet
+	}
+	for _, o := range nodes {
+		if o.Spec.BGP == nil {
+			continue
+		}
+		for _, s := range []string{o.Spec.BGP.IPv4Address, o.Spec.BGP.IPv6Address} {
+			p, err := netip.ParsePrefix(s)
+			if err != nil {
+				continue
+			}
+			tunnels.AllHosts = append(tunnels.AllHosts, p.Addr())
+			if (p.Addr().Is4() && o.Spec.IPv4VXLANTunnelAddr != "") || (p.Addr().Is6() && o.Spec.IPv6VXLANTunnelAddr != "") {
+				tunnels.VXLANHosts = append(tunnels.VXLANHosts, p.Addr())
+			}
+		}
+	}
+	return nat, tunnels
+}
+
+// feed hands the changed resources to the calculation and keeps the
+// local workload endpoints (for endpoint status) up to date.
+func (d *Daemon) feed(changes map[datastore.Key]pendingChange) {
+	// Tiers and profiles first: the policies and endpoints fed after them
+	// are then derived once, not again when their tier or profile comes
+	// (a full snapshot is hundreds of thousands of endpoints).
+	for k, c := range changes {
+		if k.Kind == v3.KindTier || k.Kind == v3.KindProfile {
+			d.feedOne(k, c)
+		}
+	}
+	for k, c := range changes {
+		if k.Kind != v3.KindTier && k.Kind != v3.KindProfile {
+			d.feedOne(k, c)
+		}
+	}
+}
+
+func (d *Daemon) feedOne(k datastore.Key, c pendingChange) {
+	if k.Kind == v3.KindWorkloadEndpoint {
+		ck := k.Namespace + "/" + k.Name
+		if w, ok := c.obj.(*v3.WorkloadEndpoint); ok && !c.deleted && w.Spec.Node == d.cfg.NodeName {
+			d.localWEPs[ck] = w
+		} else {
+			delete(d.localWEPs, ck)
+		}
+	}
+	if c.deleted || c.obj == nil {
+		d.engine.DeleteKey(k.Kind, k.Namespace, k.Name)
+	} else if !d.engine.Upsert(c.obj) {
+		d.log.Warn("resource of a kind the calculation does not take", "key", k.String())
+	}
+}
+
+// Recompute feeds the resources changed since the last call to the
+// incremental calculation and hands the rendered result to the dataplane
+// (nothing when nothing changed). It reports whether it computed (false
+// before the first snapshot). Calls must not overlap (Run makes them one
+// at a time). Objects handed to OnUpdates are replaced, never modified,
+// as the calculation requires.
 func (d *Daemon) Recompute() bool {
-	in, global, node, ok := d.input()
+	changes, infra, ok := d.changes()
 	if !ok {
 		return false
 	}
-	if d.cfg.RulesConfig != nil {
-		rc := d.cfg.RulesConfig(global, node)
-		rc.HostInterfaces = d.rulesCfg.HostInterfaces
-		if !reflect.DeepEqual(rc, d.rulesCfg) {
-			d.log.Info("rendering configuration changed", "config", fmt.Sprintf("%+v", rc))
-			d.setRulesConfig(rc)
+	if infra != nil {
+		d.natPools, d.tunnels = natAndTunnels(infra.pools, infra.nodes)
+		d.renderNeeded = true
+		if d.cfg.RulesConfig != nil {
+			rc := d.cfg.RulesConfig(infra.global, infra.node)
+			rc.HostInterfaces = d.rulesCfg.HostInterfaces
+			if !reflect.DeepEqual(rc, d.rulesCfg) {
+				d.log.Info("rendering configuration changed", "config", fmt.Sprintf("%+v", rc))
+				d.setRulesConfig(rc)
+			}
 		}
 	}
 	start := time.Now()
-	res := calc.ComputeWith(in, d.memo)
+	d.feed(changes)
+	res, delta := d.engine.Flush()
 	d.resolveHostInterfaces(res)
+	if delta.Empty() && !d.renderNeeded {
+		// Nothing changed (a wake-up without news, or changes that cancel
+		// out): the dataplane already has this state.
+		return true
+	}
+	d.renderNeeded = false
 	var rss []*rules.Ruleset
 	for _, r := range d.renderers {
-		rs := rules.WithNATOutgoing(r.Render(res), rules.NATConfig{Pools: d.natPools, OutgoingAddress: d.rulesCfg.NATOutgoingAddress})
+		rs := rules.WithNATOutgoing(r.RenderChanges(res, delta), rules.NATConfig{Pools: d.natPools, OutgoingAddress: d.rulesCfg.NATOutgoingAddress})
 		rs = rules.WithTunnelInput(rs, d.tunnels)
 		rss = append(rss, rules.WithWorkloadRPF(rs, d.rulesCfg.WorkloadIfacePrefixes))
 	}
 	d.cfg.Dataplane.SetDesired(rss...)
 	d.reportEndpoints(res)
-	// Log each problem once, when it appears.
-	current := map[calc.Problem]bool{}
+	if delta.Problems || len(d.problems) != len(res.Problems) {
+		d.noteProblems(res)
+	}
+	if delta.Unrenderable || len(d.unrenderable) != len(res.Unrenderable) {
+		d.noteUnrenderable(res)
+	}
+	if m := d.cfg.Metrics; m != nil {
+		took := time.Since(start).Seconds()
+		m.CalcSeconds.Observe(took)
+		m.CalcGraphUpdateTime.Observe(took)
+		m.Problems.Set(float64(len(d.problems)))
+		m.UnrenderableNow.Set(float64(len(d.unrenderable)))
+		m.ActiveEndpoints.Set(float64(len(res.Endpoints)))
+		m.ActivePolicies.Set(float64(len(res.Policies)))
+		m.ActiveSelectors.Set(float64(len(res.IPSets)))
+		e := d.engine
+		d.mu.Lock()
+		m.ClusterHosts.Set(float64(len(d.nodes)))
+		d.mu.Unlock()
+		m.ClusterWEPs.Set(float64(e.Count(v3.KindWorkloadEndpoint)))
+		m.ClusterHEPs.Set(float64(e.Count(v3.KindHostEndpoint)))
+		m.ClusterTiers.Set(float64(e.Count(v3.KindTier)))
+		m.ClusterPolicies.Set(float64(e.Count(v3.KindNetworkPolicy) + e.Count(v3.KindGlobalNetworkPolicy)))
+		m.ClusterProfiles.Set(float64(e.Count(v3.KindProfile)))
+	}
+	d.log.Debug("recomputed", "duration", time.Since(start), "endpoints", len(res.Endpoints), "policies", len(res.Policies),
+		"changedEndpoints", len(delta.Endpoints), "changedPolicies", len(delta.Policies), "changedSets", len(delta.IPSets))
+	return true
+}
+
+// noteProblems logs each problem once, when it appears.
+func (d *Daemon) noteProblems(res *calc.Result) {
+	current := make(map[calc.Problem]bool, len(res.Problems))
 	for _, p := range res.Problems {
 		current[p] = true
 		if !d.problems[p] {
@@ -393,7 +528,12 @@ func (d *Daemon) Recompute() bool {
 		}
 	}
 	d.problems = current
-	unrenderable := map[calc.Unrenderable]bool{}
+}
+
+// noteUnrenderable logs and counts each unrenderable rule once, when it
+// appears.
+func (d *Daemon) noteUnrenderable(res *calc.Result) {
+	unrenderable := make(map[calc.Unrenderable]bool, len(res.Unrenderable))
 	for _, u := range res.Unrenderable {
 		unrenderable[u] = true
 		if d.unrenderable[u] {
@@ -407,26 +547,6 @@ func (d *Daemon) Recompute() bool {
 		}
 	}
 	d.unrenderable = unrenderable
-	if m := d.cfg.Metrics; m != nil {
-		m.CalcSeconds.Observe(time.Since(start).Seconds())
-		m.Problems.Set(float64(len(current)))
-		m.UnrenderableNow.Set(float64(len(unrenderable)))
-		m.CalcGraphUpdateTime.Observe(time.Since(start).Seconds())
-		m.ActiveEndpoints.Set(float64(len(res.Endpoints)))
-		m.ActivePolicies.Set(float64(len(res.Policies)))
-		m.ActiveSelectors.Set(float64(len(res.IPSets)))
-		d.mu.Lock()
-		c := d.counts
-		m.ClusterHosts.Set(float64(c[v3.KindNode]))
-		m.ClusterWEPs.Set(float64(c[v3.KindWorkloadEndpoint]))
-		m.ClusterHEPs.Set(float64(c[v3.KindHostEndpoint]))
-		m.ClusterTiers.Set(float64(c[v3.KindTier]))
-		m.ClusterPolicies.Set(float64(c[v3.KindNetworkPolicy] + c[v3.KindGlobalNetworkPolicy]))
-		m.ClusterProfiles.Set(float64(c[v3.KindProfile]))
-		d.mu.Unlock()
-	}
-	d.log.Debug("recomputed", "duration", time.Since(start), "endpoints", len(res.Endpoints), "policies", len(res.Policies))
-	return true
 }
 
 // reportEndpoints tells the endpoint status reporter which local
@@ -509,6 +629,7 @@ func (d *Daemon) Run(ctx context.Context, syncer datastore.Syncer) error {
 	defer ifaceTick.Stop()
 	var lastEnd time.Time
 	var lastTook time.Duration
+	var churn churnDetector
 	for {
 		if d.cfg.Heartbeat != nil {
 			d.cfg.Heartbeat()
@@ -527,8 +648,13 @@ func (d *Daemon) Run(ctx context.Context, syncer datastore.Syncer) error {
 				continue
 			}
 		}
-		// Coalesce a burst of updates into one computation.
+		// Coalesce a burst of updates into one computation; under
+		// sustained churn, batch more (each computation that changes
+		// something costs a kernel update, mostly process start-up).
 		wait := max(d.cfg.Debounce, time.Until(lastEnd.Add(lastTook)))
+		if churn.busy(time.Now()) {
+			wait = max(wait, time.Until(lastEnd.Add(churnSpacing)))
+		}
 		select {
 		case <-ctx.Done():
 			return nil
@@ -536,9 +662,39 @@ func (d *Daemon) Run(ctx context.Context, syncer datastore.Syncer) error {
 		}
 		start := time.Now()
 		d.cfg.Health.Begin()
+		churn.note(start)
 		d.Recompute()
 		d.cfg.Health.End()
 		lastEnd = time.Now()
 		lastTook = lastEnd.Sub(start)
 	}
+}
+
+// Sustained churn: at least churnCount computations within churnWindow
+// (over 40 a second, while isolated changes come at most every few tens
+// of milliseconds); the next computation then starts no earlier than
+// churnSpacing after the last one ended, so a change waits at most that
+// much longer and the kernel is updated at most ~40 times a second.
+const (
+	churnCount   = 8
+	churnWindow  = 200 * time.Millisecond
+	churnSpacing = 25 * time.Millisecond
+)
+
+// churnDetector remembers when the last computations started.
+type churnDetector struct {
+	starts [churnCount]time.Time
+	next   int
+}
+
+func (c *churnDetector) note(t time.Time) {
+	c.starts[c.next] = t
+	c.next = (c.next + 1) % churnCount
+}
+
+// busy says whether the last churnCount computations all started within
+// churnWindow before now.
+func (c *churnDetector) busy(now time.Time) bool {
+	oldest := c.starts[c.next]
+	return !oldest.IsZero() && now.Sub(oldest) < churnWindow
 }

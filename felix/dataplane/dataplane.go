@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -55,9 +56,13 @@ type Dataplane struct {
 
 	mu      sync.Mutex
 	pending []*rules.Ruleset // nil: nothing new
-	setGen  uint64           // SetDesired calls so far
-	pendGen uint64           // generation of pending
-	kick    chan struct{}
+	// setUpdates are the ipset parts of every SetDesired since the last
+	// Apply took them, in order, so that each one's member changes (which
+	// lead from the one before) can be applied without a compare.
+	setUpdates []setUpdate
+	setGen     uint64 // SetDesired calls so far
+	pendGen    uint64 // generation of pending
+	kick       chan struct{}
 	// takenGen is the generation of the rulesets the tables hold (used
 	// by Apply only).
 	takenGen uint64
@@ -150,11 +155,46 @@ func (d *Dataplane) applyTables(ctx context.Context, tables []*Table, ipVersion 
 	return sum, nil
 }
 
+// setUpdate is the ipset part of one SetDesired: every family's sets and
+// the renderers' versions and changes of them.
+type setUpdate struct {
+	specs    []rules.IPSetSpec
+	versions map[string]uint64
+	changes  map[string]rules.IPSetChange
+}
+
+// maxSetUpdates bounds the queue of ipset updates not yet applied; past
+// it the oldest are dropped and the sets they changed are compared.
+const maxSetUpdates = 64
+
 // SetDesired hands over the rendered rulesets (one per IP version) and
 // wakes Run.
 func (d *Dataplane) SetDesired(rulesets ...*rules.Ruleset) {
+	var up setUpdate
+	for _, rs := range rulesets {
+		if rs.IPVersion == 6 && d.cfg.V6 == (Backend{}) {
+			continue
+		}
+		up.specs = append(up.specs, rs.IPSets...)
+		if len(rulesets) == 1 {
+			up.versions, up.changes = rs.IPSetVersions, rs.IPSetChanges
+			continue
+		}
+		if rs.IPSetVersions != nil && up.versions == nil {
+			up.versions = map[string]uint64{}
+		}
+		maps.Copy(up.versions, rs.IPSetVersions)
+		if rs.IPSetChanges != nil && up.changes == nil {
+			up.changes = map[string]rules.IPSetChange{}
+		}
+		maps.Copy(up.changes, rs.IPSetChanges)
+	}
 	d.mu.Lock()
 	d.pending = rulesets
+	if len(d.setUpdates) >= maxSetUpdates {
+		d.setUpdates = slices.Delete(d.setUpdates, 0, len(d.setUpdates)-maxSetUpdates+1)
+	}
+	d.setUpdates = append(d.setUpdates, up)
 	d.setGen++
 	d.pendGen = d.setGen
 	d.mu.Unlock()
@@ -176,6 +216,9 @@ func (d *Dataplane) InvalidateCaches() {
 type Result struct {
 	V4, V6                   Stats
 	SetsWritten, SetsDeleted int
+	// SetsPatched are the sets written that were updated from the
+	// renderers' member changes alone (no compare of member lists).
+	SetsPatched int
 }
 
 // Apply takes the latest desired state and reconciles the kernel: ipsets
@@ -184,14 +227,16 @@ type Result struct {
 func (d *Dataplane) Apply(ctx context.Context) (Result, error) {
 	var res Result
 	d.mu.Lock()
-	pending := d.pending
-	d.pending = nil
+	pending, setUpdates := d.pending, d.setUpdates
+	d.pending, d.setUpdates = nil, nil
 	if pending != nil {
 		d.takenGen = d.pendGen
 	}
 	d.mu.Unlock()
 	if pending != nil {
-		var specs []rules.IPSetSpec
+		for _, up := range setUpdates {
+			d.sets.Update(up.specs, up.versions, up.changes)
+		}
 		for _, rs := range pending {
 			switch rs.IPVersion {
 			case 4:
@@ -204,12 +249,10 @@ func (d *Dataplane) Apply(ctx context.Context) (Result, error) {
 				d.v6 = addTables(d.v6, d.cfg.V6, d.cfg.Runner, rs)
 				setDesired(d.v6, rs)
 			}
-			specs = append(specs, rs.IPSets...)
 		}
-		d.sets.SetDesired(specs)
 	}
 	var err error
-	if res.SetsWritten, err = d.sets.ApplyUpdates(ctx); err != nil {
+	if res.SetsWritten, res.SetsPatched, err = d.sets.applyUpdates(ctx); err != nil {
 		return res, err
 	}
 	// IPv4 and IPv6 tables are independent: restore them at the same

@@ -28,6 +28,16 @@ type setState struct {
 	typ, family string
 	members     map[string]bool
 	spec        []string // the desired spec's members, to skip rebuilding unchanged sets
+	// version is the renderer's version of the members (0: none).
+	version uint64
+	// ops are the members changed by patch in a desired state that also
+	// stands for the kernel's (actual[name] == desired[name]), each with
+	// whether the kernel has it: the kernel differs from members in (at
+	// most) these until the next ApplyUpdates.
+	ops map[string]bool
+	// patched says ops came from a renderer's change (counted in
+	// ApplyUpdates' result).
+	patched bool
 }
 
 // NewIPSets returns the ipset driver.
@@ -66,20 +76,80 @@ func normalise(m string) string {
 }
 
 // SetDesired replaces the desired sets (of both families).
-func (s *IPSets) SetDesired(specs []rules.IPSetSpec) {
+func (s *IPSets) SetDesired(specs []rules.IPSetSpec) { s.Update(specs, nil, nil) }
+
+// Update replaces the desired sets (of both families). versions and
+// changes are a renderer's (rules.Ruleset.IPSetVersions/IPSetChanges, of
+// all families): a set whose version is the one desired now is unchanged,
+// and one whose change leads from the version desired now is updated by
+// the change alone; any other set is compared with the desired members.
+func (s *IPSets) Update(specs []rules.IPSetSpec, versions map[string]uint64, changes map[string]rules.IPSetChange) {
 	next := make(map[string]*setState, len(specs))
 	for _, sp := range specs {
-		if old, ok := s.desired[sp.Name]; ok && old.typ == string(sp.Type) && old.family == sp.Family && slices.Equal(old.spec, sp.Members) {
-			next[sp.Name] = old
-			continue
+		v := versions[sp.Name]
+		if old, ok := s.desired[sp.Name]; ok && old.typ == string(sp.Type) && old.family == sp.Family {
+			if v != 0 && old.version == v {
+				next[sp.Name] = old
+				continue
+			}
+			if ch, ok := changes[sp.Name]; ok && v != 0 && old.version == ch.Since {
+				s.patch(sp.Name, old, ch)
+				old.version, old.spec = v, sp.Members
+				next[sp.Name] = old
+				continue
+			}
+			if v == 0 && old.version == 0 && slices.Equal(old.spec, sp.Members) {
+				next[sp.Name] = old
+				continue
+			}
 		}
-		st := &setState{typ: string(sp.Type), family: sp.Family, members: make(map[string]bool, len(sp.Members)), spec: sp.Members}
+		st := &setState{typ: string(sp.Type), family: sp.Family, members: make(map[string]bool, len(sp.Members)), spec: sp.Members, version: v}
 		for _, m := range sp.Members {
 			st.members[normalise(m)] = true
 		}
 		next[sp.Name] = st
 	}
+	// A patched state no longer desired as it is still stands for the
+	// kernel's content: undo its patches so that it does again.
+	for name, old := range s.desired {
+		if next[name] != old && len(old.ops) > 0 {
+			for m, had := range old.ops {
+				if had {
+					old.members[m] = true
+				} else {
+					delete(old.members, m)
+				}
+			}
+			old.ops = nil
+		}
+	}
 	s.desired = next
+}
+
+// patch applies a renderer's member change to the desired state st of
+// set name; when st also stands for the kernel's content, the change is
+// kept as the kernel's to-do.
+func (s *IPSets) patch(name string, st *setState, ch rules.IPSetChange) {
+	shared := s.actual != nil && s.actual[name] == st
+	if shared && st.ops == nil {
+		st.ops = map[string]bool{}
+	}
+	st.patched = true
+	note := func(m string) {
+		if _, seen := st.ops[m]; shared && !seen {
+			st.ops[m] = st.members[m]
+		}
+	}
+	for _, m := range ch.Removed {
+		m = normalise(m)
+		note(m)
+		delete(st.members, m)
+	}
+	for _, m := range ch.Added {
+		m = normalise(m)
+		note(m)
+		st.members[m] = true
+	}
 }
 
 // InvalidateCache makes the next apply read the kernel's sets first.
@@ -136,8 +206,15 @@ func (s *IPSets) restore(ctx context.Context, script string) error {
 // ApplyDeletions, after iptables stopped using them). It returns the
 // number of sets written.
 func (s *IPSets) ApplyUpdates(ctx context.Context) (int, error) {
+	n, _, err := s.applyUpdates(ctx)
+	return n, err
+}
+
+// applyUpdates is ApplyUpdates, also returning how many of the written
+// sets were updated by their members' changes alone (no compare).
+func (s *IPSets) applyUpdates(ctx context.Context) (int, int, error) {
 	if err := s.read(ctx); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	var b strings.Builder
 	written := 0
@@ -147,13 +224,34 @@ func (s *IPSets) ApplyUpdates(ctx context.Context) (int, error) {
 			fmt.Fprintf(&b, "destroy %s\n", name)
 		}
 	}
-	tmp := 0
+	tmp, patched := 0, 0
 	inSync := map[string]bool{} // content already right: adopt the desired state as actual
 	for _, name := range slices.Sorted(maps.Keys(s.desired)) {
 		want := s.desired[name]
 		have, ok := s.actual[name]
 		if ok && have == want {
-			continue // written from this very desired state, not re-read since
+			// Written from this very desired state, not re-read since:
+			// only the changes patched in since are missing.
+			var lines []string
+			for _, m := range slices.Sorted(maps.Keys(want.ops)) {
+				switch now := want.members[m]; {
+				case now && !want.ops[m]:
+					lines = append(lines, "add "+name+" "+m)
+				case !now && want.ops[m]:
+					lines = append(lines, "del "+name+" "+m)
+				}
+			}
+			if len(lines) > 0 {
+				written++
+				if want.patched {
+					patched++
+				}
+				for _, l := range lines {
+					b.WriteString(l)
+					b.WriteByte('\n')
+				}
+			}
+			continue
 		}
 		spec := rules.IPSetSpec{Type: calc.IPSetType(want.typ), Family: want.family}
 		create := spec.CreateLine
@@ -213,24 +311,27 @@ func (s *IPSets) ApplyUpdates(ctx context.Context) (int, error) {
 	}
 	for name := range inSync {
 		s.actual[name] = s.desired[name]
+		s.desired[name].ops, s.desired[name].patched = nil, false
 	}
 	if b.Len() == 0 {
-		return 0, nil
+		return 0, 0, nil
 	}
 	if err := s.restore(ctx, b.String()); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	// The kernel now holds exactly the desired sets; desired states are
-	// never modified, so they can stand for the actual ones.
+	// modified only through patch, which keeps what the kernel then lacks
+	// in ops, so they can stand for the actual ones.
 	for name, want := range s.desired {
 		s.actual[name] = want
+		want.ops, want.patched = nil, false
 	}
 	for name := range s.actual {
 		if isTemp(name) {
 			delete(s.actual, name)
 		}
 	}
-	return written, nil
+	return written, patched, nil
 }
 
 // ApplyDeletions destroys the owned sets that are no longer desired.

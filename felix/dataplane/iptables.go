@@ -43,6 +43,11 @@ type Table struct {
 	// appendHooks puts felix's hook rules at the end of the base chains
 	// (Calico's ChainInsertMode Append) instead of the top.
 	appendHooks bool
+	// last are the chains of the last SetDesired; clean says the last
+	// Apply made the kernel match the desired state and nothing changed
+	// since (Apply then has nothing to do).
+	last  []rules.Chain
+	clean bool
 }
 
 type tableState struct {
@@ -69,6 +74,10 @@ func NewTable(table string, backend Backend, run Runner) *Table {
 // SetDesired replaces the desired chains and hooks. Chains whose rules are
 // unchanged keep their hashes (hashing is most of the cost otherwise).
 func (t *Table) SetDesired(chains []rules.Chain, hooks []rules.Hook) {
+	if sameChains(t.last, chains) && slices.Equal(t.hooks, hooks) {
+		return // the very same rules (a change of ipset members only)
+	}
+	t.last, t.clean = chains, false
 	next := make(map[string]*desiredChain, len(chains))
 	names := make([]string, len(chains))
 	for i := range chains {
@@ -92,6 +101,21 @@ func (t *Table) SetDesired(chains []rules.Chain, hooks []rules.Hook) {
 	}
 	t.names = slices.Compact(names)
 	t.hooks = slices.Clone(hooks)
+}
+
+// sameChains says whether b holds the very same chains as a: same names
+// and the same rule slices (not compared element by element).
+func sameChains(a, b []rules.Chain) bool {
+	if len(a) != len(b) || a == nil || b == nil {
+		return false
+	}
+	for i := range a {
+		if a[i].Name != b[i].Name || len(a[i].Rules) != len(b[i].Rules) ||
+			(len(a[i].Rules) > 0 && &a[i].Rules[0] != &b[i].Rules[0]) {
+			return false
+		}
+	}
+	return true
 }
 
 // sameRules is slices.Equal, short-cut for the common case of a renderer
@@ -169,6 +193,9 @@ type Stats struct {
 // Apply brings the table to the desired state with at most one restore.
 func (t *Table) Apply(ctx context.Context) (Stats, error) {
 	var st Stats
+	if t.clean && t.actual != nil {
+		return st, nil
+	}
 	if t.actual == nil {
 		out, err := t.run.Run(ctx, t.backend.Save, []string{"-t", t.name}, nil)
 		if err != nil {
@@ -274,6 +301,7 @@ func (t *Table) Apply(ctx context.Context) (Stats, error) {
 
 	if decl.Len() == 0 && hookLines.Len() == 0 && tail.Len() == 0 {
 		commit(nil)
+		t.clean = true
 		return st, nil
 	}
 	var tx strings.Builder
@@ -311,6 +339,7 @@ func (t *Table) Apply(ctx context.Context) (Stats, error) {
 		return st, fmt.Errorf("restoring table %s: %w", t.name, err)
 	}
 	commit(stale)
+	t.clean = true
 	return st, nil
 }
 

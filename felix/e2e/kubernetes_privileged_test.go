@@ -334,7 +334,7 @@ func TestPrivilegedKubernetesNetworkPolicy(t *testing.T) {
 
 // buildFelix starts building cmd/felix in the background (it overlaps
 // with the API server's start) and returns a wait for the binary's path.
-func buildFelix(t *testing.T) func() string {
+func buildFelix(t testing.TB) func() string {
 	bin := filepath.Join(t.TempDir(), "felix")
 	res := make(chan error, 1)
 	start := time.Now()

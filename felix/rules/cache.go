@@ -4,6 +4,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/tabbynet/tabby/felix/calc"
 )
@@ -25,9 +26,16 @@ type Renderer struct {
 	// order is the position of each chain in the last sorted output, so
 	// that the same set of chains is put in order without sorting.
 	order map[string]int
-	// members holds each calc ipset's members of this IP version; calc
-	// hands out the same *IPSet while a set is unchanged.
-	members, prevMembers map[*calc.IPSet][]string
+	// sets holds, by calc ID, each ipset's members of this IP version
+	// and their version (calc hands out the same *IPSet while a set is
+	// unchanged); changes are the member changes of the calc.Delta being
+	// rendered (RenderChanges), by set ID.
+	sets, prevSets map[string]*familySet
+	changes        map[string]calc.IPSetDelta
+	// last is the last RenderChanges output and setIndex the position of
+	// each calc set (by ID) in its IPSets, for a sets-only change.
+	last     *Ruleset
+	setIndex map[string]int
 	// section is the last endpoint section; epCur and epPrev cache the
 	// endpoint chains, swept only when the section is rebuilt.
 	section       *endpointSection
@@ -62,13 +70,81 @@ func NewRenderer(cfg Config, ipVersion int) *Renderer {
 
 // Render renders res (see the package-level Render).
 func (c *Renderer) Render(res *calc.Result) *Ruleset {
+	c.changes, c.last = nil, nil
+	return c.render(res)
+}
+
+// RenderChanges renders res, the result of the calc.Engine Flush that
+// returned delta, and says for each ipset, in the Ruleset's IPSetVersions
+// and IPSetChanges, whether its members are those of this Renderer's
+// previous Ruleset or which were added and removed since: a dataplane that
+// holds that previous content applies the changes without comparing
+// member lists. The set members of this IP version are taken from calc's
+// lists without a copy while a set holds no member of the other version.
+//
+// A delta that changes set members only (an endpoint elsewhere came, went
+// or changed) is rendered from the last Ruleset without walking chains or
+// unchanged sets.
+func (c *Renderer) RenderChanges(res *calc.Result, delta *calc.Delta) *Ruleset {
+	if rs := c.setsOnly(res, delta); rs != nil {
+		c.last = rs
+		return rs
+	}
+	c.changes = make(map[string]calc.IPSetDelta, len(delta.IPSets))
+	for _, d := range delta.IPSets {
+		c.changes[d.ID] = d
+	}
+	rs := c.render(res)
+	c.changes = nil
+	c.last = rs
+	return rs
+}
+
+// setsOnly renders a delta of set member changes only by updating those
+// sets in a copy of the last Ruleset; nil when the delta is more than
+// that (or there is no last Ruleset).
+func (c *Renderer) setsOnly(res *calc.Result, delta *calc.Delta) *Ruleset {
+	last := c.last
+	if last == nil || len(delta.Endpoints)+len(delta.Policies)+len(delta.Profiles) > 0 {
+		return nil
+	}
+	for _, d := range delta.IPSets {
+		if _, used := c.setIndex[d.ID]; used && (d.Created || d.Deleted || c.prevSets[d.ID] == nil || res.IPSets[d.ID] == nil) {
+			return nil
+		}
+	}
+	out := *last
+	out.IPSets = slices.Clone(last.IPSets)
+	out.IPSetVersions = maps.Clone(last.IPSetVersions)
+	out.IPSetChanges = nil
+	for _, d := range delta.IPSets {
+		i, used := c.setIndex[d.ID]
+		if !used {
+			continue // no chain of this version uses it
+		}
+		fs, ch := c.nextFamilySet(c.prevSets[d.ID], res.IPSets[d.ID], &d)
+		c.prevSets[d.ID] = fs
+		spec := &out.IPSets[i]
+		spec.Members = fs.members
+		out.IPSetVersions[spec.Name] = fs.version
+		if ch != nil {
+			if out.IPSetChanges == nil {
+				out.IPSetChanges = map[string]IPSetChange{}
+			}
+			out.IPSetChanges[spec.Name] = *ch
+		}
+	}
+	return &out
+}
+
+func (c *Renderer) render(res *calc.Result) *Ruleset {
 	c.cur = make(map[any]cachedChain, len(c.prev))
 	c.names = make(map[polNameKey]string, len(c.prevNames))
-	c.members = make(map[*calc.IPSet][]string, len(c.prevMembers))
+	c.sets = make(map[string]*familySet, len(c.prevSets))
 	rs := render(c.cfg, res, c.ipVersion, c)
 	c.prev, c.cur = c.cur, nil
 	c.prevNames, c.names = c.names, nil
-	c.prevMembers, c.members = c.members, nil
+	c.prevSets, c.sets = c.sets, nil
 	return rs
 }
 
@@ -103,27 +179,103 @@ func (r *renderer) sortChains(chains []Chain) []Chain {
 	return chains
 }
 
-// familyMembers returns the members of set of the renderer's IP version.
-func (r *renderer) familyMembers(set *calc.IPSet) []string {
-	if c := r.cache; c != nil {
-		if m, ok := c.members[set]; ok {
-			return m
-		}
-		if m, ok := c.prevMembers[set]; ok {
-			c.members[set] = m
-			return m
-		}
+// familySet is one calc ipset's members of a Renderer's IP version.
+type familySet struct {
+	set     *calc.IPSet
+	members []string
+	// other counts set's members of the other IP version (while 0,
+	// members is set.Members itself).
+	other   int
+	version uint64
+}
+
+// setVersions numbers member contents, unique across Renderers.
+var setVersions atomic.Uint64
+
+// familyMembers returns the members of set of the renderer's IP version,
+// their version and, when set changed since the last render and the
+// calc.Delta being rendered says how, the change.
+func (r *renderer) familyMembers(set *calc.IPSet) ([]string, uint64, *IPSetChange) {
+	c := r.cache
+	if c == nil {
+		m, _ := filterFamily(set.Members, r.v)
+		return m, 0, nil
 	}
-	var m []string
-	for _, member := range set.Members {
-		if memberVersion(member) == r.v {
-			m = append(m, member)
+	if fs, ok := c.sets[set.ID]; ok && fs.set == set {
+		return fs.members, fs.version, nil
+	}
+	prev := c.prevSets[set.ID]
+	var d *calc.IPSetDelta
+	if cd, ok := c.changes[set.ID]; ok {
+		d = &cd
+	}
+	fs, ch := c.nextFamilySet(prev, set, d)
+	c.sets[set.ID] = fs
+	return fs.members, fs.version, ch
+}
+
+// nextFamilySet returns the family set of set, given the one of the last
+// render (prev, may be nil) and calc's change of the set since (d, may be
+// nil), and the change of this family's members when it is known.
+func (c *Renderer) nextFamilySet(prev *familySet, set *calc.IPSet, d *calc.IPSetDelta) (*familySet, *IPSetChange) {
+	if prev != nil && prev.set == set {
+		return prev, nil
+	}
+	v := c.ipVersion
+	fs := &familySet{set: set, version: setVersions.Add(1)}
+	if d != nil && prev != nil && d.From() == prev.set {
+		ch := &IPSetChange{Since: prev.version}
+		fs.other = prev.other
+		for _, m := range d.Added {
+			if memberVersion(m) == v {
+				ch.Added = append(ch.Added, m)
+			} else {
+				fs.other++
+			}
 		}
+		for _, m := range d.Removed {
+			if memberVersion(m) == v {
+				ch.Removed = append(ch.Removed, m)
+			} else {
+				fs.other--
+			}
+		}
+		if fs.other == 0 {
+			fs.members = set.Members
+		} else {
+			fs.members, _ = filterFamily(set.Members, v)
+		}
+		return fs, ch
 	}
-	if c := r.cache; c != nil {
-		c.members[set] = m
+	fs.members, fs.other = filterFamily(set.Members, v)
+	return fs, nil
+}
+
+// filterFamily returns the members of IP version v (members itself when
+// all are) and how many are of the other version.
+func filterFamily(members []string, v int) (out []string, other int) {
+	for i, m := range members {
+		if memberVersion(m) == v {
+			continue
+		}
+		out = slices.Clip(members[:i:i])
+		other = 1
+		for _, m := range members[i+1:] {
+			if memberVersion(m) == v {
+				out = append(out, m)
+			} else {
+				other++
+			}
+		}
+		if len(out) == 0 {
+			out = nil
+		}
+		return out, other
 	}
-	return m
+	if len(members) == 0 {
+		return nil, 0
+	}
+	return members, 0
 }
 
 func (r *renderer) policyChainName(prefix string, id calc.PolicyID) string {

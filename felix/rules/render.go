@@ -146,6 +146,20 @@ type Ruleset struct {
 	// IPSets are the sets the chains of all tables reference, sorted by
 	// name.
 	IPSets []IPSetSpec
+	// IPSetVersions and IPSetChanges are set by Renderer.RenderChanges
+	// only. IPSetVersions identify the member content of (some of) the
+	// sets by name: equal versions mean equal members. IPSetChanges say,
+	// for sets whose content changed since the Renderer's previous
+	// Ruleset, which members were added and removed since the content of
+	// version Since.
+	IPSetVersions map[string]uint64
+	IPSetChanges  map[string]IPSetChange
+}
+
+// IPSetChange is the change of one set's members between two versions.
+type IPSetChange struct {
+	Since          uint64
+	Added, Removed []string
 }
 
 // TableRules is felix's content of one iptables table other than filter.
@@ -281,10 +295,30 @@ func render(cfg Config, res *calc.Result, ipVersion int, cache *Renderer) *Rules
 		if r.v == 6 {
 			spec.Family = "inet6"
 		}
-		spec.Members = r.familyMembers(set)
+		var version uint64
+		var change *IPSetChange
+		spec.Members, version, change = r.familyMembers(set)
 		rs.IPSets = append(rs.IPSets, spec)
+		if r.cache != nil && r.cache.changes != nil {
+			if rs.IPSetVersions == nil {
+				rs.IPSetVersions = make(map[string]uint64, len(r.usedSet))
+			}
+			rs.IPSetVersions[name] = version
+			if change != nil {
+				if rs.IPSetChanges == nil {
+					rs.IPSetChanges = map[string]IPSetChange{}
+				}
+				rs.IPSetChanges[name] = *change
+			}
+		}
 	}
 	slices.SortFunc(rs.IPSets, func(a, b IPSetSpec) int { return strings.Compare(a.Name, b.Name) })
+	if c := r.cache; c != nil {
+		c.setIndex = make(map[string]int, len(rs.IPSets))
+		for i, spec := range rs.IPSets {
+			c.setIndex[r.usedSet[spec.Name]] = i
+		}
+	}
 	return rs
 }
 

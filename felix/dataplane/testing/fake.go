@@ -261,7 +261,8 @@ func target(spec string) string {
 }
 
 func isBuiltinTarget(s string) bool {
-	return s == "" || s == "ACCEPT" || s == "DROP" || s == "RETURN" || s == "MARK" || s == "LOG" || s == "REJECT" || s == "NOTRACK" || s == "CT"
+	return s == "" || s == "ACCEPT" || s == "DROP" || s == "RETURN" || s == "MARK" || s == "LOG" || s == "REJECT" || s == "NOTRACK" || s == "CT" ||
+		s == "MASQUERADE" || s == "SNAT"
 }
 
 // restore applies a --noflush transaction to a copy and returns it, or an
