@@ -35,7 +35,7 @@ type Engine struct {
 	node string
 
 	objs     map[objKey]any
-	kinds    map[string]int // how many of objs are of each kind
+	kinds    map[string]int         // how many of objs are of each kind
 	tiers    map[string]*tierInfo   // effective tiers: built-in, overridden by valid Tier objects
 	profiles map[string]*v3.Profile // valid profiles
 	problems map[objKey][]Problem
