@@ -359,8 +359,11 @@ func (d *Daemon) changes() (changes map[datastore.Key]pendingChange, infra *infr
 	if !d.inSync {
 		return nil, nil, false
 	}
-	changes = d.pending
-	if len(changes) > 0 {
+	// Hand out the pending map only when it holds something, and start a
+	// new one: the caller reads it without the lock while OnUpdates goes
+	// on writing into d.pending.
+	if len(d.pending) > 0 {
+		changes = d.pending
 		d.pending = map[datastore.Key]pendingChange{}
 	}
 	if d.infraChanged {

@@ -381,3 +381,31 @@ func withoutSetChanges(rss []*rules.Ruleset) []*rules.Ruleset {
 	}
 	return out
 }
+
+// TestUpdatesWhileRecomputing: the syncer's OnUpdates and Recompute run on
+// different goroutines; with -race this fails if Recompute reads the
+// pending changes without the lock (it once iterated the shared, empty
+// pending map while OnUpdates wrote into it).
+func TestUpdatesWhileRecomputing(t *testing.T) {
+	log := slog.New(slog.DiscardHandler)
+	dp := dataplane.New(dataplane.Config{Runner: fake.NewKernel(), V4: dataplane.BackendDefaultV4, Logger: log})
+	d := New(Config{NodeName: ct.Node, Rules: rules.DefaultConfig(), Dataplane: dp, Logger: log})
+	d.OnStatusUpdated(datastore.StatusInSync)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 300 {
+			w := ct.WEP("dev", fmt.Sprintf("far-%d", i%7), "elsewhere", "califar", fmt.Sprintf("10.9.9.%d", i%200), map[string]string{"role": "x"})
+			d.OnUpdates([]datastore.Update{{Type: datastore.EventAdded, Key: datastore.KeyOf(w), Object: w}})
+		}
+	}()
+	for {
+		d.Recompute()
+		select {
+		case <-done:
+			d.Recompute()
+			return
+		default:
+		}
+	}
+}
