@@ -8,10 +8,9 @@ import (
 	v3 "github.com/tabbynet/tabby/api/v3"
 )
 
-// policyTier is the tier a policy of any of the four tiered kinds names
-// (defaulted: "default" when unset).
-func policyTier(obj v3.Resource) string {
-	var tier string
+// PolicyTier is the tier a policy of any of the four tiered kinds names
+// (defaulted: "default" when unset); tiered is false for other kinds.
+func PolicyTier(obj v3.Resource) (tier string, tiered bool) {
 	switch p := obj.(type) {
 	case *v3.NetworkPolicy:
 		tier = p.Spec.Tier
@@ -21,11 +20,13 @@ func policyTier(obj v3.Resource) string {
 		tier = p.Spec.Tier
 	case *v3.StagedGlobalNetworkPolicy:
 		tier = p.Spec.Tier
+	default:
+		return "", false
 	}
 	if tier == "" {
 		tier = v3.DefaultTierName
 	}
-	return tier
+	return tier, true
 }
 
 // checkTierExists refuses a policy whose tier does not exist, as Calico's
@@ -34,7 +35,10 @@ func policyTier(obj v3.Resource) string {
 // checked, as in Calico. The built-in tiers count as existing: every
 // component creates them at start-up and none can be deleted.
 func checkTierExists(ctx context.Context, c Client, obj v3.Resource) (v3.ErrorList, error) {
-	tier := policyTier(obj)
+	tier, tiered := PolicyTier(obj)
+	if !tiered {
+		return nil, nil
+	}
 	for _, t := range v3.DefaultTiers() {
 		if t.Name == tier {
 			return nil, nil
@@ -73,7 +77,7 @@ func CheckDelete(ctx context.Context, c Client, k Key) error {
 			return &OpError{Op: "delete", Key: k, Err: fmt.Errorf("listing %s to check the tier is empty: %w", kind, err)}
 		}
 		for _, r := range l.Items {
-			if policyTier(r) == k.Name {
+			if tier, _ := PolicyTier(r); tier == k.Name {
 				// Calico's wording (ErrorOperationNotSupported).
 				return &OpError{Op: "delete", Key: k, Err: fmt.Errorf("operation delete is not supported on %s: Cannot delete a non-empty tier (%s is in it)", k.Name, KeyOf(r))}
 			}

@@ -340,13 +340,12 @@ func (a *app) migrateImport(ctx context.Context, path string) error {
 		}
 	}
 
-	applied, skippedNodes := 0, 0
+	applied := 0
 	for _, d := range docs {
 		r := d.Resource
 		if v3.KindOf(r) == v3.KindNode {
 			// Nodes come from Kubernetes in this datastore.
 			fmt.Fprintf(a.stdout, "[WARNING] Node %s not imported: in the Kubernetes datastore Tabby derives Nodes from Kubernetes nodes.\n", r.GetName())
-			skippedNodes++
 			continue
 		}
 		if err := v3.DefaultAndValidate(r); err != nil {

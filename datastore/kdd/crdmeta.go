@@ -10,6 +10,7 @@ import (
 	kjson "sigs.k8s.io/json"
 
 	v3 "github.com/tabbynet/tabby/api/v3"
+	"github.com/tabbynet/tabby/datastore"
 )
 
 // metadataAnnotation holds a resource's projectcalico.org/v3 metadata on
@@ -34,20 +35,7 @@ func tieredPolicyKind(kind string) bool {
 // the name in its metadata annotation: older releases stored default-tier
 // policies as "default.<name>".
 func legacyPolicyName(obj v3.Resource, crName string) string {
-	var tier string
-	switch p := obj.(type) {
-	case *v3.NetworkPolicy:
-		tier = p.Spec.Tier
-	case *v3.GlobalNetworkPolicy:
-		tier = p.Spec.Tier
-	case *v3.StagedNetworkPolicy:
-		tier = p.Spec.Tier
-	case *v3.StagedGlobalNetworkPolicy:
-		tier = p.Spec.Tier
-	default:
-		return crName
-	}
-	if tier == "" || tier == v3.DefaultTierName {
+	if tier, tiered := datastore.PolicyTier(obj); tiered && tier == v3.DefaultTierName {
 		return strings.TrimPrefix(crName, v3.DefaultTierName+".")
 	}
 	return crName
