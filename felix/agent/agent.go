@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -269,6 +270,18 @@ func Run(ctx context.Context, o Options) error {
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 		servers = append(servers, &http.Server{Addr: net.JoinHostPort(cfg.metricsHost, strconv.Itoa(cfg.metricsPort)),
+			Handler: mux, ReadHeaderTimeout: 5 * time.Second})
+	}
+	if cfg.debugPort != 0 {
+		// Calico's DebugPort: Go's profiling handlers, for whoever
+		// investigates felix's CPU and memory.
+		mux := http.NewServeMux()
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		servers = append(servers, &http.Server{Addr: net.JoinHostPort(cfg.debugHost, strconv.Itoa(cfg.debugPort)),
 			Handler: mux, ReadHeaderTimeout: 5 * time.Second})
 	}
 	for _, srv := range servers {

@@ -27,6 +27,8 @@ type config struct {
 	metricsEnabled   bool
 	metricsHost      string
 	metricsPort      int
+	debugHost        string
+	debugPort        int // 0: no pprof server
 	goMetrics        bool
 	processMetrics   bool
 	iptablesBackend  string // Auto, NFT or Legacy
@@ -65,6 +67,8 @@ func fromSettings(s *felixconfig.Settings, getenv func(string) string) (config, 
 		metricsEnabled:     s.Bool("PrometheusMetricsEnabled"),
 		metricsHost:        s.String("PrometheusMetricsHost"),
 		metricsPort:        s.Int("PrometheusMetricsPort"),
+		debugHost:          s.String("DebugHost"),
+		debugPort:          s.Int("DebugPort"),
 		goMetrics:          s.Bool("PrometheusGoMetricsEnabled"),
 		processMetrics:     s.Bool("PrometheusProcessMetricsEnabled"),
 		iptablesBackend:    s.String("IptablesBackend"),

@@ -235,8 +235,9 @@ var Params = []Param{
 	r("DebugSimulateDataplaneApplyDelay", "DebugSimulateDataplaneApplyDelay", KindSeconds, "0", rDebug),
 	r("DebugPanicAfter", "", KindSeconds, "0", rDebug),
 	r("DebugSimulateDataRace", "", KindBool, "false", rDebug),
-	r("DebugHost", "DebugHost", KindString, "localhost", rDebug),
-	r("DebugPort", "DebugPort", KindPort, "", rDebug),
+	// Honoured (as Calico's): Go's pprof handlers on DebugHost:DebugPort.
+	h("DebugHost", "DebugHost", KindString, "localhost"),
+	h("DebugPort", "DebugPort", KindPort, ""),
 	r("DebugBPFCgroupV2", "", KindString, "", rBPFOnly).local(),
 
 	// nftables.
