@@ -97,7 +97,7 @@ func TestSemantics(t *testing.T) {
 	}
 	findSet := func(members ...string) string {
 		for id, s := range res.IPSets {
-			if slices.Equal(s.Members, members) {
+			if slices.Equal(s.Members.Slice(), members) {
 				return id
 			}
 		}
@@ -235,10 +235,10 @@ func TestRemoteEndpointBadFieldsIgnored(t *testing.T) {
 			named = s
 		}
 	}
-	if sel == nil || !slices.Equal(sel.Members, []string{"10.0.0.7/32", "10.0.0.9/32"}) {
+	if sel == nil || !slices.Equal(sel.Members.Slice(), []string{"10.0.0.7/32", "10.0.0.9/32"}) {
 		t.Errorf("selector set = %+v, want the remote and local endpoints", sel)
 	}
-	if named == nil || len(named.Members) != 0 {
+	if named == nil || named.Members.Len() != 0 {
 		t.Errorf("named-port set = %+v, want empty (no usable port)", named)
 	}
 	if len(res.Problems) != 1 || res.Problems[0].Name != "node2-k8s-b-eth0" {

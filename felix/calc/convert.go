@@ -27,7 +27,8 @@ type demand struct {
 // matches (nil for a CIDR set).
 func (d *demand) members(all []labelled, matches []bool) *IPSet {
 	set := &IPSet{ID: d.id, Type: d.typ}
-	add := func(s string) { set.Members = append(set.Members, s) }
+	var members []string
+	add := func(s string) { members = append(members, s) }
 	switch {
 	case d.nets != nil:
 		for _, n := range d.nets {
@@ -68,8 +69,7 @@ func (d *demand) members(all []labelled, matches []bool) *IPSet {
 		}
 	}
 	// Sorted, without repeats (two endpoints may share an address).
-	slices.Sort(set.Members)
-	set.Members = slices.Clip(slices.Compact(set.Members))
+	set.Members = SortedMembers(members)
 	return set
 }
 

@@ -87,14 +87,14 @@ func (d *deltaBuilder) build(prev, next map[string]*IPSet) *Delta {
 		switch {
 		case was == is:
 		case was == nil:
-			out.IPSets = append(out.IPSets, IPSetDelta{ID: id, Created: true, Added: is.Members})
+			out.IPSets = append(out.IPSets, IPSetDelta{ID: id, Created: true, Added: is.Members.Slice()})
 		case is == nil:
-			out.IPSets = append(out.IPSets, IPSetDelta{ID: id, Deleted: true, Removed: was.Members, from: was})
+			out.IPSets = append(out.IPSets, IPSetDelta{ID: id, Deleted: true, Removed: was.Members.Slice(), from: was})
 		default:
 			sd, ok := d.members[id]
 			if !ok { // replaced by a new set of the same ID: compare
 				sd = IPSetDelta{ID: id}
-				sd.Added, sd.Removed = diffSorted(was.Members, is.Members)
+				sd.Added, sd.Removed = diffSorted(was.Members.Slice(), is.Members.Slice())
 			}
 			sd.from = was
 			if len(sd.Added)+len(sd.Removed) > 0 {

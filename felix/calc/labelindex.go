@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/google/btree"
 	"github.com/tabbynet/tabby/api/selector"
 )
 
@@ -18,9 +19,10 @@ import (
 // selector. When a selector is first wanted it is evaluated once over the
 // items of its namespace scope (all items for a global one).
 //
-// A set keeps a count per member (two items may give the same member)
-// and the members added or removed since it was last published; publish
-// builds the new sorted member list by merging those into the last one.
+// A set keeps its members in a B-tree (with a count for a member two
+// items give) and the members added or removed since it was last
+// published; publish hands out a copy-on-write clone of the tree, so that
+// it costs what changed, not the set's size.
 type labelIndex struct {
 	items map[objKey]*item
 	// byNS holds the items by the value of their namespace label ("" for
@@ -54,10 +56,14 @@ type selState struct {
 }
 
 type setState struct {
-	d      *demand
-	refs   int
-	sel    *selState
-	counts map[string]int32
+	d    *demand
+	refs int
+	sel  *selState
+	// members holds the set's members (copy-on-write: each published
+	// version is a clone); extra counts the further givers of a member
+	// given by more than one item (rare: most members have one).
+	members *btree.BTreeG[string]
+	extra   map[string]int32
 	// pending: +1 for a member added, -1 for one removed since pub.
 	pending map[string]int8
 	pub     *IPSet // last published (nil: never)
@@ -152,12 +158,12 @@ func (x *labelIndex) ref(d *demand) {
 		set.refs++
 		return
 	}
-	set := &setState{d: d, refs: 1, counts: map[string]int32{}, pending: map[string]int8{}}
+	set := &setState{d: d, refs: 1, members: memberTree(), pending: map[string]int8{}}
 	x.sets[d.id] = set
 	x.touch(set)
 	if d.sel == nil {
 		for _, n := range d.nets {
-			set.counts[n.String()]++
+			set.count(n.String(), +1)
 		}
 		return
 	}
@@ -230,20 +236,38 @@ func (x *labelIndex) removeSelector(s *selState) {
 func (set *setState) change(m *labelled, by int32) {
 	var buf [4]string
 	for _, s := range appendMembers(buf[:0], set.d, m) {
-		n := set.counts[s] + by
-		if n == 0 {
-			delete(set.counts, s)
-		} else {
-			set.counts[s] = n
-		}
-		// A set not yet published is built from counts: no pending.
-		if set.pub != nil && ((by > 0 && n == 1) || (by < 0 && n == 0)) {
-			p := set.pending[s] + int8(by)
-			if p == 0 {
-				delete(set.pending, s)
-			} else {
-				set.pending[s] = p
+		set.count(s, by)
+	}
+}
+
+// count counts one giver more (by +1) or less (by -1) of member s.
+func (set *setState) count(s string, by int32) {
+	entered, left := false, false
+	if by > 0 {
+		if _, had := set.members.ReplaceOrInsert(s); had {
+			if set.extra == nil {
+				set.extra = map[string]int32{}
 			}
+			set.extra[s]++
+		} else {
+			entered = true
+		}
+	} else if n := set.extra[s]; n > 0 {
+		if n == 1 {
+			delete(set.extra, s)
+		} else {
+			set.extra[s] = n - 1
+		}
+	} else {
+		_, left = set.members.Delete(s)
+	}
+	// A set not yet published is built from members: no pending.
+	if set.pub != nil && (entered || left) {
+		p := set.pending[s] + int8(by)
+		if p == 0 {
+			delete(set.pending, s)
+		} else {
+			set.pending[s] = p
 		}
 	}
 }
@@ -294,56 +318,24 @@ func (x *labelIndex) publish() {
 			x.live[id] = set.pub
 			continue
 		}
-		var members []string
-		if set.pub == nil {
-			members = slices.Sorted(maps.Keys(set.counts))
-		} else {
+		if set.pub != nil {
 			var adds, removes []string
-			members, adds, removes = mergeMembers(set.pub.Members, set.pending)
+			for m, p := range set.pending {
+				if p > 0 {
+					adds = append(adds, m)
+				} else {
+					removes = append(removes, m)
+				}
+			}
+			slices.Sort(adds)
+			slices.Sort(removes)
 			x.delta.members[id] = IPSetDelta{ID: id, Added: adds, Removed: removes}
 		}
-		if len(members) == 0 {
-			members = nil
-		}
-		set.pub = &IPSet{ID: id, Type: set.d.typ, Members: slices.Clip(members)}
+		set.pub = &IPSet{ID: id, Type: set.d.typ, Members: snapshot(set.members)}
 		if len(set.pending) > 0 {
 			set.pending = map[string]int8{} // clear would keep a large table to walk
 		}
 		x.live[id] = set.pub
 	}
 	clear(x.dirty)
-}
-
-// mergeMembers returns the sorted list old with the pending additions
-// (+1) inserted and removals (-1) left out, and those two lists, sorted.
-// It walks old once without a lookup per member.
-func mergeMembers(old []string, pending map[string]int8) (out, adds, removes []string) {
-	for s, p := range pending {
-		if p > 0 {
-			adds = append(adds, s)
-		} else {
-			removes = append(removes, s)
-		}
-	}
-	slices.Sort(adds)
-	slices.Sort(removes)
-	// Copy the runs of old between change points whole (a memmove, not
-	// an append per member: the sets of a namespace selector hold a
-	// fifth of the cluster).
-	out = make([]string, 0, len(old)+len(adds)-len(removes))
-	from, i, r := 0, 0, 0
-	for i < len(adds) || r < len(removes) {
-		if r < len(removes) && (i == len(adds) || removes[r] < adds[i]) {
-			at, _ := slices.BinarySearch(old[from:], removes[r])
-			out = append(out, old[from:from+at]...)
-			from += at + 1 // skip the removed member
-			r++
-			continue
-		}
-		at, _ := slices.BinarySearch(old[from:], adds[i])
-		out = append(append(out, old[from:from+at]...), adds[i])
-		from += at
-		i++
-	}
-	return append(out, old[from:]...), adds, removes
 }

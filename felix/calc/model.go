@@ -195,7 +195,7 @@ type IPSet struct {
 	Type IPSetType
 	// Members are sorted: "10.0.0.1/32" style prefixes for hash:net,
 	// "10.0.0.1,tcp:80" style for hash:ip,port.
-	Members []string
+	Members MemberList
 }
 
 // Problem is one piece of bad input that was skipped.

@@ -66,7 +66,7 @@ func TestPrivilegedApplyRepairAndCoexist(t *testing.T) {
 		sets := run(t, r, "ipset", "save")
 		for _, rs := range want {
 			for _, s := range rs.IPSets {
-				for _, m := range s.Members {
+				for m := range s.Members.All() {
 					if strings.Contains(m, ":") {
 						m = strings.TrimSuffix(m, "/128")
 					} else {

@@ -43,7 +43,7 @@ func checkMatches(t *testing.T, k *fake.Kernel, want []*rules.Ruleset) {
 		for _, s := range rs.IPSets {
 			wantSets = append(wantSets, s.Name)
 			var members []string
-			for _, m := range s.Members {
+			for m := range s.Members.All() {
 				if strings.Contains(m, ":") {
 					m = strings.TrimSuffix(m, "/128")
 				} else {
@@ -202,7 +202,7 @@ func TestDriftRepairedOnRefresh(t *testing.T) {
 	k.SetRules(4, "FORWARD", nil)
 	var set string
 	for _, s := range want[0].IPSets {
-		if len(s.Members) > 0 {
+		if s.Members.Len() > 0 {
 			set = s.Name
 		}
 	}

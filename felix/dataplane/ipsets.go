@@ -27,7 +27,7 @@ type IPSets struct {
 type setState struct {
 	typ, family string
 	members     map[string]bool
-	spec        []string // the desired spec's members, to skip rebuilding unchanged sets
+	spec        calc.MemberList // the desired spec's members, to skip rebuilding unchanged sets
 	// version is the renderer's version of the members (0: none).
 	version uint64
 	// ops are the members changed by patch in a desired state that also
@@ -98,13 +98,13 @@ func (s *IPSets) Update(specs []rules.IPSetSpec, versions map[string]uint64, cha
 				next[sp.Name] = old
 				continue
 			}
-			if v == 0 && old.version == 0 && slices.Equal(old.spec, sp.Members) {
+			if v == 0 && old.version == 0 && old.spec.Equal(sp.Members) {
 				next[sp.Name] = old
 				continue
 			}
 		}
-		st := &setState{typ: string(sp.Type), family: sp.Family, members: make(map[string]bool, len(sp.Members)), spec: sp.Members, version: v}
-		for _, m := range sp.Members {
+		st := &setState{typ: string(sp.Type), family: sp.Family, members: make(map[string]bool, sp.Members.Len()), spec: sp.Members, version: v}
+		for m := range sp.Members.All() {
 			st.members[normalise(m)] = true
 		}
 		next[sp.Name] = st

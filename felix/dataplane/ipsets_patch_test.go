@@ -20,7 +20,7 @@ func TestIPSetPatchesThenReplaced(t *testing.T) {
 	k := fake.NewKernel()
 	s := dataplane.NewIPSets(k)
 	spec := func(members ...string) []rules.IPSetSpec {
-		return []rules.IPSetSpec{{Name: "cali40s", Type: calc.HashNet, Family: "inet", Members: members}}
+		return []rules.IPSetSpec{{Name: "cali40s", Type: calc.HashNet, Family: "inet", Members: calc.Members(members...)}}
 	}
 	v := func(n uint64) map[string]uint64 { return map[string]uint64{"cali40s": n} }
 	s.Update(spec("10.0.0.1"), v(1), nil)

@@ -182,7 +182,7 @@ func (r *renderer) sortChains(chains []Chain) []Chain {
 // familySet is one calc ipset's members of a Renderer's IP version.
 type familySet struct {
 	set     *calc.IPSet
-	members []string
+	members calc.MemberList
 	// other counts set's members of the other IP version (while 0,
 	// members is set.Members itself).
 	other   int
@@ -195,7 +195,7 @@ var setVersions atomic.Uint64
 // familyMembers returns the members of set of the renderer's IP version,
 // their version and, when set changed since the last render and the
 // calc.Delta being rendered says how, the change.
-func (r *renderer) familyMembers(set *calc.IPSet) ([]string, uint64, *IPSetChange) {
+func (r *renderer) familyMembers(set *calc.IPSet) (calc.MemberList, uint64, *IPSetChange) {
 	c := r.cache
 	if c == nil {
 		m, _ := filterFamily(set.Members, r.v)
@@ -253,27 +253,22 @@ func (c *Renderer) nextFamilySet(prev *familySet, set *calc.IPSet, d *calc.IPSet
 
 // filterFamily returns the members of IP version v (members itself when
 // all are) and how many are of the other version.
-func filterFamily(members []string, v int) (out []string, other int) {
-	for i, m := range members {
+func filterFamily(members calc.MemberList, v int) (out calc.MemberList, other int) {
+	all := members.Slice()
+	for i, m := range all {
 		if memberVersion(m) == v {
 			continue
 		}
-		out = slices.Clip(members[:i:i])
+		kept := slices.Clip(all[:i:i])
 		other = 1
-		for _, m := range members[i+1:] {
+		for _, m := range all[i+1:] {
 			if memberVersion(m) == v {
-				out = append(out, m)
+				kept = append(kept, m)
 			} else {
 				other++
 			}
 		}
-		if len(out) == 0 {
-			out = nil
-		}
-		return out, other
-	}
-	if len(members) == 0 {
-		return nil, 0
+		return calc.Members(kept...), other
 	}
 	return members, 0
 }

@@ -137,7 +137,7 @@ func (rs *Ruleset) IPSetRestoreText() string {
 	for _, s := range rs.IPSets {
 		b.WriteString(s.CreateLine(s.Name))
 		b.WriteByte('\n')
-		for _, m := range s.Members {
+		for m := range s.Members.All() {
 			fmt.Fprintf(&b, "add %s %s\n", s.Name, m)
 		}
 	}

@@ -77,8 +77,8 @@ func WithNATOutgoing(rs *Ruleset, cfg NATConfig) *Ruleset {
 		Hooks: []Hook{{Base: "POSTROUTING", Target: NATPostroutingChain}},
 	}
 	out.IPSets = append(slices.Clip(rs.IPSets),
-		IPSetSpec{Name: allSet, Type: calc.HashNet, Family: family, Members: all},
-		IPSetSpec{Name: masqSet, Type: calc.HashNet, Family: family, Members: masq})
+		IPSetSpec{Name: allSet, Type: calc.HashNet, Family: family, Members: calc.SortedMembers(all)},
+		IPSetSpec{Name: masqSet, Type: calc.HashNet, Family: family, Members: calc.SortedMembers(masq)})
 	slices.SortFunc(out.IPSets, func(a, b IPSetSpec) int { return strings.Compare(a.Name, b.Name) })
 	return &out
 }

@@ -194,7 +194,7 @@ type IPSetSpec struct {
 	Name    string
 	Type    calc.IPSetType
 	Family  string // inet or inet6
-	Members []string
+	Members calc.MemberList
 }
 
 // CreateLine is the `ipset restore` create command for the spec's type

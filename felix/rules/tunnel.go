@@ -45,15 +45,14 @@ func WithTunnelInput(rs *Ruleset, cfg TunnelConfig) *Ruleset {
 	if rs.IPVersion == 6 {
 		prefix, family = "cali60", "inet6"
 	}
-	members := func(as []netip.Addr) []string {
+	members := func(as []netip.Addr) calc.MemberList {
 		var out []string
 		for _, a := range as {
 			if a.Is4() == (rs.IPVersion == 4) {
 				out = append(out, netip.PrefixFrom(a, a.BitLen()).String())
 			}
 		}
-		slices.Sort(out)
-		return slices.Compact(out)
+		return calc.SortedMembers(out)
 	}
 	var first []Rule
 	var sets []IPSetSpec

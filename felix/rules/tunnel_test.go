@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/tabbynet/tabby/felix/calc"
 )
 
 func TestWithTunnelInput(t *testing.T) {
@@ -22,8 +23,8 @@ func TestWithTunnelInput(t *testing.T) {
 		t.Errorf("cali-INPUT (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff([]IPSetSpec{
-		{Name: "cali40all-hosts-net", Type: "hash:net", Family: "inet", Members: []string{"172.30.1.10/32", "172.30.1.11/32"}},
-		{Name: "cali40all-vxlan-net", Type: "hash:net", Family: "inet", Members: []string{"172.30.1.11/32"}},
+		{Name: "cali40all-hosts-net", Type: "hash:net", Family: "inet", Members: calc.Members("172.30.1.10/32", "172.30.1.11/32")},
+		{Name: "cali40all-vxlan-net", Type: "hash:net", Family: "inet", Members: calc.Members("172.30.1.11/32")},
 	}, got.IPSets); diff != "" {
 		t.Errorf("ipsets (-want +got):\n%s", diff)
 	}
