@@ -93,6 +93,7 @@ type WatchSyncer struct {
 	cb      SyncerCallbacks
 	backoff Backoff
 	bad     BadRecordReporter
+	lean    bool // keep only resource versions (see Lean)
 
 	mu       sync.Mutex // serialises callbacks and guards below
 	synced   map[string]bool
@@ -106,6 +107,29 @@ func NewWatchSyncer(client Client, kinds []string, cb SyncerCallbacks, backoff B
 		backoff = DefaultBackoff
 	}
 	return &WatchSyncer{client: client, kinds: kinds, cb: cb, backoff: backoff, synced: map[string]bool{}}
+}
+
+// Lean makes the syncer keep only the resource version of each object
+// delivered, not the object, and returns it; call it before Run. Deleted
+// updates then carry no Object (only the Key). For a consumer that keeps
+// what it needs of the objects itself: at cluster scale the syncer's copy
+// of every endpoint would otherwise be most of the consumer's memory.
+func (s *WatchSyncer) Lean() *WatchSyncer {
+	s.lean = true
+	return s
+}
+
+// cached is what the syncer keeps of a delivered object.
+type cached struct {
+	rv  string
+	obj v3.Resource // nil when lean
+}
+
+func (s *WatchSyncer) entry(o v3.Resource) cached {
+	if s.lean {
+		return cached{rv: o.GetResourceVersion()}
+	}
+	return cached{rv: o.GetResourceVersion(), obj: o}
 }
 
 // Run implements Syncer.
@@ -153,7 +177,7 @@ func (s *WatchSyncer) markSynced(kind string) {
 
 // runKind owns the cache for one kind: what has been delivered, by key.
 func (s *WatchSyncer) runKind(ctx context.Context, kind string) {
-	cache := map[Key]v3.Resource{}
+	cache := map[Key]cached{}
 	bad := map[Key]bool{} // keys whose last state seen is undecodable
 	var delay time.Duration
 	for ctx.Err() == nil {
@@ -164,7 +188,7 @@ func (s *WatchSyncer) runKind(ctx context.Context, kind string) {
 			sleep(ctx, jittered(delay))
 			continue
 		}
-		s.emit(diffSnapshot(cache, list.Items))
+		s.emit(s.diffSnapshot(cache, list.Items))
 		s.listedBad(bad, list.Bad)
 		s.markSynced(kind)
 
@@ -184,7 +208,7 @@ func (s *WatchSyncer) runKind(ctx context.Context, kind string) {
 
 // watch follows changes after rev until the watch fails, keeping cache
 // current. It returns the error that ended the watch.
-func (s *WatchSyncer) watch(ctx context.Context, kind, rev string, cache map[Key]v3.Resource, bad map[Key]bool) error {
+func (s *WatchSyncer) watch(ctx context.Context, kind, rev string, cache map[Key]cached, bad map[Key]bool) error {
 	w, err := s.client.Watch(ctx, kind, WatchOptions{Revision: rev})
 	if err != nil {
 		return err
@@ -213,7 +237,7 @@ func (s *WatchSyncer) watch(ctx context.Context, kind, rev string, cache map[Key
 			if old, ok := cache[k]; ok {
 				// It was good: consumers drop it (see WatchSyncer).
 				delete(cache, k)
-				s.emit([]Update{{Type: EventDeleted, Key: k, Object: old}})
+				s.emit([]Update{{Type: EventDeleted, Key: k, Object: old.obj}})
 			}
 			continue
 		}
@@ -236,7 +260,7 @@ func (s *WatchSyncer) watch(ctx context.Context, kind, rev string, cache map[Key
 			if _, ok := cache[k]; ok {
 				typ = EventModified
 			}
-			cache[k] = ev.Object
+			cache[k] = s.entry(ev.Object)
 			ev.Type = typ
 		}
 		s.emit([]Update{{Type: ev.Type, Key: k, Object: ev.Object}})
@@ -266,7 +290,7 @@ func (s *WatchSyncer) seenBad(bad map[Key]bool, b BadRecord) {
 
 // diffSnapshot updates cache to items and returns the updates that take a
 // consumer from the old cache to the new one, in key order.
-func diffSnapshot(cache map[Key]v3.Resource, items []v3.Resource) []Update {
+func (s *WatchSyncer) diffSnapshot(cache map[Key]cached, items []v3.Resource) []Update {
 	var ups []Update
 	seen := make(map[Key]bool, len(items))
 	for _, it := range items {
@@ -276,16 +300,16 @@ func diffSnapshot(cache map[Key]v3.Resource, items []v3.Resource) []Update {
 		switch {
 		case !ok:
 			ups = append(ups, Update{Type: EventAdded, Key: k, Object: it})
-		case old.GetResourceVersion() != it.GetResourceVersion():
+		case old.rv != it.GetResourceVersion():
 			ups = append(ups, Update{Type: EventModified, Key: k, Object: it})
 		default:
 			continue
 		}
-		cache[k] = it
+		cache[k] = s.entry(it)
 	}
 	for k, old := range cache {
 		if !seen[k] {
-			ups = append(ups, Update{Type: EventDeleted, Key: k, Object: old})
+			ups = append(ups, Update{Type: EventDeleted, Key: k, Object: old.obj})
 			delete(cache, k)
 		}
 	}

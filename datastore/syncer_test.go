@@ -111,7 +111,11 @@ func (c *logCallbacks) OnUpdates(ups []Update) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, u := range ups {
-		c.log = append(c.log, string(u.Type)+" "+u.Key.Name)
+		e := string(u.Type) + " " + u.Key.Name
+		if u.Type == EventDeleted && u.Object != nil {
+			e += " (last state " + u.Object.GetResourceVersion() + ")"
+		}
+		c.log = append(c.log, e)
 	}
 }
 
@@ -146,38 +150,51 @@ func nextWatch(t *testing.T, f *fakeStore) chan Event {
 }
 
 // TestWatchSyncerRelistDeliversOnlyDifferences drives the syncer through
-// a lost watch history: the relist must deliver exactly what changed.
+// a lost watch history: the relist must deliver exactly what changed, the
+// same whether the syncer keeps the objects or (Lean) only their
+// versions; a lean syncer's deletions carry no object.
 func TestWatchSyncerRelistDeliversOnlyDifferences(t *testing.T) {
-	f := newFakeStore()
-	f.put("a")
-	f.put("b")
-	f.put("c")
-	cb := &logCallbacks{}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	s := NewWatchSyncer(f, []string{v3.KindIPPool}, cb, Backoff{Initial: time.Millisecond, Max: 5 * time.Millisecond})
-	done := make(chan struct{})
-	go func() { s.Run(ctx); close(done) }()
+	for _, lean := range []bool{false, true} {
+		t.Run(fmt.Sprintf("lean=%v", lean), func(t *testing.T) {
+			f := newFakeStore()
+			f.put("a")
+			f.put("b")
+			f.put("c")
+			cb := &logCallbacks{}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			s := NewWatchSyncer(f, []string{v3.KindIPPool}, cb, Backoff{Initial: time.Millisecond, Max: 5 * time.Millisecond})
+			if lean {
+				s.Lean()
+			}
+			done := make(chan struct{})
+			go func() { s.Run(ctx); close(done) }()
 
-	w1 := nextWatch(t, f)
-	if got := cb.waitLen(t, 5); got != "WaitForDatastore; Added a; Added b; Added c; InSync" {
-		t.Fatalf("snapshot: %s", got)
+			w1 := nextWatch(t, f)
+			if got := cb.waitLen(t, 5); got != "WaitForDatastore; Added a; Added b; Added c; InSync" {
+				t.Fatalf("snapshot: %s", got)
+			}
+			// A live change, then history is lost while b changes, c goes and d comes.
+			w1 <- Event{Type: EventAdded, Object: f.put("x")}
+			cb.waitLen(t, 6)
+			f.put("b")
+			f.remove("c")
+			f.put("d")
+			w1 <- Event{Type: EventError, Err: ErrRevisionGone}
+			nextWatch(t, f)
+			got := cb.waitLen(t, 9)
+			deleted := "Deleted c (last state 3)"
+			if lean {
+				deleted = "Deleted c"
+			}
+			want := "WaitForDatastore; Added a; Added b; Added c; InSync; Added x; Modified b; " + deleted + "; Added d"
+			if got != want {
+				t.Fatalf("after relist:\n got %s\nwant %s", got, want)
+			}
+			cancel()
+			<-done
+		})
 	}
-	// A live change, then history is lost while b changes, c goes and d comes.
-	w1 <- Event{Type: EventAdded, Object: f.put("x")}
-	cb.waitLen(t, 6)
-	f.put("b")
-	f.remove("c")
-	f.put("d")
-	w1 <- Event{Type: EventError, Err: ErrRevisionGone}
-	nextWatch(t, f)
-	got := cb.waitLen(t, 9)
-	want := "WaitForDatastore; Added a; Added b; Added c; InSync; Added x; Modified b; Deleted c; Added d"
-	if got != want {
-		t.Fatalf("after relist:\n got %s\nwant %s", got, want)
-	}
-	cancel()
-	<-done
 }
 
 // TestWatchSyncerRetriesWhileStoreDown: list failures are retried with
@@ -248,7 +265,7 @@ func TestWatchSyncerSkipsUndecodableRecords(t *testing.T) {
 	ba := f.putBad("a")
 	w1 <- Event{Type: EventUndecodable, Bad: &ba}
 	w1 <- Event{Type: EventAdded, Object: f.put("e")}
-	if got := cb.waitLen(t, 6); got != "WaitForDatastore; Added a; Added c; InSync; Deleted a; Added e" {
+	if got := cb.waitLen(t, 6); got != "WaitForDatastore; Added a; Added c; InSync; Deleted a (last state 1); Added e" {
 		t.Fatalf("after bad records: %s", got)
 	}
 	// A relist meets the same bad records: nothing new is counted. b is
@@ -256,7 +273,7 @@ func TestWatchSyncerSkipsUndecodableRecords(t *testing.T) {
 	f.put("b")
 	w1 <- Event{Type: EventError, Err: ErrRevisionGone}
 	nextWatch(t, f)
-	if got := cb.waitLen(t, 7); got != "WaitForDatastore; Added a; Added c; InSync; Deleted a; Added e; Added b" {
+	if got := cb.waitLen(t, 7); got != "WaitForDatastore; Added a; Added c; InSync; Deleted a (last state 1); Added e; Added b" {
 		t.Fatalf("after relist: %s", got)
 	}
 	if got := testutil.ToFloat64(counter) - before; got != 3 {

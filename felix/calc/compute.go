@@ -67,7 +67,9 @@ type localEndpoint struct {
 }
 
 type computer struct {
-	node     string
+	node string
+	// noKeys: the Engine's scratch computer (no memo keys, see memberKey).
+	noKeys   bool
 	problems map[Problem]bool
 	profiles map[string]*v3.Profile
 	tiers    map[string]*tierInfo

@@ -132,12 +132,27 @@ func (e *Engine) Upsert(o any) bool {
 	if !ok {
 		return false
 	}
-	if _, had := e.objs[k]; !had {
+	old, had := e.objs[k]
+	if !had {
 		e.kinds[k.kind]++
 	}
+	// The object is loaded whole; what is kept of another node's
+	// endpoint is only what a later re-derivation reads.
 	e.objs[k] = o
 	e.update(k)
+	if w, ok := o.(*v3.WorkloadEndpoint); ok && w.Spec.Node != e.node {
+		e.objs[k] = e.compactRemote(w)
+	}
+	e.forget(old)
 	return true
+}
+
+// forget releases what the Engine shared on behalf of o, an object no
+// longer held.
+func (e *Engine) forget(o any) {
+	if r, ok := o.(*remoteWEP); ok {
+		e.labelSets.release(r.labels)
+	}
 }
 
 // Count is the number of resources of kind held.
@@ -151,12 +166,14 @@ func (e *Engine) Delete(o any) bool {
 	if !ok {
 		return false
 	}
-	if _, had := e.objs[k]; !had {
+	old, had := e.objs[k]
+	if !had {
 		return true
 	}
 	delete(e.objs, k)
 	e.kinds[k.kind]--
 	e.update(k)
+	e.forget(old)
 	return true
 }
 
@@ -172,10 +189,11 @@ func (e *Engine) DeleteKey(kind, namespace, name string) bool {
 		return false
 	}
 	k := objKey{kind, namespace, name}
-	if _, had := e.objs[k]; had {
+	if old, had := e.objs[k]; had {
 		delete(e.objs, k)
 		e.kinds[k.kind]--
 		e.update(k)
+		e.forget(old)
 	}
 	return true
 }
@@ -199,7 +217,7 @@ func (e *Engine) update(k objKey) {
 // scratch is a computer for one object's loading, sharing the engine's
 // tiers and profiles.
 func (e *Engine) scratch() *computer {
-	return &computer{node: e.node, problems: map[Problem]bool{}, profiles: e.profiles, tiers: e.tiers, demands: map[string]*demand{}}
+	return &computer{node: e.node, problems: map[Problem]bool{}, profiles: e.profiles, tiers: e.tiers, demands: map[string]*demand{}, noKeys: true}
 }
 
 func (e *Engine) setProblems(k objKey, ps []Problem) {

@@ -24,6 +24,8 @@ func itemProfiles(o any) []string {
 	switch o := o.(type) {
 	case *v3.WorkloadEndpoint:
 		return o.Spec.Profiles
+	case *remoteWEP:
+		return o.profiles
 	case *v3.HostEndpoint:
 		return o.Spec.Profiles
 	case *v3.NetworkSet:
@@ -38,6 +40,9 @@ func (e *Engine) updateItem(k objKey, o any) {
 	c := e.scratch()
 	var member *labelled
 	var local *localEndpoint
+	if r, ok := o.(*remoteWEP); ok {
+		o = r.expand()
+	}
 	switch o := o.(type) {
 	case *v3.WorkloadEndpoint:
 		out := c.loadWEP(o)

@@ -17,6 +17,11 @@ type memberKey struct {
 const maxKeyProfiles = 4
 
 func (c *computer) memberKey(obj any, profiles []string) memberKey {
+	if c.noKeys {
+		// The Engine memoises nothing by key: holding the object here
+		// would keep every decoded endpoint alive.
+		return memberKey{}
+	}
 	k := memberKey{obj: obj}
 	if len(profiles) > maxKeyProfiles {
 		k.obj = new(byte)

@@ -8,11 +8,12 @@ import (
 // NewSyncer returns the syncer felix follows the datastore with: over the
 // Kubernetes datastore, kdd's informer-based syncer (shared informers and
 // a rate-limited work queue, as Calico's felix watches in Kubernetes
-// mode); over any other client (etcd), the generic watch syncer. Either
-// way cb receives Kinds.
+// mode); over any other client (etcd), the generic watch syncer, lean
+// (the daemon and its calculation keep what they need of each object, so
+// deletions carry only the key). Either way cb receives Kinds.
 func NewSyncer(c datastore.Client, cb datastore.SyncerCallbacks) datastore.Syncer {
 	if kc, ok := c.(*kdd.Client); ok {
 		return kdd.NewSyncer(kc, Kinds, cb)
 	}
-	return datastore.NewWatchSyncer(c, Kinds, cb, datastore.DefaultBackoff)
+	return datastore.NewWatchSyncer(c, Kinds, cb, datastore.DefaultBackoff).Lean()
 }
