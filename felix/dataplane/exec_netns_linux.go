@@ -19,7 +19,9 @@ import (
 // rather than trusting it). Each namespace path therefore gets one worker:
 // a goroutine locked to its own thread for good, which enters the
 // namespace once (setns) and then only calls cmd.Start for the commands
-// sent to it. Waiting and output collection stay with the caller.
+// sent to it (or opens a netlink socket, which stays in the namespace it
+// was opened in: ipset_members_linux.go). Waiting and output collection
+// stay with the caller.
 //
 // The thread is never unlocked: when the worker's goroutine returns, Go
 // destroys the locked thread with it, so no other goroutine ever runs in
@@ -61,13 +63,22 @@ type nsWorker struct {
 	users int
 }
 
+// startRequest is one short call (cmd.Start, a socket's creation) to
+// make on the worker's thread.
 type startRequest struct {
-	cmd  *exec.Cmd
+	fn   func() error
 	done chan error
 }
 
 // startInNetns starts cmd with its child in the network namespace at path.
 func startInNetns(ctx context.Context, path string, cmd *exec.Cmd) error {
+	return runInNetns(ctx, path, cmd.Start)
+}
+
+// runInNetns calls fn on a thread in the network namespace at path. fn
+// must be short and must not change the thread's state (it is the
+// worker's, and serves every later call for path).
+func runInNetns(ctx context.Context, path string, fn func() error) error {
 	w := acquireNsWorker(path)
 	defer releaseNsWorker(w)
 	select {
@@ -78,7 +89,7 @@ func startInNetns(ctx context.Context, path string, cmd *exec.Cmd) error {
 	if w.err != nil {
 		return w.err
 	}
-	req := startRequest{cmd: cmd, done: make(chan error, 1)}
+	req := startRequest{fn: fn, done: make(chan error, 1)}
 	select {
 	case w.starts <- req:
 	case <-ctx.Done():
@@ -141,7 +152,7 @@ func (w *nsWorker) run(handedOver chan<- struct{}) {
 	for {
 		select {
 		case req := <-w.starts:
-			req.done <- req.cmd.Start()
+			req.done <- req.fn()
 			idle.Reset(w.idle)
 		case <-idle.C:
 			if w.retireIfUnused() {
