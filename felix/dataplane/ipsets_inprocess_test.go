@@ -96,17 +96,18 @@ func TestIPSetsInProcessOnlyForMembers(t *testing.T) {
 		many = append(many, fmt.Sprintf("10.1.%d.%d", i/250, i%250+1))
 	}
 	step("a big set", []rules.IPSetSpec{netSet("cali40a", many[:3000]...), netSet("cali40b"), netSet("cali40c")}, restore, 0)
-	step("1,001 changes", []rules.IPSetSpec{netSet("cali40a", many[:4001]...), netSet("cali40b"), netSet("cali40c")}, restore, 0)
+	step("201 changes", []rules.IPSetSpec{netSet("cali40a", many[:3201]...), netSet("cali40b"), netSet("cali40c")}, restore, 0)
+	step("200 changes", []rules.IPSetSpec{netSet("cali40a", many[:3401]...), netSet("cali40b"), netSet("cali40c")}, nil, 1)
 
 	k.fail = fmt.Errorf("cannot: %w", dataplane.ErrMembersUnsupported)
-	step("unsupported", []rules.IPSetSpec{netSet("cali40a", many[:4001]...), netSet("cali40b", "10.0.1.9"), netSet("cali40c")}, restore, 1)
+	step("unsupported", []rules.IPSetSpec{netSet("cali40a", many[:3401]...), netSet("cali40b", "10.0.1.9"), netSet("cali40c")}, restore, 1)
 
 	k.fail = errors.New("netlink: no such file or directory")
 	k.procs = nil
-	s.SetDesired([]rules.IPSetSpec{netSet("cali40a", many[:4001]...), netSet("cali40b"), netSet("cali40c", "10.0.2.2")})
+	s.SetDesired([]rules.IPSetSpec{netSet("cali40a", many[:3401]...), netSet("cali40b"), netSet("cali40c", "10.0.2.2")})
 	if _, err := s.ApplyUpdates(ctx); err == nil || !errors.Is(err, k.fail) || len(k.procs) != 0 {
 		t.Fatalf("failed in-process update: %v, ran %q; want its error and no process", err, k.procs)
 	}
 	k.fail = nil
-	step("after a failure", []rules.IPSetSpec{netSet("cali40a", many[:4001]...), netSet("cali40b"), netSet("cali40c", "10.0.2.2")}, []string{"ipset save"}, 1)
+	step("after a failure", []rules.IPSetSpec{netSet("cali40a", many[:3401]...), netSet("cali40b"), netSet("cali40c", "10.0.2.2")}, []string{"ipset save"}, 1)
 }
