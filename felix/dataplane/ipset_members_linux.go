@@ -49,17 +49,6 @@ type ipsetHandle struct {
 	dropped  bool // out of the registry: closed by its last user
 }
 
-// nsID identifies a namespace (its nsfs inode).
-type nsID struct{ dev, ino uint64 }
-
-func namespaceOf(path string) (nsID, error) {
-	var st unix.Stat_t
-	if err := unix.Stat(path, &st); err != nil {
-		return nsID{}, fmt.Errorf("network namespace %s: %w", path, err)
-	}
-	return nsID{dev: st.Dev, ino: st.Ino}, nil
-}
-
 // UpdateIPSetMembers implements IPSetMembers with netlink requests in r's
 // namespace (see the comment at the top of this file). Every member is
 // parsed before the first request, so that one it cannot write changes

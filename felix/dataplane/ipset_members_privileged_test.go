@@ -277,6 +277,9 @@ func TestPrivilegedIPSetDestroyedBehindFelix(t *testing.T) {
 		t.Fatal("patch of a destroyed set: no error")
 	}
 	t.Logf("patch of a destroyed set: %v", err)
+	if dataplane.IPSetHandleOpen(r.NetnsPath) {
+		t.Error("the socket a request failed on is still registered")
+	}
 	before := r.count()
 	if _, err := s.ApplyUpdates(ctx); err != nil {
 		t.Fatalf("apply after the failure: %v", err)
@@ -294,6 +297,9 @@ func TestPrivilegedIPSetDestroyedBehindFelix(t *testing.T) {
 	}
 	if calls := r.since(before); len(calls) != 0 {
 		t.Errorf("next change ran %q; want no process", calls)
+	}
+	if !dataplane.IPSetHandleOpen(r.NetnsPath) {
+		t.Error("no socket registered after the next change")
 	}
 	if got, want := ipsetSave(t, r.ExecRunner), restoredFresh(t, memberSets(3)); got != want {
 		t.Fatalf("after the next change:\n%s\nwant\n%s", got, want)
