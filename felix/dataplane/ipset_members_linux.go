@@ -106,25 +106,35 @@ func (r ExecRunner) UpdateIPSetMembers(ctx context.Context, updates []IPSetMembe
 // kernel's answer. Replace leaves NLM_F_EXCL off, so the kernel treats an
 // existing (add) or missing (del) member as success, as `ipset -exist`
 // does.
-func ipsetAddDel(h *netlink.Handle, cmd int, set string, typ calc.IPSetType, e ipsetMember) (err error) {
+func ipsetAddDel(h *netlink.Handle, cmd int, set string, typ calc.IPSetType, e ipsetMember) error {
 	entry := netlink.IPSetEntry{IP: e.addr.AsSlice(), Replace: true}
 	if typ == calc.HashNet {
 		entry.CIDR = e.bits
 	} else {
 		entry.Protocol, entry.Port = &e.proto, &e.port
 	}
-	// netlink's ipsetExecute asserts that every failure is a
-	// syscall.Errno, and panics on the others (a short read, a
-	// sequence mix-up): make that an error like any other.
+	return recoverPanic(func() error {
+		if cmd == nl.IPSET_CMD_ADD {
+			return h.IpsetAdd(set, &entry)
+		}
+		return h.IpsetDel(set, &entry)
+	})
+}
+
+// recoverPanic calls f, turning a panic into an error: netlink's
+// ipsetExecute asserts that every failure is a syscall.Errno and panics
+// on the others (a wrong sender or sequence number, a truncated answer).
+func recoverPanic(f func() error) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
+			if e, ok := p.(error); ok {
+				err = fmt.Errorf("netlink ipset request failed: %w", e)
+				return
+			}
 			err = fmt.Errorf("netlink ipset request failed: %v", p)
 		}
 	}()
-	if cmd == nl.IPSET_CMD_ADD {
-		return h.IpsetAdd(set, &entry)
-	}
-	return h.IpsetDel(set, &entry)
+	return f()
 }
 
 // acquireIPSetHandle returns the open handle for path, opening one if
