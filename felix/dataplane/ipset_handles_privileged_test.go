@@ -4,6 +4,7 @@ package dataplane_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -143,6 +144,29 @@ func TestPrivilegedIPSetMembersBadPath(t *testing.T) {
 		}
 		if dataplane.IPSetHandleOpen(path) {
 			t.Errorf("%s: a failed handle stays registered", path)
+		}
+	}
+}
+
+// TestPrivilegedIPSetMembersCallersNamespace: with no NetnsPath, members
+// are written in the caller's namespace, as commands are run there: a
+// goroutine locked into a test namespace writes there (not to the host,
+// nor through a socket kept from a caller in another namespace).
+func TestPrivilegedIPSetMembersCallersNamespace(t *testing.T) {
+	n1, n2 := netnstest.New(t), netnstest.New(t)
+	t.Cleanup(func() { dataplane.DropIPSetHandle("") })
+	for i, n := range []ns.NetNS{n1, n2} {
+		rn := dataplane.ExecRunner{NetnsPath: n.Path()}
+		run(t, rn, "ipset", "create", "cali40s:callerns", "hash:net")
+		member := fmt.Sprintf("10.0.0.%d", i+1)
+		if err := n.Do(func(ns.NetNS) error { return addMember(dataplane.ExecRunner{}, "cali40s:callerns", member) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, n := range []ns.NetNS{n1, n2} {
+		got := run(t, dataplane.ExecRunner{NetnsPath: n.Path()}, "ipset", "save")
+		if want := fmt.Sprintf("add cali40s:callerns 10.0.0.%d\n", i+1); !strings.Contains(got, want) || strings.Count(got, "add ") != 1 {
+			t.Errorf("namespace %d holds:\n%s\nwant only %s", i+1, got, want)
 		}
 	}
 }

@@ -25,7 +25,7 @@ import (
 // value with no Close, and a socket keeps its namespace alive).
 
 // ipsetHandles is the registry of open handles, by namespace path ("":
-// the process's namespace).
+// the caller's namespace).
 var ipsetHandles = struct {
 	sync.Mutex
 	byPath map[string]*ipsetHandle
@@ -41,7 +41,7 @@ const ipsetRequestTimeout = 10 * time.Second
 type ipsetHandle struct {
 	path string
 	h    *netlink.Handle
-	ns   nsID // the namespace it was opened in (path != "")
+	ns   nsID // the namespace it was opened in
 
 	// Guarded by ipsetHandles.
 	users    int
@@ -141,12 +141,15 @@ func recoverPanic(f func() error) (err error) {
 // there is none (or the one there is for another namespace), and counts
 // the caller as its user.
 func acquireIPSetHandle(ctx context.Context, path string) (*ipsetHandle, error) {
-	var id nsID
-	if path != "" {
-		var err error
-		if id, err = namespaceOf(path); err != nil {
-			return nil, err
-		}
+	idPath := path
+	if path == "" {
+		// The caller's namespace, as for commands: a goroutine locked
+		// to a thread in another namespace gets a socket there.
+		idPath = "/proc/thread-self/ns/net"
+	}
+	id, err := namespaceOf(idPath)
+	if err != nil {
+		return nil, err
 	}
 	reg := &ipsetHandles
 	reg.Lock()
@@ -178,7 +181,7 @@ func acquireIPSetHandle(ctx context.Context, path string) (*ipsetHandle, error) 
 }
 
 // openIPSetHandle opens a netfilter netlink socket in the namespace at
-// path (the process's own when path is "").
+// path (the calling thread's when path is "").
 func openIPSetHandle(ctx context.Context, path string) (*netlink.Handle, error) {
 	var h *netlink.Handle
 	open := func() (err error) {
