@@ -85,10 +85,12 @@ func New(cfg Config) *Dataplane {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	members, _ := cfg.Runner.(IPSetMembers)
 	if cfg.Metrics != nil {
 		cfg.Runner = countingRunner{Runner: cfg.Runner, m: cfg.Metrics}
 	}
 	d := &Dataplane{cfg: cfg, log: cfg.Logger, sets: NewIPSets(cfg.Runner), kick: make(chan struct{}, 1)}
+	d.sets.members = members
 	d.v4 = newTables(cfg.V4, cfg.Runner)
 	if cfg.V6 != (Backend{}) {
 		d.v6 = newTables(cfg.V6, cfg.Runner)
@@ -219,6 +221,9 @@ type Result struct {
 	// SetsPatched are the sets written that were updated from the
 	// renderers' member changes alone (no compare of member lists).
 	SetsPatched int
+	// SetsInProcess says the sets written were written in-process
+	// (Runner's IPSetMembers), not by an ipset restore.
+	SetsInProcess bool
 }
 
 // Apply takes the latest desired state and reconciles the kernel: ipsets
@@ -251,10 +256,11 @@ func (d *Dataplane) Apply(ctx context.Context) (Result, error) {
 			}
 		}
 	}
-	var err error
-	if res.SetsWritten, res.SetsPatched, err = d.sets.applyUpdates(ctx); err != nil {
+	sets, err := d.sets.applyUpdates(ctx)
+	if err != nil {
 		return res, err
 	}
+	res.SetsWritten, res.SetsPatched, res.SetsInProcess = sets.written, sets.patched, sets.inProcess
 	// IPv4 and IPv6 tables are independent: restore them at the same
 	// time (the kernel serialises the commits themselves, the processes
 	// and their parsing overlap).
@@ -371,7 +377,7 @@ func (d *Dataplane) record(res Result, err error, took time.Duration) {
 	}
 	m.Restores.WithLabelValues("iptables").Add(float64(res.V4.Restores))
 	m.Restores.WithLabelValues("ip6tables").Add(float64(res.V6.Restores))
-	if res.SetsWritten > 0 {
+	if res.SetsWritten > 0 && !res.SetsInProcess {
 		m.Restores.WithLabelValues("ipset").Inc()
 	}
 	if res.SetsDeleted > 0 {

@@ -25,7 +25,11 @@
 // new sets are created and filled, changed sets are patched with add/del
 // when the change is small and rebuilt in a temporary set and swapped in
 // atomically otherwise; sets no longer wanted are destroyed only after the
-// iptables rules that used them are gone.
+// iptables rules that used them are gone. An apply that only adds and
+// deletes members of sets the kernel has (a remote endpoint coming or
+// going: the common change at cluster scale) needs no process at all when
+// the Runner implements IPSetMembers: ExecRunner writes those members
+// through a netlink socket kept per namespace (ipset_members_linux.go).
 //
 // Dataplane keeps one Table per table felix programs (raw, mangle, filter,
 // applied in that order, each its own transaction) and IP version, and

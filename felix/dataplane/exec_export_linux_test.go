@@ -45,3 +45,33 @@ func LiveNetnsWorkers() int {
 	defer nsWorkers.Unlock()
 	return len(nsWorkers.byPath)
 }
+
+// SetIPSetHandleIdle makes netlink handles opened from now on close after
+// d without use; the returned func restores the default.
+func SetIPSetHandleIdle(d time.Duration) (restore func()) {
+	ipsetHandles.Lock()
+	defer ipsetHandles.Unlock()
+	old := ipsetHandles.idle
+	ipsetHandles.idle = d
+	return func() {
+		ipsetHandles.Lock()
+		defer ipsetHandles.Unlock()
+		ipsetHandles.idle = old
+	}
+}
+
+// IPSetHandleOpen reports whether a netlink handle for path is registered.
+func IPSetHandleOpen(path string) bool {
+	ipsetHandles.Lock()
+	defer ipsetHandles.Unlock()
+	return ipsetHandles.byPath[path] != nil
+}
+
+// DropIPSetHandle drops (and, unused, closes) the handle for path.
+func DropIPSetHandle(path string) {
+	ipsetHandles.Lock()
+	defer ipsetHandles.Unlock()
+	if h := ipsetHandles.byPath[path]; h != nil {
+		h.drop()
+	}
+}

@@ -2,6 +2,7 @@ package dataplane
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os/exec"
 	"runtime"
@@ -19,7 +20,9 @@ import (
 // rather than trusting it). Each namespace path therefore gets one worker:
 // a goroutine locked to its own thread for good, which enters the
 // namespace once (setns) and then only calls cmd.Start for the commands
-// sent to it. Waiting and output collection stay with the caller.
+// sent to it (or opens a netlink socket, which stays in the namespace it
+// was opened in: ipset_members_linux.go). Waiting and output collection
+// stay with the caller.
 //
 // The thread is never unlocked: when the worker's goroutine returns, Go
 // destroys the locked thread with it, so no other goroutine ever runs in
@@ -54,6 +57,7 @@ type nsWorker struct {
 	starts       chan startRequest
 	ready        chan struct{} // closed once the thread is in the namespace, or failed to enter it
 	err          error         // why entering failed; written before ready is closed
+	ns           nsID          // the namespace entered; written before ready is closed
 
 	// users counts the Runs holding this worker (guarded by nsWorkers):
 	// it retires only when none do, so a Run never sends to a worker
@@ -61,15 +65,44 @@ type nsWorker struct {
 	users int
 }
 
+// startRequest is one short call (cmd.Start, a socket's creation) to
+// make on the worker's thread.
 type startRequest struct {
-	cmd  *exec.Cmd
+	fn   func() error
 	done chan error
 }
 
 // startInNetns starts cmd with its child in the network namespace at path.
 func startInNetns(ctx context.Context, path string, cmd *exec.Cmd) error {
-	w := acquireNsWorker(path)
-	defer releaseNsWorker(w)
+	return runInNetns(ctx, path, cmd.Start)
+}
+
+// runInNetns calls fn on a thread in the network namespace at path. fn
+// must be short and must not change the thread's state (it is the
+// worker's, and serves every later call for path).
+//
+// A path may come to name another namespace (a /proc/<pid>/ns/net of a
+// reused pid, a name deleted and created again) while a worker entered
+// the one it named before: such a worker is replaced, so that fn never
+// runs in a namespace the path no longer names.
+func runInNetns(ctx context.Context, path string, fn func() error) error {
+	for range 3 {
+		w := acquireNsWorker(path)
+		err := w.call(ctx, path, fn)
+		releaseNsWorker(w)
+		if !errors.Is(err, errWorkerStale) {
+			return err
+		}
+	}
+	return fmt.Errorf("network namespace %s: keeps changing", path)
+}
+
+// errWorkerStale says a worker's namespace is no longer the one its path
+// names.
+var errWorkerStale = errors.New("namespace worker is for a namespace the path no longer names")
+
+// call runs fn on w's thread, unless w's namespace is no longer path's.
+func (w *nsWorker) call(ctx context.Context, path string, fn func() error) error {
 	select {
 	case <-w.ready:
 	case <-ctx.Done():
@@ -78,7 +111,13 @@ func startInNetns(ctx context.Context, path string, cmd *exec.Cmd) error {
 	if w.err != nil {
 		return w.err
 	}
-	req := startRequest{cmd: cmd, done: make(chan error, 1)}
+	if id, err := namespaceOf(path); err != nil {
+		return err
+	} else if id != w.ns {
+		w.forget()
+		return errWorkerStale
+	}
+	req := startRequest{fn: fn, done: make(chan error, 1)}
 	select {
 	case w.starts <- req:
 	case <-ctx.Done():
@@ -128,12 +167,14 @@ func (w *nsWorker) run(handedOver chan<- struct{}) {
 		runtime.UnlockOSThread()
 		return
 	}
-	if err := enterNetns(w.path); err != nil {
+	id, err := enterNetns(w.path)
+	if err != nil {
 		w.forget()
 		w.err = err
 		close(w.ready)
 		return
 	}
+	w.ns = id
 	close(w.ready)
 
 	idle := time.NewTimer(w.idle)
@@ -141,7 +182,7 @@ func (w *nsWorker) run(handedOver chan<- struct{}) {
 	for {
 		select {
 		case req := <-w.starts:
-			req.done <- req.cmd.Start()
+			req.done <- req.fn()
 			idle.Reset(w.idle)
 		case <-idle.C:
 			if w.retireIfUnused() {
@@ -160,12 +201,15 @@ func (w *nsWorker) retireIfUnused() bool {
 	if w.users > 0 {
 		return false
 	}
-	delete(nsWorkers.byPath, w.path)
+	if nsWorkers.byPath[w.path] == w {
+		delete(nsWorkers.byPath, w.path)
+	}
 	return true
 }
 
-// forget removes a worker that failed to enter its namespace, so that the
-// next Run tries again with a new one; the Runs holding it get its error.
+// forget removes a worker that failed to enter its namespace, or whose
+// namespace the path no longer names, so that the next Run tries again
+// with a new one; the Runs holding it get its error.
 func (w *nsWorker) forget() {
 	nsWorkers.Lock()
 	defer nsWorkers.Unlock()
@@ -174,17 +218,34 @@ func (w *nsWorker) forget() {
 	}
 }
 
-// enterNetns moves the calling thread into the network namespace at path.
-func enterNetns(path string) error {
+// enterNetns moves the calling thread into the network namespace at path
+// and returns that namespace's identity.
+func enterNetns(path string) (nsID, error) {
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return fmt.Errorf("opening network namespace %s: %w", path, err)
+		return nsID{}, fmt.Errorf("opening network namespace %s: %w", path, err)
 	}
 	defer unix.Close(fd)
-	if err := unix.Setns(fd, unix.CLONE_NEWNET); err != nil {
-		return fmt.Errorf("entering network namespace %s (setns): %w", path, err)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nsID{}, fmt.Errorf("network namespace %s: %w", path, err)
 	}
-	return nil
+	if err := unix.Setns(fd, unix.CLONE_NEWNET); err != nil {
+		return nsID{}, fmt.Errorf("entering network namespace %s (setns): %w", path, err)
+	}
+	return nsID{dev: st.Dev, ino: st.Ino}, nil
+}
+
+// nsID identifies a namespace (its nsfs inode).
+type nsID struct{ dev, ino uint64 }
+
+// namespaceOf is the identity of the namespace at path.
+func namespaceOf(path string) (nsID, error) {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return nsID{}, fmt.Errorf("network namespace %s: %w", path, err)
+	}
+	return nsID{dev: st.Dev, ino: st.Ino}, nil
 }
 
 // inCallersNetns reports whether path names the network namespace of the

@@ -25,8 +25,10 @@ import (
 //
 //   - policy: one policy's rules change (one chain rewritten, one
 //     iptables-restore);
-//   - membership: a remote endpoint appears or goes (ipset members only:
-//     one ipset restore, no iptables-restore);
+//   - membership: a remote endpoint appears or goes (ipset members only,
+//     written through netlink: no process, no iptables-restore);
+//   - membership-restore: the same through one ipset restore process (a
+//     Runner without IPSetMembers, as before the netlink path);
 //   - policy-dualstack: "policy" with IPv6 on as well (two tables).
 //
 // Run: go test -tags privileged -run '^$' -bench OneChange -benchtime 30x ./felix/dataplane/
@@ -40,29 +42,33 @@ func BenchmarkPrivilegedOneChange(b *testing.B) {
 		objs[pol] = ct.SyntheticPolicy(0, i%2)
 		return objs
 	}
+	membership := func(i int) []any {
+		if i%2 == 0 {
+			return base
+		}
+		return append(slices.Clone(base), remote)
+	}
 	for _, tc := range []struct {
-		name      string
-		dualStack bool
-		change    func(i int) []any
+		name        string
+		dualStack   bool
+		restoreOnly bool
+		change      func(i int) []any
 	}{
-		{"policy", false, policy},
-		{"membership", false, func(i int) []any {
-			if i%2 == 0 {
-				return base
-			}
-			return append(slices.Clone(base), remote)
-		}},
+		{"policy", false, false, policy},
+		{"membership", false, false, membership},
+		{"membership-restore", false, true, membership},
 		// As felix runs with FELIX_IPV6SUPPORT=true: both families'
 		// tables hold every endpoint and policy chain, so a policy
 		// change is two restores (run concurrently).
-		{"policy-dualstack", true, policy},
+		{"policy-dualstack", true, false, policy},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			n := netnstest.New(b)
-			cfg := dataplane.Config{
-				Runner: dataplane.ExecRunner{NetnsPath: n.Path()}, V4: dataplane.BackendDefaultV4,
-				Logger: slog.New(slog.DiscardHandler),
+			var runner dataplane.Runner = dataplane.ExecRunner{NetnsPath: n.Path()}
+			if tc.restoreOnly {
+				runner = restoreOnly{runner}
 			}
+			cfg := dataplane.Config{Runner: runner, V4: dataplane.BackendDefaultV4, Logger: slog.New(slog.DiscardHandler)}
 			renderers := []*rules.Renderer{rules.NewRenderer(rules.DefaultConfig(), 4)}
 			if tc.dualStack {
 				cfg.V6 = dataplane.BackendDefaultV6
@@ -83,6 +89,7 @@ func BenchmarkPrivilegedOneChange(b *testing.B) {
 			}
 			var calcT, renderT, applyT, total []time.Duration
 			i := 0
+			cpu0 := cpuSoFar()
 			for b.Loop() {
 				i++
 				objs := tc.change(i)
@@ -102,6 +109,7 @@ func BenchmarkPrivilegedOneChange(b *testing.B) {
 			b.ReportMetric(median(calcT).Seconds(), "p50-calc-s")
 			b.ReportMetric(median(renderT).Seconds(), "p50-render-s")
 			b.ReportMetric(median(applyT).Seconds(), "p50-apply-s")
+			b.ReportMetric((cpuSoFar()-cpu0).Seconds()*1e3/float64(i), "cpu-ms/change")
 		})
 	}
 }
