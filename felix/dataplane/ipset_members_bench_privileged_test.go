@@ -5,6 +5,7 @@ package dataplane_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -56,7 +57,7 @@ func BenchmarkPrivilegedIPSetMemberChange(b *testing.B) {
 				}
 				s := dataplane.NewIPSets(r)
 				spec := func(members []string) []rules.IPSetSpec {
-					return []rules.IPSetSpec{{Name: set, Type: calc.HashNet, Family: "inet", Members: members}}
+					return []rules.IPSetSpec{{Name: set, Type: calc.HashNet, Family: "inet", Members: calc.SortedMembers(slices.Clone(members))}}
 				}
 				with := append(base[:len(base):len(base)], extra...)
 				v := uint64(1)

@@ -105,10 +105,10 @@ func memberSets(state int) []rules.IPSetSpec {
 		},
 	}[state]
 	return []rules.IPSetSpec{
-		{Name: "cali40s:net", Type: calc.HashNet, Family: "inet", Members: members[0]},
-		{Name: "cali60s:net", Type: calc.HashNet, Family: "inet6", Members: members[1]},
-		{Name: "cali40n:port", Type: calc.HashIPPort, Family: "inet", Members: members[2]},
-		{Name: "cali60n:port", Type: calc.HashIPPort, Family: "inet6", Members: members[3]},
+		{Name: "cali40s:net", Type: calc.HashNet, Family: "inet", Members: calc.SortedMembers(slices.Clone(members[0]))},
+		{Name: "cali60s:net", Type: calc.HashNet, Family: "inet6", Members: calc.SortedMembers(slices.Clone(members[1]))},
+		{Name: "cali40n:port", Type: calc.HashIPPort, Family: "inet", Members: calc.SortedMembers(slices.Clone(members[2]))},
+		{Name: "cali60n:port", Type: calc.HashIPPort, Family: "inet6", Members: calc.SortedMembers(slices.Clone(members[3]))},
 	}
 }
 
@@ -236,7 +236,7 @@ func TestPrivilegedIPSetMembersUnsupported(t *testing.T) {
 	// Through IPSets: an ICMP member (valid for ipset, not written by
 	// felix's renderers) goes to ipset restore, which takes it.
 	spec := func(members ...string) []rules.IPSetSpec {
-		return []rules.IPSetSpec{{Name: "cali40n:x", Type: calc.HashIPPort, Family: "inet", Members: members}}
+		return []rules.IPSetSpec{{Name: "cali40n:x", Type: calc.HashIPPort, Family: "inet", Members: calc.SortedMembers(slices.Clone(members))}}
 	}
 	s := dataplane.NewIPSets(r)
 	s.Update(spec("10.0.0.9,tcp:1"), map[string]uint64{"cali40n:x": 1}, nil)

@@ -48,7 +48,7 @@ func (m *memberKernel) UpdateIPSetMembers(ctx context.Context, ups []dataplane.I
 }
 
 func netSet(name string, members ...string) rules.IPSetSpec {
-	return rules.IPSetSpec{Name: name, Type: calc.HashNet, Family: "inet", Members: members}
+	return rules.IPSetSpec{Name: name, Type: calc.HashNet, Family: "inet", Members: calc.SortedMembers(slices.Clone(members))}
 }
 
 // TestIPSetsInProcessOnlyForMembers: an apply that only changes members
@@ -73,7 +73,7 @@ func TestIPSetsInProcessOnlyForMembers(t *testing.T) {
 		}
 		for _, sp := range specs {
 			var want []string
-			for _, m := range sp.Members {
+			for m := range sp.Members.All() {
 				want = append(want, strings.TrimSuffix(m, "/32"))
 			}
 			slices.Sort(want)
