@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -515,8 +517,9 @@ func (c *Client) List(ctx context.Context, kind string, opts datastore.ListOptio
 // decoded go to the list's Bad, whatever keep says.
 func decodeList(info v3.KindInfo, kvs []kvpb.KeyValue, rev int64, keep func(v3.Resource) bool) *datastore.List {
 	out := &datastore.List{Revision: strconv.FormatInt(rev, 10)}
-	for _, kv := range kvs {
-		obj, err := decode(info, kv)
+	objs, errs := decodeAll(info, kvs)
+	for i := range kvs {
+		obj, err := objs[i], errs[i]
 		var bad datastore.BadRecord
 		if errors.As(err, &bad) {
 			out.Bad = append(out.Bad, bad)
@@ -529,6 +532,35 @@ func decodeList(info v3.KindInfo, kvs []kvpb.KeyValue, rev int64, keep func(v3.R
 	datastore.Sort(out.Items)
 	return out
 }
+
+// decodeAll decodes kvs, in parallel when there are many (a cluster's
+// endpoints: decoding is most of a large list's cost).
+func decodeAll(info v3.KindInfo, kvs []kvpb.KeyValue) ([]v3.Resource, []error) {
+	objs := make([]v3.Resource, len(kvs))
+	errs := make([]error, len(kvs))
+	workers := min(runtime.GOMAXPROCS(0), len(kvs)/parallelDecodeMin)
+	if workers < 2 {
+		for i, kv := range kvs {
+			objs[i], errs[i] = decode(info, kv)
+		}
+		return objs, errs
+	}
+	var wg sync.WaitGroup
+	chunk := (len(kvs) + workers - 1) / workers
+	for from := 0; from < len(kvs); from += chunk {
+		to := min(from+chunk, len(kvs))
+		wg.Go(func() {
+			for i := from; i < to; i++ {
+				objs[i], errs[i] = decode(info, kvs[i])
+			}
+		})
+	}
+	wg.Wait()
+	return objs, errs
+}
+
+// parallelDecodeMin is the number of records per extra decoding goroutine.
+const parallelDecodeMin = 1000
 
 // Watch implements datastore.Client.
 func (c *Client) Watch(ctx context.Context, kind string, opts datastore.WatchOptions) (datastore.Watcher, error) {

@@ -296,6 +296,7 @@ func Run(ctx context.Context, o Options) error {
 			_ = srv.Shutdown(sctx)
 		}()
 	}
+	go releaseStartupMemory(runCtx, dp.InSync)
 	log.Info("felix starting", "node", cfg.hostname, "datastore", spec.DatastoreType, "ipv6", cfg.ipv6)
 	err = d.Run(runCtx, daemon.NewSyncer(client, d))
 	if cause := context.Cause(runCtx); ctx.Err() == nil && cause != nil && !errors.Is(cause, context.Canceled) {
@@ -317,4 +318,22 @@ func applyGoRuntime(c config, log *slog.Logger) {
 		runtime.GOMAXPROCS(c.goMaxProcs)
 	}
 	log.Debug("go runtime", "gcPercent", c.goGC, "memoryLimitMB", c.goMemLimit, "maxProcs", c.goMaxProcs)
+}
+
+// releaseStartupMemory returns the memory of the first full sync to the
+// operating system once the dataplane is first in sync: loading the
+// cluster (the decoded snapshot, the first ipset and iptables writes)
+// needs far more than holding it, and the Go runtime would otherwise give
+// it back only slowly.
+func releaseStartupMemory(ctx context.Context, inSync func() bool) {
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for !inSync() {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+	debug.FreeOSMemory()
 }

@@ -17,6 +17,9 @@ import (
 type labelled struct {
 	key    memberKey
 	labels map[string]string
+	// shared is the Engine's interned copy of labels (nil in Compute):
+	// it remembers which selectors match those labels.
+	shared *sharedLabels
 	nets   []netip.Prefix
 	// netStrs are nets as ipset members, formatted once per object.
 	netStrs []string

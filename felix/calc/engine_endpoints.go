@@ -81,7 +81,8 @@ func (e *Engine) updateItem(k objKey, o any) {
 		oldMember = it.m
 	}
 	if member != nil {
-		member.labels = e.labelSets.intern(member.labels)
+		sh := e.labelSets.internShared(member.labels)
+		member.labels, member.shared = sh.labels, sh
 	}
 	e.idx.setItem(k, member)
 	if oldMember != nil {
@@ -101,6 +102,17 @@ type labelSets struct {
 type sharedLabels struct {
 	labels map[string]string
 	refs   int
+	// matches remembers, per selector bucket of the label index (a
+	// namespace, or "" for the global selectors), the selectors of that
+	// bucket matching labels, while the bucket is unchanged: the
+	// endpoints with the same labels (a workload's replicas) are
+	// evaluated once.
+	matches map[string]bucketMatches
+}
+
+type bucketMatches struct {
+	version uint64
+	sels    []*selState
 }
 
 // canonicalLabels is a canonical text of labels.
@@ -123,6 +135,11 @@ func canonicalLabels(labels map[string]string) string {
 
 // intern returns the shared map equal to labels, counting one more user.
 func (ls *labelSets) intern(labels map[string]string) map[string]string {
+	return ls.internShared(labels).labels
+}
+
+// internShared is intern, returning the shared entry.
+func (ls *labelSets) internShared(labels map[string]string) *sharedLabels {
 	if ls.byKey == nil {
 		ls.byKey = map[string]*sharedLabels{}
 	}
@@ -133,7 +150,7 @@ func (ls *labelSets) intern(labels map[string]string) map[string]string {
 		ls.byKey[key] = sh
 	}
 	sh.refs++
-	return sh.labels
+	return sh
 }
 
 // release counts one user less of the interned map labels.

@@ -32,7 +32,12 @@ type labelIndex struct {
 	// selsByNS holds the selectors by the namespace they are limited to
 	// ("" for global ones).
 	selsByNS map[string]map[string]*selState
-	sets     map[string]*setState
+	// bucketVersion changes whenever a bucket of selsByNS does (a
+	// selector added or removed): remembered matches of an older version
+	// are stale.
+	bucketVersion map[string]uint64
+	nextVersion   uint64
+	sets          map[string]*setState
 	dirty    map[string]*setState
 	// live is the published ipsets by ID (replaced entries, never
 	// modified ones).
@@ -74,6 +79,7 @@ func (x *labelIndex) init(d *deltaBuilder) {
 	x.byNS = map[string]map[objKey]*item{}
 	x.sels = map[string]*selState{}
 	x.selsByNS = map[string]map[string]*selState{}
+	x.bucketVersion = map[string]uint64{}
 	x.sets = map[string]*setState{}
 	x.dirty = map[string]*setState{}
 	x.live = map[string]*IPSet{}
@@ -126,17 +132,32 @@ func (x *labelIndex) setItem(k objKey, m *labelled) {
 		x.byNS[it.ns] = b
 	}
 	b[k] = it
-	x.evalItem(it, x.selsByNS[""])
+	x.evalItem(it, "")
 	if it.ns != "" {
-		x.evalItem(it, x.selsByNS[it.ns])
+		x.evalItem(it, it.ns)
 	}
 }
 
-func (x *labelIndex) evalItem(it *item, sels map[string]*selState) {
-	for _, s := range sels {
-		if !s.m.matches(it.m.labels) {
-			continue
+// evalItem adds it to the selectors of bucket (a namespace, or "" for
+// the global ones) that match it.
+func (x *labelIndex) evalItem(it *item, bucket string) {
+	sels := x.selsByNS[bucket]
+	if len(sels) == 0 {
+		return
+	}
+	var matching []*selState
+	sh := it.m.shared
+	if bm, ok := sh.lookup(bucket, x.bucketVersion[bucket]); ok {
+		matching = bm
+	} else {
+		for _, s := range sels {
+			if s.m.matches(it.m.labels) {
+				matching = append(matching, s)
+			}
 		}
+		sh.remember(bucket, x.bucketVersion[bucket], matching)
+	}
+	for _, s := range matching {
 		it.sels = append(it.sels, s)
 		s.matched[it] = struct{}{}
 		for _, set := range s.sets {
@@ -144,6 +165,32 @@ func (x *labelIndex) evalItem(it *item, sels map[string]*selState) {
 			x.touch(set)
 		}
 	}
+}
+
+// bucketChanged makes the remembered matches of bucket stale.
+func (x *labelIndex) bucketChanged(bucket string) {
+	x.nextVersion++
+	x.bucketVersion[bucket] = x.nextVersion
+}
+
+// lookup returns the remembered selectors of bucket matching sh's labels
+// at version (sh may be nil: nothing remembered).
+func (sh *sharedLabels) lookup(bucket string, version uint64) ([]*selState, bool) {
+	if sh == nil {
+		return nil, false
+	}
+	bm, ok := sh.matches[bucket]
+	return bm.sels, ok && bm.version == version
+}
+
+func (sh *sharedLabels) remember(bucket string, version uint64, sels []*selState) {
+	if sh == nil {
+		return
+	}
+	if sh.matches == nil {
+		sh.matches = map[string]bucketMatches{}
+	}
+	sh.matches[bucket] = bucketMatches{version: version, sels: sels}
 }
 
 func sameMembers(a, b *labelled) bool {
@@ -205,6 +252,7 @@ func (x *labelIndex) addSelector(m *matcher) *selState {
 		x.selsByNS[m.namespace] = byID
 	}
 	byID[m.id] = s
+	x.bucketChanged(m.namespace)
 	scope := x.items
 	if m.namespace != "" {
 		scope = x.byNS[m.namespace]
@@ -224,6 +272,7 @@ func (x *labelIndex) removeSelector(s *selState) {
 		it.sels = slices.Delete(it.sels, i, i+1)
 	}
 	delete(x.sels, s.m.id)
+	x.bucketChanged(s.m.namespace)
 	if byID := x.selsByNS[s.m.namespace]; byID != nil {
 		delete(byID, s.m.id)
 		if len(byID) == 0 {

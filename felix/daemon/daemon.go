@@ -419,18 +419,21 @@ func natAndTunnels(pools []*v3.IPPool, nodes []*v3.Node) (nat []rules.NATPool, t
 // feed hands the changed resources to the calculation and keeps the
 // local workload endpoints (for endpoint status) up to date.
 func (d *Daemon) feed(changes map[datastore.Key]pendingChange) {
-	// Tiers and profiles first: the policies and endpoints fed after them
-	// are then derived once, not again when their tier or profile comes
-	// (a full snapshot is hundreds of thousands of endpoints).
-	for k, c := range changes {
-		if k.Kind == v3.KindTier || k.Kind == v3.KindProfile {
-			d.feedOne(k, c)
+	// Tiers and profiles first, then policies: the endpoints fed after
+	// them are then derived once, not again when their tier or profile
+	// comes, and evaluated against the selectors once per label set (a
+	// new selector makes the remembered matches of its namespace stale).
+	// A full snapshot is hundreds of thousands of endpoints.
+	for _, first := range [][]string{{v3.KindTier, v3.KindProfile}, {v3.KindNetworkPolicy, v3.KindGlobalNetworkPolicy}} {
+		for k, c := range changes {
+			if slices.Contains(first, k.Kind) {
+				d.feedOne(k, c)
+				delete(changes, k)
+			}
 		}
 	}
 	for k, c := range changes {
-		if k.Kind != v3.KindTier && k.Kind != v3.KindProfile {
-			d.feedOne(k, c)
-		}
+		d.feedOne(k, c)
 	}
 }
 
