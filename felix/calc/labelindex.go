@@ -38,7 +38,7 @@ type labelIndex struct {
 	bucketVersion map[string]uint64
 	nextVersion   uint64
 	sets          map[string]*setState
-	dirty    map[string]*setState
+	dirty         map[string]*setState
 	// live is the published ipsets by ID (replaced entries, never
 	// modified ones).
 	live  map[string]*IPSet
