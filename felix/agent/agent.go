@@ -296,7 +296,7 @@ func Run(ctx context.Context, o Options) error {
 			_ = srv.Shutdown(sctx)
 		}()
 	}
-	go releaseStartupMemory(runCtx, dp.InSync)
+	go releaseStartupMemory(runCtx, dp.InSync, log)
 	log.Info("felix starting", "node", cfg.hostname, "datastore", spec.DatastoreType, "ipv6", cfg.ipv6)
 	err = d.Run(runCtx, daemon.NewSyncer(client, d))
 	if cause := context.Cause(runCtx); ctx.Err() == nil && cause != nil && !errors.Is(cause, context.Canceled) {
@@ -325,7 +325,7 @@ func applyGoRuntime(c config, log *slog.Logger) {
 // cluster (the decoded snapshot, the first ipset and iptables writes)
 // needs far more than holding it, and the Go runtime would otherwise give
 // it back only slowly.
-func releaseStartupMemory(ctx context.Context, inSync func() bool) {
+func releaseStartupMemory(ctx context.Context, inSync func() bool, log *slog.Logger) {
 	t := time.NewTicker(50 * time.Millisecond)
 	defer t.Stop()
 	for !inSync() {
@@ -335,5 +335,7 @@ func releaseStartupMemory(ctx context.Context, inSync func() bool) {
 		case <-t.C:
 		}
 	}
+	start := time.Now()
 	debug.FreeOSMemory()
+	log.Info("returned the start-up's memory to the system", "duration", time.Since(start))
 }

@@ -171,6 +171,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 type Daemon struct {
 	cfg Config
 	log *slog.Logger
+	// computedOnce: the first snapshot has been computed (logged at Info).
+	computedOnce bool
 
 	mu     sync.Mutex
 	inSync bool
@@ -519,7 +521,13 @@ func (d *Daemon) Recompute() bool {
 		m.ClusterPolicies.Set(float64(e.Count(v3.KindNetworkPolicy) + e.Count(v3.KindGlobalNetworkPolicy)))
 		m.ClusterProfiles.Set(float64(e.Count(v3.KindProfile)))
 	}
-	d.log.Debug("recomputed", "duration", time.Since(start), "endpoints", len(res.Endpoints), "policies", len(res.Policies),
+	level := slog.LevelDebug
+	if !d.computedOnce {
+		level = slog.LevelInfo // the first snapshot: worth a line at start-up
+		d.computedOnce = true
+	}
+	d.log.Log(context.Background(), level, "recomputed", "duration", time.Since(start), "resources", len(changes),
+		"endpoints", len(res.Endpoints), "policies", len(res.Policies),
 		"changedEndpoints", len(delta.Endpoints), "changedPolicies", len(delta.Policies), "changedSets", len(delta.IPSets))
 	return true
 }

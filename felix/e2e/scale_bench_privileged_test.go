@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -75,6 +76,10 @@ func BenchmarkPrivilegedScale(b *testing.B) {
 const (
 	scalePolicies = 1000
 	scaleLocal    = 110
+	// isolation is the pause before each single change measured: longer
+	// than felix's churn window (felix/daemon), so each is programmed as
+	// an isolated change.
+	isolation = 300 * time.Millisecond
 )
 
 func loadAvg() string {
@@ -127,6 +132,11 @@ func runScale(b *testing.B, bin string, nRemote int) {
 	startReady := time.Since(start)
 	rss := procRSS(pid)
 	b.Logf("remote=%d: start -> ready %v, RSS %d MiB (load average %s)", nRemote, startReady.Round(time.Millisecond), rss>>20, loadAvg())
+	// Felix returns the start-up's memory to the system once in sync
+	// (asynchronously): the resident size a second later, and the peak.
+	time.Sleep(time.Second)
+	settled := procRSS(pid)
+	b.Logf("remote=%d: RSS 1 s after ready %d MiB, peak so far %d MiB", nRemote, settled>>20, procStatusKB(pid, "VmHWM:")>>10)
 
 	// The sets a new endpoint of namespace ns10 with app a10 joins are
 	// those holding an existing one of the same namespace and app.
@@ -135,8 +145,12 @@ func runScale(b *testing.B, bin string, nRemote int) {
 	b.Logf("remote=%d: watching ipset %s", nRemote, set)
 
 	// One remote endpoint added / removed -> its member in the kernel.
+	// Each change is isolated (isolation apart): felix batches changes
+	// that come faster than ~40 a second (churn), which the churn
+	// measurement below covers.
 	var adds, dels []time.Duration
 	for i := range 20 {
+		time.Sleep(isolation)
 		w := scaleWEP(3_000_000+i*100+10, "node2") // ns10, app a10
 		ip := ipOf(w)
 		t0 := time.Now()
@@ -145,6 +159,7 @@ func runScale(b *testing.B, bin string, nRemote int) {
 		}
 		waitMember(b, run, set, ip, true)
 		adds = append(adds, time.Since(t0))
+		time.Sleep(isolation)
 		t0 = time.Now()
 		if _, err := c.Delete(ctx, datastore.KeyOf(w), datastore.DeleteOptions{}); err != nil {
 			b.Fatal(err)
@@ -160,6 +175,7 @@ func runScale(b *testing.B, bin string, nRemote int) {
 	chain := rules.PolicyChainName(rules.PrefixPolicyIn, calc.PolicyID{Tier: "default", Namespace: "ns0", Name: "pol0"})
 	var pols []time.Duration
 	for i := range 20 {
+		time.Sleep(isolation)
 		p := ct.SyntheticPolicy(0, i+1)
 		cur, err := c.Get(ctx, datastore.KeyOf(p))
 		if err != nil {
@@ -216,6 +232,7 @@ func runScale(b *testing.B, bin string, nRemote int) {
 	b.ReportMetric(load.Seconds(), "load-s")
 	b.ReportMetric(startReady.Seconds(), "start-ready-s")
 	b.ReportMetric(float64(rss>>20), "rss-MiB")
+	b.ReportMetric(float64(settled>>20), "rss-settled-MiB")
 	b.ReportMetric(medianOf(adds).Seconds()*1000, "ep-add-p50-ms")
 	b.ReportMetric(slices.Max(adds).Seconds()*1000, "ep-add-max-ms")
 	b.ReportMetric(medianOf(dels).Seconds()*1000, "ep-del-p50-ms")
@@ -316,15 +333,18 @@ func waitChain(b *testing.B, run dataplane.Runner, chain, port string) {
 }
 
 // procRSS is the resident set size of pid in bytes.
-func procRSS(pid int) int64 {
+func procRSS(pid int) int64 { return procStatusKB(pid, "VmRSS:") << 10 }
+
+// procStatusKB is the field (e.g. "VmHWM:") of pid's /proc status, in kB.
+func procStatusKB(pid int, field string) int64 {
 	out, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0
 	}
 	for _, l := range strings.Split(string(out), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+		if v, ok := strings.CutPrefix(l, field); ok {
 			kb, _ := strconv.ParseInt(strings.Fields(v)[0], 10, 64)
-			return kb << 10
+			return kb
 		}
 	}
 	return 0
@@ -367,7 +387,17 @@ func startFelixEtcd(b *testing.B, bin, endpoint string, node ns.NetNS) (int, fun
 		"FELIX_HEALTHENABLED=true", "FELIX_HEALTHHOST=127.0.0.1", "FELIX_HEALTHPORT="+strconv.Itoa(healthPort),
 		"FELIX_PROMETHEUSMETRICSENABLED=false", "FELIX_LOGSEVERITYSCREEN=Warning",
 		"FELIX_ENDPOINTSTATUSPATHPREFIX="+b.TempDir(), "TABBY_FELIX_MTU_FILE="+filepath.Join(b.TempDir(), "mtu"))
-	w := &lockedWriter{mu: &mu, b: &logs}
+	var w io.Writer = &lockedWriter{mu: &mu, b: &logs}
+	if path := os.Getenv("TABBY_SCALE_FELIX_LOG"); path != "" {
+		// Felix's log at Info, for a timeline of its start.
+		f, err := os.Create(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = f.Close() })
+		cmd.Env = append(cmd.Env, "FELIX_LOGSEVERITYSCREEN=Info")
+		w = f
+	}
 	cmd.Stdout, cmd.Stderr = w, w
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
