@@ -82,6 +82,15 @@ type ListOptions struct {
 	Selector  string // Calico selector over the resources' labels; "" is all()
 }
 
+// PageLister is implemented by clients that can list a kind in pages,
+// all read at one revision (etcd): a consumer can start on the first
+// objects while the rest are fetched and decoded. page gets each page (its
+// Items sorted, its Bad, and the list's Revision); an error from page
+// stops the listing and is returned.
+type PageLister interface {
+	ListPages(ctx context.Context, kind string, pageSize int, page func(*List) error) error
+}
+
 // List is the result of a list.
 type List struct {
 	Items    []v3.Resource // in Sort's order

@@ -181,14 +181,14 @@ func (s *WatchSyncer) runKind(ctx context.Context, kind string) {
 	bad := map[Key]bool{} // keys whose last state seen is undecodable
 	var delay time.Duration
 	for ctx.Err() == nil {
-		list, err := s.client.List(ctx, kind, ListOptions{})
+		list, paged, err := s.list(ctx, kind, cache)
 		if err != nil {
 			slog.Warn("syncer cannot list; retrying", "kind", kind, "err", err)
 			delay = s.backoff.next(delay)
 			sleep(ctx, jittered(delay))
 			continue
 		}
-		s.emit(s.diffSnapshot(cache, list.Items))
+		s.emit(s.diffSnapshot(cache, list.Items, paged))
 		s.listedBad(bad, list.Bad)
 		s.markSynced(kind)
 
@@ -204,6 +204,35 @@ func (s *WatchSyncer) runKind(ctx context.Context, kind string) {
 		delay = s.backoff.next(delay)
 		sleep(ctx, jittered(delay))
 	}
+}
+
+// listPageSize is the page of a first list from a PageLister.
+const listPageSize = 5000
+
+// list lists kind. The first list (nothing delivered yet) from a client
+// that lists in pages delivers each page as it comes, so that the
+// consumer works on the first objects while the rest are read and
+// decoded (a cluster's endpoints are hundreds of thousands); the List
+// returned then holds no items (they are delivered and cached) but every
+// page's bad records, and paged is true.
+// A later list is compared with what was delivered, whole.
+func (s *WatchSyncer) list(ctx context.Context, kind string, cache map[Key]cached) (_ *List, paged bool, _ error) {
+	pl, ok := s.client.(PageLister)
+	if !ok || len(cache) > 0 {
+		l, err := s.client.List(ctx, kind, ListOptions{})
+		return l, false, err
+	}
+	var out List
+	err := pl.ListPages(ctx, kind, listPageSize, func(p *List) error {
+		s.emit(s.diffSnapshot(cache, p.Items, true))
+		out.Revision = p.Revision
+		out.Bad = append(out.Bad, p.Bad...)
+		return nil
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	return &out, true, nil
 }
 
 // watch follows changes after rev until the watch fails, keeping cache
@@ -289,8 +318,9 @@ func (s *WatchSyncer) seenBad(bad map[Key]bool, b BadRecord) {
 }
 
 // diffSnapshot updates cache to items and returns the updates that take a
-// consumer from the old cache to the new one, in key order.
-func (s *WatchSyncer) diffSnapshot(cache map[Key]cached, items []v3.Resource) []Update {
+// consumer from the old cache to the new one, in key order. With partial,
+// items are one page of a list: nothing is deleted.
+func (s *WatchSyncer) diffSnapshot(cache map[Key]cached, items []v3.Resource, partial bool) []Update {
 	var ups []Update
 	seen := make(map[Key]bool, len(items))
 	for _, it := range items {
@@ -308,7 +338,7 @@ func (s *WatchSyncer) diffSnapshot(cache map[Key]cached, items []v3.Resource) []
 		cache[k] = s.entry(it)
 	}
 	for k, old := range cache {
-		if !seen[k] {
+		if !seen[k] && !partial {
 			ups = append(ups, Update{Type: EventDeleted, Key: k, Object: old.obj})
 			delete(cache, k)
 		}

@@ -285,3 +285,99 @@ func TestWatchSyncerSkipsUndecodableRecords(t *testing.T) {
 	cancel()
 	<-done
 }
+
+// pagedStore lists in pages of two. With fail > 0, the first ListPages
+// fails after that many pages; the next list then waits for resume.
+type pagedStore struct {
+	*fakeStore
+	fail   int
+	failed chan struct{} // closed when the first ListPages failed
+	resume chan struct{} // closed by the test to let the next list go on
+}
+
+func (p *pagedStore) List(ctx context.Context, kind string, o ListOptions) (*List, error) {
+	select {
+	case <-p.failed:
+		<-p.resume
+	default:
+	}
+	return p.fakeStore.List(ctx, kind, o)
+}
+
+func (p *pagedStore) ListPages(ctx context.Context, kind string, _ int, page func(*List) error) error {
+	l, err := p.List(ctx, kind, ListOptions{})
+	if err != nil {
+		return err
+	}
+	pages := 0
+	for from := 0; from < len(l.Items); from += 2 {
+		if p.fail > 0 && pages == p.fail {
+			close(p.failed)
+			return errors.New("connection lost mid-list")
+		}
+		pages++
+		if err := page(&List{Items: l.Items[from:min(from+2, len(l.Items))], Revision: l.Revision}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// TestWatchSyncerFirstListInPages: from a client that lists in pages, the
+// first list is delivered page by page, before InSync; when it fails half
+// way, the next list is compared with what the pages delivered (what went
+// meanwhile is deleted, nothing is delivered twice).
+func TestWatchSyncerFirstListInPages(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		fail int
+		want string
+	}{
+		{"whole", 0, "WaitForDatastore; Added a; Added b; Added c; Added d; Added e; InSync"},
+		{"fails after two pages", 2, "WaitForDatastore; Added a; Added b; Added c; Added d; Deleted a; Added e; Added f; InSync"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &pagedStore{fakeStore: newFakeStore(), fail: tc.fail, failed: make(chan struct{}), resume: make(chan struct{})}
+			for _, n := range []string{"a", "b", "c", "d", "e"} {
+				f.put(n)
+			}
+			cb := &logCallbacks{}
+			emits := 0
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			s := NewWatchSyncer(f, []string{v3.KindIPPool}, &countingCallbacks{logCallbacks: cb, emits: &emits}, Backoff{Initial: time.Millisecond, Max: 5 * time.Millisecond}).Lean()
+			done := make(chan struct{})
+			go func() { s.Run(ctx); close(done) }()
+			if tc.fail > 0 {
+				<-f.failed
+				f.remove("a")
+				f.put("f")
+				close(f.resume)
+			}
+			nextWatch(t, f.fakeStore)
+			n := strings.Count(tc.want, ";") + 1
+			if got := cb.waitLen(t, n); got != tc.want {
+				t.Fatalf("delivered:\n got %s\nwant %s", got, tc.want)
+			}
+			cb.mu.Lock()
+			if tc.fail == 0 && emits < 3 {
+				t.Errorf("%d deliveries: the pages were not delivered one by one", emits)
+			}
+			cb.mu.Unlock()
+			cancel()
+			<-done
+		})
+	}
+}
+
+type countingCallbacks struct {
+	*logCallbacks
+	emits *int
+}
+
+func (c *countingCallbacks) OnUpdates(ups []Update) {
+	c.mu.Lock()
+	*c.emits++
+	c.mu.Unlock()
+	c.logCallbacks.OnUpdates(ups)
+}

@@ -512,6 +512,49 @@ func (c *Client) List(ctx context.Context, kind string, opts datastore.ListOptio
 	return decodeList(info, resp.Kvs, int64(resp.Header.Revision), keep), nil
 }
 
+// ListPages implements datastore.PageLister: the kind's records in pages
+// of pageSize (in storage order), all read at the revision of the first.
+// The IPAM kinds, stored in libcalico-go's own layout, are listed whole
+// (one page).
+func (c *Client) ListPages(ctx context.Context, kind string, pageSize int, page func(*datastore.List) error) error {
+	k := datastore.Key{Kind: kind}
+	fail := func(err error) error { return &datastore.OpError{Op: "list", Key: k, Err: err} }
+	info, err := kindInfo(kind)
+	if err != nil {
+		return fail(err)
+	}
+	if isIPAMModelKind(kind) || pageSize <= 0 {
+		l, err := c.List(ctx, kind, datastore.ListOptions{})
+		if err != nil {
+			return err
+		}
+		return page(l)
+	}
+	keep := func(v3.Resource) bool { return true }
+	prefix := listPrefix(info, "")
+	from, end := []byte(prefix), kvpb.PrefixEnd(prefix)
+	var rev kvpb.Rev
+	for {
+		rctx, cancel := c.reqCtx(ctx)
+		resp, err := c.gw.Range(rctx, kvpb.RangeRequest{Key: from, RangeEnd: end, Limit: int64(pageSize), Revision: rev})
+		cancel()
+		if err != nil {
+			return fail(c.storeErr(err))
+		}
+		if rev == 0 {
+			rev = resp.Header.Revision
+		}
+		if err := page(decodeList(info, resp.Kvs, int64(rev), keep)); err != nil {
+			return err
+		}
+		if !resp.More || len(resp.Kvs) == 0 {
+			return nil
+		}
+		last := resp.Kvs[len(resp.Kvs)-1].Key
+		from = append(append([]byte(nil), last...), 0)
+	}
+}
+
 // decodeList decodes listed key-values into a List sorted by namespace
 // then name, keeping the objects keep accepts. Values that cannot be
 // decoded go to the list's Bad, whatever keep says.

@@ -353,20 +353,22 @@ func (d *Daemon) kick() {
 
 // changes takes the calculation's resources changed since the last call
 // and, when they changed, the rendering inputs outside it (infra is
-// false otherwise); ok is false before the first full snapshot (the
-// changes are then kept).
+// nil otherwise); ok is false before the first full snapshot (the
+// changes so far are handed out to be loaded, infra waits).
 func (d *Daemon) changes() (changes map[datastore.Key]pendingChange, infra *infraInput, ok bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if !d.inSync {
-		return nil, nil, false
-	}
 	// Hand out the pending map only when it holds something, and start a
 	// new one: the caller reads it without the lock while OnUpdates goes
-	// on writing into d.pending.
+	// on writing into d.pending. Before the first full snapshot the
+	// changes so far are handed out too (ok false): the calculation takes
+	// them while the rest of the snapshot is read.
 	if len(d.pending) > 0 {
 		changes = d.pending
 		d.pending = map[datastore.Key]pendingChange{}
+	}
+	if !d.inSync {
+		return changes, nil, false
 	}
 	if d.infraChanged {
 		d.infraChanged = false
@@ -464,6 +466,9 @@ func (d *Daemon) feedOne(k datastore.Key, c pendingChange) {
 func (d *Daemon) Recompute() bool {
 	changes, infra, ok := d.changes()
 	if !ok {
+		// Before the first snapshot: load what came so far into the
+		// calculation; it is computed once the snapshot is complete.
+		d.feed(changes)
 		return false
 	}
 	if infra != nil {
@@ -677,10 +682,13 @@ func (d *Daemon) Run(ctx context.Context, syncer datastore.Syncer) error {
 		start := time.Now()
 		d.cfg.Health.Begin()
 		churn.note(start)
-		d.Recompute()
+		computed := d.Recompute()
 		d.cfg.Health.End()
 		lastEnd = time.Now()
 		lastTook = lastEnd.Sub(start)
+		if !computed {
+			lastTook = 0 // loading the first snapshot: go on at once
+		}
 	}
 }
 

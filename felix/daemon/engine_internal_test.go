@@ -420,3 +420,36 @@ func plainMembers(specs []rules.IPSetSpec) []rules.IPSetSpec {
 	}
 	return out
 }
+
+// TestRecomputeLoadsBeforeInSync: before the snapshot is complete,
+// Recompute loads what came so far into the calculation and hands nothing
+// to the dataplane; once in sync, one computation hands over the same
+// rulesets as loading everything at once.
+func TestRecomputeLoadsBeforeInSync(t *testing.T) {
+	log := slog.New(slog.DiscardHandler)
+	dp := &recordingDataplane{Dataplane: dataplane.New(dataplane.Config{Runner: fake.NewKernel(), V4: dataplane.BackendDefaultV4, Logger: log})}
+	d := New(Config{NodeName: ct.Node, Rules: rules.DefaultConfig(), Dataplane: dp, Logger: log})
+	objs := append(ct.Synthetic(20, 5, 40), ct.Scenario()...)
+	var ups []datastore.Update
+	for _, o := range objs {
+		r := o.(v3.Resource)
+		ups = append(ups, datastore.Update{Type: datastore.EventAdded, Key: datastore.KeyOf(r), Object: r})
+	}
+	half := len(ups) / 2
+	d.OnUpdates(ups[:half])
+	if d.Recompute() {
+		t.Fatal("Recompute computed before the snapshot was complete")
+	}
+	if got := d.engine.Count(v3.KindWorkloadEndpoint); got == 0 {
+		t.Fatal("nothing loaded before the snapshot was complete")
+	}
+	d.OnUpdates(ups[half:])
+	d.OnStatusUpdated(datastore.StatusInSync)
+	if !d.Recompute() || dp.calls != 1 {
+		t.Fatalf("in sync: computed %d handovers, want 1", dp.calls)
+	}
+	want := withoutSetChanges(referenceRulesets(objs, []int{4}))
+	if got := withoutSetChanges(dp.last); !reflect.DeepEqual(want, got) {
+		t.Fatalf("loaded in two parts, the rulesets differ from Compute's (-compute +daemon):\n%s", cmp.Diff(want, got))
+	}
+}

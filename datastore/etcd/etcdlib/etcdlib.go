@@ -152,7 +152,7 @@ func (t *Transport) Range(ctx context.Context, req kvpb.RangeRequest) (*kvpb.Ran
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	return &kvpb.RangeResponse{Header: header(resp.Header.GetRevision()), Kvs: keyValues(resp.Kvs)}, nil
+	return &kvpb.RangeResponse{Header: header(resp.Header.GetRevision()), Kvs: keyValues(resp.Kvs), More: resp.More}, nil
 }
 
 func rangeOpts(req kvpb.RangeRequest) []clientv3.OpOption {
@@ -162,6 +162,12 @@ func rangeOpts(req kvpb.RangeRequest) []clientv3.OpOption {
 	}
 	if req.KeysOnly {
 		opts = append(opts, clientv3.WithKeysOnly())
+	}
+	if req.Limit > 0 {
+		opts = append(opts, clientv3.WithLimit(req.Limit))
+	}
+	if req.Revision > 0 {
+		opts = append(opts, clientv3.WithRev(int64(req.Revision)))
 	}
 	return opts
 }

@@ -63,12 +63,18 @@ type RangeRequest struct {
 	Key      []byte
 	RangeEnd []byte
 	KeysOnly bool
+	// Limit bounds the number of keys returned (0: all); Revision reads
+	// the store as of that revision (0: the current one).
+	Limit    int64
+	Revision Rev
 }
 
 // RangeResponse answers a RangeRequest.
 type RangeResponse struct {
 	Header Header
 	Kvs    []KeyValue
+	// More says the range holds more keys than Limit let through.
+	More bool
 }
 
 // PutRequest writes a key.

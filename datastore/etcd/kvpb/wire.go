@@ -25,11 +25,17 @@ func appendMessageField(b []byte, num protowire.Number, m []byte) []byte {
 	return protowire.AppendBytes(b, m)
 }
 
-// RangeRequest: key 1, range_end 2, keys_only 8.
+// RangeRequest: key 1, range_end 2, limit 3, revision 4, keys_only 8.
 func (r *RangeRequest) Marshal() []byte {
 	var b []byte
 	b = appendBytesField(b, 1, r.Key)
 	b = appendBytesField(b, 2, r.RangeEnd)
+	if r.Limit > 0 {
+		b = appendVarintField(b, 3, uint64(r.Limit))
+	}
+	if r.Revision > 0 {
+		b = appendVarintField(b, 4, uint64(r.Revision))
+	}
 	if r.KeysOnly {
 		b = appendVarintField(b, 8, 1)
 	}
@@ -159,12 +165,14 @@ func appendKeyValue(kvs *[]KeyValue, b []byte) error {
 
 // RangeResponse: header 1, kvs 2.
 func (r *RangeResponse) Unmarshal(b []byte) error {
-	return eachField(b, func(num protowire.Number, _ protowire.Type, val []byte, _ uint64) error {
+	return eachField(b, func(num protowire.Number, _ protowire.Type, val []byte, v uint64) error {
 		switch num {
 		case 1:
 			return r.Header.Unmarshal(val)
 		case 2:
 			return appendKeyValue(&r.Kvs, val)
+		case 3:
+			r.More = v != 0
 		}
 		return nil
 	})
