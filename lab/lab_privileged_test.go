@@ -29,6 +29,13 @@ func TestPrivilegedLabEtcd(t *testing.T) {
 	if got := len(l.State.Pods); got != 9 {
 		t.Fatalf("%d pods, want the 9 of the default model", got)
 	}
+	// The plugin's own log goes to the node's CNI log, not up's output.
+	for _, n := range l.State.Nodes {
+		b, err := os.ReadFile(filepath.Join(l.Dir, "logs", "cni-"+n.Name+".log"))
+		if err != nil || strings.Count(string(b), "calico CNI plugin done") != 3 {
+			t.Errorf("%s's CNI log: %v\n%s\nwant the 3 ADDs of its pods", n.Name, err, b)
+		}
+	}
 	policyStory(t, l, start)
 }
 
