@@ -74,15 +74,15 @@ bench-scale-calc:
 	TABBY_BENCH_SCALE=1 $(GO) test -run '^$$' -bench 'ScaleCompute' -benchtime 10x ./felix/calc/
 
 ## lab: the first thing to run (root, Debian): installs what it needs
-## (packages, Go modules, etcd/kube-apiserver), builds, runs tabby-lab up
-## (3 node namespaces with their agents, the upstream NetworkPolicy e2e
-## pods), prints the connectivity matrix, applies the sample policy, prints
-## it again and leaves the lab running (bin/tabby-lab down removes it)
+## (packages, the Go modules of the binaries the lab runs, etcd), builds
+## those binaries, runs tabby-lab up (3 node namespaces with their agents,
+## the upstream NetworkPolicy e2e pods), prints the connectivity matrix,
+## applies the sample policy, prints it again and leaves the lab running
+## (bin/tabby-lab down removes it). DATASTORE=kubernetes: the same on the
+## real kube-apiserver (built first, ~8 min or more cold)
+DATASTORE ?= etcd
 lab:
-	hack/install-test-deps.sh
-	hack/build-kube-binaries.sh
-	$(MAKE) build
-	lab/make-lab.sh
+	DATASTORE=$(DATASTORE) lab/make-lab.sh
 
 ## demo: the lab (make lab) tells the demo's story now; the old one-node
 ## demo stays runnable

@@ -104,7 +104,7 @@ func (l *Lab) Apply(ctx context.Context, data []byte, del bool) ([]PolicyRef, er
 			return nil, err
 		}
 		refs = append(refs, PolicyRef{Namespace: pol.Namespace, Name: pol.Name, Tier: v3.DefaultTierName,
-			Selector: pol.Spec.Selector, Types: pol.Spec.Types})
+			Selector: pol.Spec.Selector, Types: pol.Spec.Types, Policy: pol})
 	}
 	if len(calico) > 0 {
 		if err := l.calicoctl(ctx, del, bytes.Join(calico, []byte("\n---\n"))); err != nil {

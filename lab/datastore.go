@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -49,6 +50,28 @@ func KubeBinDir() string {
 		cache = filepath.Join(home, ".cache")
 	}
 	return filepath.Join(cache, "tabby-kube", "bin")
+}
+
+// serversPresent checks, before anything starts, that the datastore's
+// servers are built, and says exactly what builds them when not.
+func serversPresent(datastore string) error {
+	need, build := []string{"etcd"}, "hack/build-kube-binaries.sh etcd (~1-2 min cold; make lab does it)"
+	if datastore == DatastoreKubernetes {
+		need = append(need, "kube-apiserver")
+		build = "hack/build-kube-binaries.sh (~8 min or more cold; make lab DATASTORE=kubernetes does it)"
+	}
+	dir := KubeBinDir()
+	var missing []string
+	for _, b := range need {
+		if st, err := os.Stat(filepath.Join(dir, b)); err != nil || st.Mode()&0o111 == 0 {
+			missing = append(missing, b)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("--datastore %s needs %s in %s: from the repository, run %s",
+			datastore, strings.Join(missing, " and "), dir, build)
+	}
+	return nil
 }
 
 func freePort() (int, error) {
@@ -95,7 +118,7 @@ func (l *Lab) startEtcd() error {
 	l.State.EtcdUnix = "unix://" + filepath.Join(dir, sock)
 	bin := filepath.Join(KubeBinDir(), "etcd")
 	if _, err := os.Stat(bin); err != nil {
-		return fmt.Errorf("no etcd at %s: run hack/build-kube-binaries.sh (make kube-binaries): %w", bin, err)
+		return fmt.Errorf("no etcd at %s: run hack/build-kube-binaries.sh etcd: %w", bin, err)
 	}
 	p, err := l.spawnWD(dir, "etcd", "", nil, bin, "--name", "lab", "--data-dir", filepath.Join(dir, "data"),
 		"--listen-client-urls", l.State.EtcdURL+",unix://"+sock, "--advertise-client-urls", l.State.EtcdURL,

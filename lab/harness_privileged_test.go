@@ -3,6 +3,7 @@
 package lab
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -205,7 +206,62 @@ func calicoStory(t *testing.T, l *Lab) {
 	}
 	applyAndWait(t, l, gnp, false)
 	probeExactly(t, l, calicoVerdict)
-	applyAndWait(t, l, gnp, true)
+	// An edit (read back from the datastore by the wait): UDP 80 instead.
+	edited := bytes.Replace(gnp, []byte("ports: [81]"), []byte("ports: [80]"), 1)
+	if bytes.Equal(edited, gnp) {
+		t.Fatal("the GlobalNetworkPolicy's ports line moved: the edit changes nothing")
+	}
+	applyAndWait(t, l, edited, false)
+	probeExactly(t, l, func(r ProbeResult) bool { return !(strings.HasSuffix(r.To, "/c") && r.Port == "udp/80") })
+	applyAndWait(t, l, edited, true)
+	probeExactly(t, l, allAllowed)
+}
+
+// allowFromYOn is a default-deny in x plus an allow from y on one TCP
+// port; metadataLabels (e.g. "labels: {v: \"2\"}") change nothing felix
+// renders.
+func allowFromYOn(port int, metadataLabels string) []byte {
+	return []byte(fmt.Sprintf(`apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: default-deny, namespace: x}
+spec: {podSelector: {}, policyTypes: [Ingress]}
+---
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: allow-from-y-port, namespace: x, %s}
+spec:
+  podSelector: {}
+  policyTypes: [Ingress]
+  ingress:
+  - from: [{namespaceSelector: {matchLabels: {ns: "y"}}}]
+    ports: [{protocol: TCP, port: %d}]
+`, metadataLabels, port))
+}
+
+func allowFromYOnVerdict(port int) verdict {
+	return func(r ProbeResult) bool {
+		return namespaceOf(r.To) != "x" || namespaceOf(r.From) == "y" && r.Port == fmt.Sprintf("tcp/%d", port)
+	}
+}
+
+// editStory edits a policy that exists (its chains stay, their rules
+// change): the first probe after apply returns shows the edited table.
+// An edit felix renders the same (a label of the policy) returns too.
+func editStory(t *testing.T, l *Lab) {
+	t.Helper()
+	applyAndWait(t, l, allowFromYOn(80, "labels: {v: \"1\"}"), false)
+	probeExactly(t, l, allowFromYOnVerdict(80))
+	applyAndWait(t, l, allowFromYOn(81, "labels: {v: \"1\"}"), false)
+	probeExactly(t, l, allowFromYOnVerdict(81))
+	refs, err := l.Apply(context.Background(), allowFromYOn(81, "labels: {v: \"2\"}"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.WaitProgrammed(context.Background(), refs, 10*time.Second); err != nil {
+		t.Fatalf("an edit felix renders the same: %v", err)
+	}
+	probeExactly(t, l, allowFromYOnVerdict(81))
+	applyAndWait(t, l, allowFromYOn(81, "labels: {v: \"2\"}"), true)
 	probeExactly(t, l, allAllowed)
 }
 
@@ -226,6 +282,7 @@ func policyStory(t *testing.T, l *Lab, start time.Time) {
 	t.Logf("%d probes in %s:\n%s", len(res), time.Since(t0).Round(time.Millisecond), Matrix(res))
 	applyAndWait(t, l, sample, true)
 	probeExactly(t, l, allAllowed)
+	editStory(t, l)
 	calicoStory(t, l)
 	downAndCheck(t, l)
 }

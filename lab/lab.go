@@ -109,6 +109,9 @@ func Up(ctx context.Context, o UpOptions) (*Lab, error) {
 			return nil, fmt.Errorf("%s is missing from %s: run make build (or pass --bin): %w", b, o.Bin, err)
 		}
 	}
+	if err := serversPresent(o.Datastore); err != nil {
+		return nil, err
+	}
 	if ents, err := os.ReadDir(o.Dir); err == nil && len(ents) > 0 {
 		return nil, fmt.Errorf("%s is not empty: the state folder must be new or empty (down removes it whole)", o.Dir)
 	}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -27,6 +28,13 @@ func TestPrivilegedLabEtcd(t *testing.T) {
 	l, start := upLab(t, DefaultModel(), DatastoreEtcd)
 	if got := len(l.State.Pods); got != 9 {
 		t.Fatalf("%d pods, want the 9 of the default model", got)
+	}
+	// The plugin's own log goes to the node's CNI log, not up's output.
+	for _, n := range l.State.Nodes {
+		b, err := os.ReadFile(filepath.Join(l.Dir, "logs", "cni-"+n.Name+".log"))
+		if err != nil || strings.Count(string(b), "calico CNI plugin done") != 3 {
+			t.Errorf("%s's CNI log: %v\n%s\nwant the 3 ADDs of its pods", n.Name, err, b)
+		}
 	}
 	policyStory(t, l, start)
 }
@@ -260,8 +268,11 @@ func TestPrivilegedLabDownAfterKill(t *testing.T) {
 }
 
 // TestPrivilegedLabApplyNamesLaggingNode: with node1's calico-node
-// stopped (kill -9: its felix with it), apply's wait fails after its bound
-// and names node1, and only node1.
+// paused (SIGSTOP), the wait for an edit of an existing policy (its
+// chain is there, with the old rules) fails after its bound naming node1
+// and only node1, and passes once node1 runs again; with node1's
+// calico-node stopped (kill -9: its felix with it), the wait for a new
+// policy fails likewise.
 func TestPrivilegedLabApplyNamesLaggingNode(t *testing.T) {
 	l, _ := upLab(t, DefaultModel(), DatastoreEtcd)
 	probeUntil(t, l, allAllowed, 30*time.Second)
@@ -276,6 +287,26 @@ func TestPrivilegedLabApplyNamesLaggingNode(t *testing.T) {
 	if len(agent) != 1 {
 		t.Fatalf("calico-node processes of node1: %v", agent)
 	}
+	applyAndWait(t, l, allowFromYOn(80, "labels: {v: \"1\"}"), false)
+	if err := syscall.Kill(agent[0], syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	edit, err := l.Apply(context.Background(), allowFromYOn(81, "labels: {v: \"1\"}"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = l.WaitProgrammed(context.Background(), edit, 3*time.Second)
+	_ = syscall.Kill(agent[0], syscall.SIGCONT)
+	if err == nil || !strings.Contains(err.Error(), "node1 (chain cali-pi-") || !strings.Contains(err.Error(), "holds other rules than the policy's") ||
+		strings.Contains(err.Error(), "node0") || strings.Contains(err.Error(), "node2") {
+		t.Fatalf("wait for an edit with node1's calico-node paused: %v; want node1 named (old rules), and only node1", err)
+	}
+	t.Log(err)
+	if err := l.WaitProgrammed(context.Background(), edit, 30*time.Second); err != nil {
+		t.Fatalf("node1's calico-node running again: %v", err)
+	}
+	probeExactly(t, l, allowFromYOnVerdict(81))
+	applyAndWait(t, l, allowFromYOn(81, "labels: {v: \"1\"}"), true)
 	if err := killAll(agent, 0); err != nil {
 		t.Fatal(err)
 	}

@@ -5,13 +5,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/netip"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/containernetworking/cni/libcni"
+	"github.com/containernetworking/cni/pkg/invoke"
 	current "github.com/containernetworking/cni/pkg/types/100"
+	"github.com/containernetworking/cni/pkg/version"
 	"github.com/containernetworking/plugins/pkg/ns"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -121,7 +124,19 @@ func (l *Lab) cniAdd(ctx context.Context, n *NodeState, p *PodState, kubeconfig 
 	if err != nil {
 		return "", err
 	}
-	cni := libcni.NewCNIConfigWithCacheDir([]string{l.Bin}, filepath.Join(n.Dir, "cni-cache"), nil)
+	// The plugin logs each call on stderr (and Calico's log_file_path):
+	// into the node's CNI log, as a runtime's journal would keep it.
+	logs := filepath.Join(l.Dir, "logs")
+	if err := os.MkdirAll(logs, 0o755); err != nil {
+		return "", err
+	}
+	logf, err := os.OpenFile(filepath.Join(logs, "cni-"+n.Name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return "", err
+	}
+	defer logf.Close()
+	runner := &invoke.DefaultExec{RawExec: &invoke.RawExec{Stderr: logf}, PluginDecoder: version.PluginDecoder{}}
+	cni := libcni.NewCNIConfigWithCacheDir([]string{l.Bin}, filepath.Join(n.Dir, "cni-cache"), runner)
 	rt := &libcni.RuntimeConf{ContainerID: p.ContainerID, NetNS: netnsPath(p.Netns), IfName: "eth0",
 		Args: [][2]string{{"IgnoreUnknown", "1"}, {"K8S_POD_NAMESPACE", p.Namespace}, {"K8S_POD_NAME", p.Name},
 			{"K8S_POD_INFRA_CONTAINER_ID", p.ContainerID}}}
@@ -144,7 +159,7 @@ func (l *Lab) cniAdd(ctx context.Context, n *NodeState, p *PodState, kubeconfig 
 		return "", err
 	}
 	if addErr != nil {
-		return "", fmt.Errorf("CNI ADD of pod %s on %s: %w", p.Key(), n.Name, addErr)
+		return "", fmt.Errorf("CNI ADD of pod %s on %s (the plugin's log: %s): %w", p.Key(), n.Name, logf.Name(), addErr)
 	}
 	for _, ip := range res.IPs {
 		if a, ok := netip.AddrFromSlice(ip.Address.IP.To4()); ok {

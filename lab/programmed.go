@@ -3,6 +3,7 @@ package lab
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -22,6 +23,10 @@ type PolicyRef struct {
 	NamespaceSelector string
 	Types             []v3.PolicyType
 	Deleted           bool
+	// Policy is the policy as felix reads it (*v3.NetworkPolicy or
+	// *v3.GlobalNetworkPolicy), when the apply knows it; nil: read back
+	// from the datastore.
+	Policy v3.Resource
 }
 
 // chains are the iptables chains felix renders the policy into on a node
@@ -47,23 +52,10 @@ func (l *Lab) selects(r PolicyRef, p PodState) (bool, error) {
 	if r.Namespace != "" && r.Namespace != p.Namespace {
 		return false, nil
 	}
-	var pod Pod
-	for _, mp := range l.State.Model.Pods {
-		if mp.Key() == p.Key() {
-			pod = mp
-		}
-	}
+	labels, ns := l.felixLabels(p)
 	nsLabels := map[string]string{"projectcalico.org/name": p.Namespace}
-	for _, ns := range l.State.Model.Namespaces {
-		if ns.Name == p.Namespace {
-			for k, v := range ns.Labels {
-				nsLabels[k] = v
-			}
-		}
-	}
-	labels := map[string]string{"projectcalico.org/namespace": p.Namespace, "projectcalico.org/orchestrator": "k8s"}
-	for k, v := range pod.Labels {
-		labels[k] = v
+	for k, v := range ns {
+		nsLabels[k] = v
 	}
 	for k, v := range nsLabels {
 		labels["pcns."+k] = v
@@ -89,20 +81,27 @@ func (l *Lab) selects(r PolicyRef, p PodState) (bool, error) {
 	return true, nil
 }
 
+// chainWant is what a node's filter table must show of one chain.
+type chainWant struct {
+	present bool
+	// hashes are the rule hashes of the body felix renders for the
+	// policy as it is now (see expected.go), in order.
+	hashes []string
+}
+
 // WaitProgrammed waits until every node has programmed the policies: a
 // policy's chains are in the node's iptables where it selects one of the
-// node's pods (and referenced from that pod's chains), and gone from every
-// node once deleted. After timeout it names the nodes that lag and why.
-//
-// It sees a policy arrive and go, not a change of an existing policy's
-// rules: those are in place once the node's chains hold the new rules,
-// which this check does not compare.
+// node's pods, referenced from that pod's chains and holding exactly the
+// rules felix renders for the policy as stored now (so an edit of an
+// existing policy is waited for too), and gone from every node once
+// deleted. After timeout it names the nodes that lag and why.
 func (l *Lab) WaitProgrammed(ctx context.Context, refs []PolicyRef, timeout time.Duration) error {
-	want := map[string]map[string]bool{} // node -> chain -> present
+	want := map[string]map[string]chainWant{} // node -> chain -> want
 	for _, n := range l.State.Nodes {
-		want[n.Name] = map[string]bool{}
+		want[n.Name] = map[string]chainWant{}
 	}
 	for _, r := range refs {
+		var bodies map[string][]string
 		for _, p := range l.State.Pods {
 			if r.Deleted {
 				break
@@ -111,16 +110,23 @@ func (l *Lab) WaitProgrammed(ctx context.Context, refs []PolicyRef, timeout time
 			if err != nil {
 				return err
 			}
-			if ok {
-				for _, c := range r.chains() {
-					want[p.Node][c] = true
+			if !ok {
+				continue
+			}
+			if bodies == nil {
+				// The chains' bodies depend on the policy only.
+				if bodies, err = l.expectedRuleHashes(ctx, r, p); err != nil {
+					return err
 				}
+			}
+			for _, c := range r.chains() {
+				want[p.Node][c] = chainWant{present: true, hashes: bodies[c]}
 			}
 		}
 		for _, n := range l.State.Nodes {
 			for _, c := range r.chains() {
-				if !want[n.Name][c] {
-					want[n.Name][c] = false
+				if _, ok := want[n.Name][c]; !ok {
+					want[n.Name][c] = chainWant{}
 				}
 			}
 		}
@@ -163,9 +169,9 @@ func (l *Lab) WaitProgrammed(ctx context.Context, refs []PolicyRef, timeout time
 	}
 }
 
-// nodeProgrammed compares the node's filter table with want (chain ->
-// should exist) and says what differs ("" when nothing).
-func nodeProgrammed(ctx context.Context, n NodeState, want map[string]bool) (string, error) {
+// nodeProgrammed compares the node's filter table with want and says what
+// differs ("" when nothing).
+func nodeProgrammed(ctx context.Context, n NodeState, want map[string]chainWant) (string, error) {
 	run := dataplane.ExecRunner{NetnsPath: netnsPath(n.Netns)}
 	v4, _, err := dataplane.BackendsFor(ctx, run, "")
 	if err != nil {
@@ -179,27 +185,26 @@ func nodeProgrammed(ctx context.Context, n NodeState, want map[string]bool) (str
 }
 
 // chainsDiff compares iptables-save output with want (chain -> should
-// exist and be jumped to, or should be absent) and says what differs
-// ("" when nothing).
-func chainsDiff(out string, want map[string]bool) string {
+// exist, be jumped to and hold exactly the expected rules, or should be
+// absent) and says what differs ("" when nothing).
+func chainsDiff(out string, want map[string]chainWant) string {
 	declared, referenced := map[string]bool{}, map[string]bool{}
 	for _, line := range strings.Split(out, "\n") {
 		if name, ok := strings.CutPrefix(line, ":"); ok {
 			declared[strings.Fields(name)[0]] = true
 		}
-		if i := strings.Index(line, " -j "); i >= 0 && strings.HasPrefix(line, "-A ") {
-			f := strings.Fields(line[i+4:])
-			if len(f) > 0 {
-				referenced[f[0]] = true
-			}
+		if !strings.HasPrefix(line, "-A ") {
+			continue
 		}
-		if i := strings.Index(line, " -g "); i >= 0 && strings.HasPrefix(line, "-A ") {
-			f := strings.Fields(line[i+4:])
-			if len(f) > 0 {
-				referenced[f[0]] = true
+		for _, flag := range []string{" -j ", " -g "} {
+			if i := strings.Index(line, flag); i >= 0 {
+				if f := strings.Fields(line[i+4:]); len(f) > 0 {
+					referenced[f[0]] = true
+				}
 			}
 		}
 	}
+	hashes := chainRuleHashes(out)
 	var why []string
 	chains := make([]string, 0, len(want))
 	for c := range want {
@@ -207,12 +212,15 @@ func chainsDiff(out string, want map[string]bool) string {
 	}
 	sort.Strings(chains)
 	for _, c := range chains {
+		w := want[c]
 		switch {
-		case want[c] && !declared[c]:
+		case w.present && !declared[c]:
 			why = append(why, "no chain "+c)
-		case want[c] && !referenced[c]:
+		case w.present && !referenced[c]:
 			why = append(why, "chain "+c+" not used yet")
-		case !want[c] && declared[c]:
+		case w.present && !slices.Equal(hashes[c], w.hashes):
+			why = append(why, fmt.Sprintf("chain %s holds other rules than the policy's (%d rules, want %d)", c, len(hashes[c]), len(w.hashes)))
+		case !w.present && declared[c]:
 			why = append(why, "chain "+c+" still there")
 		}
 	}

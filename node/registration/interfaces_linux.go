@@ -1,6 +1,7 @@
 package registration
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -8,9 +9,25 @@ import (
 	"github.com/vishvananda/netlink"
 )
 
+// dumpRetries bounds how often NetlinkEnv reads again after the kernel
+// interrupted a dump (NLM_F_DUMP_INTR: an interface or address changed
+// while it was read, so the answer may be incomplete), as when the CNI
+// plugin wires pods while calico-node starts.
+const dumpRetries = 50
+
 // NetlinkEnv lists the interfaces and answers route lookups through h
 // (bound to the node's network namespace).
 func NetlinkEnv(h *netlink.Handle) (Env, error) {
+	for i := 0; ; i++ {
+		env, err := netlinkEnv(h)
+		if errors.Is(err, netlink.ErrDumpInterrupted) && i < dumpRetries {
+			continue
+		}
+		return env, err
+	}
+}
+
+func netlinkEnv(h *netlink.Handle) (Env, error) {
 	links, err := h.LinkList()
 	if err != nil {
 		return Env{}, fmt.Errorf("listing interfaces: %w", err)
