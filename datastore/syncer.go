@@ -322,10 +322,15 @@ func (s *WatchSyncer) seenBad(bad map[Key]bool, b BadRecord) {
 // items are one page of a list: nothing is deleted.
 func (s *WatchSyncer) diffSnapshot(cache map[Key]cached, items []v3.Resource, partial bool) []Update {
 	var ups []Update
-	seen := make(map[Key]bool, len(items))
+	var seen map[Key]bool // what a whole list holds (a page deletes nothing)
+	if !partial {
+		seen = make(map[Key]bool, len(items))
+	}
 	for _, it := range items {
 		k := KeyOf(it)
-		seen[k] = true
+		if seen != nil {
+			seen[k] = true
+		}
 		old, ok := cache[k]
 		switch {
 		case !ok:
@@ -337,8 +342,12 @@ func (s *WatchSyncer) diffSnapshot(cache map[Key]cached, items []v3.Resource, pa
 		}
 		cache[k] = s.entry(it)
 	}
+	if partial {
+		sortUpdates(ups)
+		return ups
+	}
 	for k, old := range cache {
-		if !seen[k] && !partial {
+		if !seen[k] {
 			ups = append(ups, Update{Type: EventDeleted, Key: k, Object: old.obj})
 			delete(cache, k)
 		}
