@@ -22,6 +22,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -246,13 +247,20 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}}
 	go dsProbe.Run(runCtx)
+	// released: the first sync's memory has gone back to the system
+	// (releaseStartupMemory); felix is ready only then, so that what it
+	// holds when ready is what it needs.
+	var released atomic.Bool
 	checker := &health.Checker{Timeout: cfg.watchdogTimeout, Log: log,
 		Loops: map[string]*health.Loop{"calculation": calcLoop, "dataplane": dpLoop},
 		Ready: map[string]health.Check{"datastore": dsProbe.Check, "dataplane": func() (bool, string) {
-			if dp.InSync() {
-				return true, ""
+			if !dp.InSync() {
+				return false, "not in sync yet"
 			}
-			return false, "not in sync yet"
+			if !released.Load() {
+				return false, "in sync; returning the start-up's memory"
+			}
+			return true, ""
 		}}}
 	if o.Health != nil {
 		// The embedding agent serves health: felix's readiness includes
@@ -296,7 +304,10 @@ func Run(ctx context.Context, o Options) error {
 			_ = srv.Shutdown(sctx)
 		}()
 	}
-	go releaseStartupMemory(runCtx, dp.InSync, log)
+	go func() {
+		releaseStartupMemory(runCtx, dp.InSync, log)
+		released.Store(true)
+	}()
 	log.Info("felix starting", "node", cfg.hostname, "datastore", spec.DatastoreType, "ipv6", cfg.ipv6)
 	err = d.Run(runCtx, daemon.NewSyncer(client, d))
 	if cause := context.Cause(runCtx); ctx.Err() == nil && cause != nil && !errors.Is(cause, context.Canceled) {
