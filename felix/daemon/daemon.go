@@ -669,7 +669,7 @@ func (d *Daemon) Run(ctx context.Context, syncer datastore.Syncer) error {
 		}
 		// Coalesce a burst of updates into one computation; under
 		// sustained churn, batch more (each computation that changes
-		// something costs a kernel update, mostly process start-up).
+		// something costs a kernel update: an iptables restore for a policy).
 		wait := max(d.cfg.Debounce, time.Until(lastEnd.Add(lastTook)))
 		if churn.busy(time.Now()) {
 			wait = max(wait, time.Until(lastEnd.Add(churnSpacing)))
