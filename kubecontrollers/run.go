@@ -14,10 +14,11 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/http/pprof"
 	"reflect"
 	"sync"
 	"time"
+
+	"github.com/tabbynet/tabby/internal/pprofmux"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -134,13 +135,7 @@ func Run(ctx context.Context, o Options) error {
 
 	if o.ServeMetrics && rc.DebugProfilePort != 0 {
 		// Calico's debugProfilePort: Go's profiles on /debug/pprof/.
-		mux := http.NewServeMux()
-		mux.HandleFunc("/debug/pprof/", pprof.Index)
-		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-		srv := &http.Server{Addr: fmt.Sprintf(":%d", rc.DebugProfilePort), Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		srv := &http.Server{Addr: fmt.Sprintf(":%d", rc.DebugProfilePort), Handler: pprofmux.New(), ReadHeaderTimeout: 10 * time.Second}
 		wg.Go(func() {
 			if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				log.Error("debug profile server", "err", err)

@@ -17,13 +17,14 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/pprof"
 	"os"
 	"runtime"
 	"runtime/debug"
 	"strconv"
 	"sync/atomic"
 	"time"
+
+	"github.com/tabbynet/tabby/internal/pprofmux"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -283,14 +284,8 @@ func Run(ctx context.Context, o Options) error {
 	if cfg.debugPort != 0 {
 		// Calico's DebugPort: Go's profiling handlers, for whoever
 		// investigates felix's CPU and memory.
-		mux := http.NewServeMux()
-		mux.HandleFunc("/debug/pprof/", pprof.Index)
-		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 		servers = append(servers, &http.Server{Addr: net.JoinHostPort(cfg.debugHost, strconv.Itoa(cfg.debugPort)),
-			Handler: mux, ReadHeaderTimeout: 5 * time.Second})
+			Handler: pprofmux.New(), ReadHeaderTimeout: 5 * time.Second})
 	}
 	for _, srv := range servers {
 		go func() {

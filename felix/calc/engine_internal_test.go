@@ -38,16 +38,7 @@ func TestSetStateSnapshotsStayValid(t *testing.T) {
 			if step%37 != 0 {
 				continue
 			}
-			var adds, removes []string
-			for s, p := range set.pending {
-				if p > 0 {
-					adds = append(adds, s)
-				} else {
-					removes = append(removes, s)
-				}
-			}
-			slices.Sort(adds)
-			slices.Sort(removes)
+			adds, removes := set.pendingChanges()
 			want := slices.Sorted(maps.Keys(ref))
 			if set.pub != nil {
 				a, r := diffSorted(last, want)

@@ -368,16 +368,7 @@ func (x *labelIndex) publish() {
 			continue
 		}
 		if set.pub != nil {
-			var adds, removes []string
-			for m, p := range set.pending {
-				if p > 0 {
-					adds = append(adds, m)
-				} else {
-					removes = append(removes, m)
-				}
-			}
-			slices.Sort(adds)
-			slices.Sort(removes)
+			adds, removes := set.pendingChanges()
 			x.delta.members[id] = IPSetDelta{ID: id, Added: adds, Removed: removes}
 		}
 		set.pub = &IPSet{ID: id, Type: set.d.typ, Members: snapshot(set.members)}
@@ -387,4 +378,19 @@ func (x *labelIndex) publish() {
 		x.live[id] = set.pub
 	}
 	clear(x.dirty)
+}
+
+// pendingChanges returns the members added and removed since the set was
+// last published, each sorted.
+func (set *setState) pendingChanges() (adds, removes []string) {
+	for m, p := range set.pending {
+		if p > 0 {
+			adds = append(adds, m)
+		} else {
+			removes = append(removes, m)
+		}
+	}
+	slices.Sort(adds)
+	slices.Sort(removes)
+	return adds, removes
 }
