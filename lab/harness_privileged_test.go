@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tabbynet/tabby/felix/dataplane"
 	"github.com/tabbynet/tabby/internal/netnstest"
 )
 
@@ -165,9 +166,32 @@ func probeExactly(t testing.TB, l *Lab, want verdict) []ProbeResult {
 		t.Fatal(err)
 	}
 	if bad := mismatches(res, want); len(bad) > 0 {
+		diagnose(t, l)
 		t.Fatalf("%d of %d probes not as expected:\n%s\n%s", len(bad), len(res), strings.Join(bad, "\n"), Matrix(res))
 	}
 	return res
+}
+
+// diagnose logs, for a probe table that is not as expected, each node's
+// UDP conntrack entries, its filter table and the end of its calico-node
+// log: enough to tell a stale flow from a rule felix did not program.
+func diagnose(t testing.TB, l *Lab) {
+	t.Helper()
+	var pods []string
+	for _, p := range l.State.Pods {
+		pods = append(pods, p.Key()+" "+p.IP+" on "+p.Node)
+	}
+	t.Logf("pods: %s", strings.Join(pods, ", "))
+	for _, n := range l.State.Nodes {
+		run := dataplane.ExecRunner{NetnsPath: netnsPath(n.Netns)}
+		ct, err := run.Run(context.Background(), "conntrack", []string{"-L", "-p", "udp"}, nil)
+		t.Logf("node %s: conntrack -L -p udp (err %v):\n%s", n.Name, err, ct)
+		ipt, err := run.Run(context.Background(), "iptables-save", []string{"-c", "-t", "filter"}, nil)
+		t.Logf("node %s: iptables-save -c -t filter (err %v):\n%s", n.Name, err, ipt)
+		log, err := os.ReadFile(filepath.Join(l.Dir, "logs", agentLog(&n)+".log"))
+		lines := strings.Split(strings.TrimSpace(string(log)), "\n")
+		t.Logf("node %s: calico-node log, last lines (err %v):\n%s", n.Name, err, strings.Join(lines[max(0, len(lines)-40):], "\n"))
+	}
 }
 
 func readExample(t testing.TB, name string) []byte {

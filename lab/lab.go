@@ -34,6 +34,9 @@ type Lab struct {
 
 	mu sync.Mutex
 	ds datastore.Client
+	// udpPorts are the UDP probes' source ports (fresh flows, see
+	// probePorts).
+	udpPorts probePorts
 }
 
 // UpOptions say what to build.

@@ -3,11 +3,13 @@ package lab
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/containernetworking/plugins/pkg/ns"
@@ -95,7 +97,11 @@ func (l *Lab) Probe(ctx context.Context, ports []Port, timeout time.Duration) ([
 		addr := net.JoinHostPort(to.IP, port)
 		var detail string
 		if err := nss[j.From].Do(func(ns.NetNS) error {
-			detail = probeOne(ctx, proto, addr, to.Key(), timeout)
+			var src func() int
+			if proto == "udp" {
+				src = func() int { return l.udpPorts.take(j.From) }
+			}
+			detail = probeOne(ctx, proto, addr, to.Key(), timeout, src)
 			return nil
 		}); err != nil {
 			return err
@@ -124,8 +130,9 @@ func (l *Lab) Probe(ctx context.Context, ports []Port, timeout time.Duration) ([
 
 // probeOne returns "" when the server at addr answered with want, else
 // what happened. It must run inside the source pod's namespace (the
-// socket is made there).
-func probeOne(ctx context.Context, proto, addr, want string, timeout time.Duration) string {
+// socket is made there). A UDP probe's source port comes from srcPort (a
+// port in use is skipped), so that it is never an earlier flow.
+func probeOne(ctx context.Context, proto, addr, want string, timeout time.Duration, srcPort func() int) string {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	deadline, _ := ctx.Deadline()
@@ -146,7 +153,16 @@ func probeOne(ctx context.Context, proto, addr, want string, timeout time.Durati
 		}
 		return ""
 	}
-	c, err := d.DialContext(ctx, "udp", addr)
+	var c net.Conn
+	var err error
+	for try := 0; try < 8; try++ {
+		if srcPort != nil {
+			d.LocalAddr = &net.UDPAddr{Port: srcPort()}
+		}
+		if c, err = d.DialContext(ctx, "udp", addr); err == nil || srcPort == nil || !errors.Is(err, syscall.EADDRINUSE) {
+			break
+		}
+	}
 	if err != nil {
 		return shortErr(err)
 	}
