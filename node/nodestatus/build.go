@@ -18,7 +18,8 @@ type Snapshot struct {
 }
 
 // Build computes the status of the classes asked for (LastUpdated left
-// zero); classes it does not know are ignored.
+// zero). Classes it does not know (stored data validation would refuse)
+// give nothing; UnknownClasses names them for the reporter to warn of.
 func Build(classes []v3.NodeStatusClassType, s Snapshot) v3.CalicoNodeStatusStatus {
 	var out v3.CalicoNodeStatusStatus
 	for _, c := range classes {
@@ -108,4 +109,17 @@ func learnedFrom(proto, typ string) v3.CalicoNodeRouteLearnedFrom {
 		lf.PeerIP = ip.String()
 	}
 	return lf
+}
+
+// UnknownClasses are the classes of classes Build does not know.
+func UnknownClasses(classes []v3.NodeStatusClassType) []v3.NodeStatusClassType {
+	var out []v3.NodeStatusClassType
+	for _, c := range classes {
+		switch c {
+		case v3.NodeStatusClassTypeAgent, v3.NodeStatusClassTypeBGP, v3.NodeStatusClassTypeRoutes:
+		default:
+			out = append(out, c)
+		}
+	}
+	return out
 }

@@ -63,3 +63,16 @@ func TestBuild(t *testing.T) {
 		t.Errorf("without BIRD: %+v", down)
 	}
 }
+
+// TestUnknownClasses: a class Calico does not have (stored past
+// validation) is named, so the reporter warns instead of leaving it out
+// silently.
+func TestUnknownClasses(t *testing.T) {
+	got := UnknownClasses([]v3.NodeStatusClassType{v3.NodeStatusClassTypeAgent, "Flows", v3.NodeStatusClassTypeRoutes, "bgp"})
+	if diff := cmp.Diff([]v3.NodeStatusClassType{"Flows", "bgp"}, got); diff != "" {
+		t.Fatalf("unknown classes (-want +got):\n%s", diff)
+	}
+	if got := UnknownClasses([]v3.NodeStatusClassType{v3.NodeStatusClassTypeBGP}); len(got) != 0 {
+		t.Fatalf("BGP reported unknown: %v", got)
+	}
+}

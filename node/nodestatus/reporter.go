@@ -3,6 +3,7 @@ package nodestatus
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"reflect"
 	"sync"
@@ -57,6 +58,9 @@ func (r *Reporter) OnUpdates(ups []datastore.Update) {
 			continue
 		}
 		if s, ok := u.Object.(*v3.CalicoNodeStatus); ok && s.Spec.Node == r.Node {
+			if bad := UnknownClasses(s.Spec.Classes); len(bad) > 0 {
+				r.Logger.Warn("CalicoNodeStatus asks for classes Calico does not have; they are not reported", "name", s.Name, "classes", fmt.Sprint(bad))
+			}
 			r.objs[u.Key.Name] = s
 		} else {
 			delete(r.objs, u.Key.Name)
