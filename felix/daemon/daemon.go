@@ -681,13 +681,14 @@ func (d *Daemon) Run(ctx context.Context, syncer datastore.Syncer) error {
 		}
 		start := time.Now()
 		d.cfg.Health.Begin()
-		churn.note(start)
 		computed := d.Recompute()
 		d.cfg.Health.End()
 		lastEnd = time.Now()
 		lastTook = lastEnd.Sub(start)
-		if !computed {
-			lastTook = 0 // loading the first snapshot: go on at once
+		if computed {
+			churn.note(start)
+		} else {
+			lastTook = 0 // loading the first snapshot: go on at once, and it is no churn
 		}
 	}
 }
