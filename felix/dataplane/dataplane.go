@@ -224,6 +224,9 @@ type Result struct {
 	// SetsInProcess says the sets written were written in-process
 	// (Runner's IPSetMembers), not by an ipset restore.
 	SetsInProcess bool
+	// SetsTook and TablesTook are how long the ipset updates and the
+	// iptables tables took (for the log).
+	SetsTook, TablesTook time.Duration
 }
 
 // Apply takes the latest desired state and reconciles the kernel: ipsets
@@ -256,10 +259,13 @@ func (d *Dataplane) Apply(ctx context.Context) (Result, error) {
 			}
 		}
 	}
+	setsStart := time.Now()
 	sets, err := d.sets.applyUpdates(ctx)
 	if err != nil {
 		return res, err
 	}
+	res.SetsTook = time.Since(setsStart)
+	tablesStart := time.Now()
 	res.SetsWritten, res.SetsPatched, res.SetsInProcess = sets.written, sets.patched, sets.inProcess
 	// IPv4 and IPv6 tables are independent: restore them at the same
 	// time (the kernel serialises the commits themselves, the processes
@@ -278,6 +284,7 @@ func (d *Dataplane) Apply(ctx context.Context) (Result, error) {
 	if err = errors.Join(err, <-v6Err); err != nil {
 		return res, err
 	}
+	res.TablesTook = time.Since(tablesStart)
 	if res.SetsDeleted, err = d.sets.ApplyDeletions(ctx); err != nil {
 		if !errors.Is(err, ErrStaleSetsKept) {
 			return res, err
@@ -288,6 +295,12 @@ func (d *Dataplane) Apply(ctx context.Context) (Result, error) {
 		d.cfg.OnApplied(d.takenGen)
 	}
 	return res, nil
+}
+
+// withoutTimes is r without its durations: what it did.
+func (r Result) withoutTimes() Result {
+	r.SetsTook, r.TablesTook = 0, 0
+	return r
 }
 
 // Generation is the number of SetDesired calls so far: the generation of
@@ -351,8 +364,9 @@ func (d *Dataplane) Run(ctx context.Context) error {
 			continue
 		}
 		backoff = d.cfg.MinBackoff
-		if res != (Result{}) {
+		if did := res.withoutTimes(); did != (Result{}) {
 			d.log.Info("dataplane synced", "duration", time.Since(start),
+				"setsDuration", res.SetsTook, "tablesDuration", res.TablesTook,
 				"chainsWritten", res.V4.ChainsWritten+res.V6.ChainsWritten,
 				"chainsDeleted", res.V4.ChainsDeleted+res.V6.ChainsDeleted,
 				"hooksFixed", res.V4.HooksFixed+res.V6.HooksFixed,

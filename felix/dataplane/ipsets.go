@@ -6,8 +6,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/tabbynet/tabby/felix/calc"
@@ -29,8 +31,10 @@ type IPSets struct {
 
 type setState struct {
 	typ, family string
-	members     map[string]bool
-	spec        calc.MemberList // the desired spec's members, to skip rebuilding unchanged sets
+	// members is the content as a set (normalised); for a desired state
+	// it is nil until memberSet builds it from spec.
+	members map[string]bool
+	spec    calc.MemberList // the desired spec's members, to skip rebuilding unchanged sets
 	// version is the renderer's version of the members (0: none).
 	version uint64
 	// ops are the members changed by patch in a desired state that also
@@ -89,6 +93,51 @@ func normalise(m string) string {
 	return m
 }
 
+// writeMember writes one `ipset restore` add or del line. A port
+// member's protocol goes by its number: ipset looks a name up in
+// /etc/protocols for every line, which made a restore of named-port sets
+// two to three times slower (the kernel keeps the number; ipset save
+// prints the name again).
+func writeMember(b *strings.Builder, op, set, m string) {
+	b.WriteString(op)
+	b.WriteByte(' ')
+	b.WriteString(set)
+	b.WriteByte(' ')
+	if ip, port, ok := strings.Cut(m, ","); ok {
+		if proto, num, ok := strings.Cut(port, ":"); ok {
+			if n, ok := protocolNumbers[proto]; ok {
+				b.WriteString(ip)
+				b.WriteByte(',')
+				b.WriteString(n)
+				b.WriteByte(':')
+				b.WriteString(num)
+				b.WriteByte('\n')
+				return
+			}
+		}
+	}
+	b.WriteString(m)
+	b.WriteByte('\n')
+}
+
+// protocolNumbers are the protocols of named ports (Calico's: TCP, UDP,
+// SCTP) by the names ipset save prints.
+var protocolNumbers = map[string]string{"tcp": "6", "udp": "17", "sctp": "132"}
+
+// sized gives a create line a hash size for n members (a power of two,
+// at least the 1024 it names): a set created small is rehashed again and
+// again while a restore fills it.
+func sized(create string, n int) string {
+	size := 1024
+	for size < n/2 {
+		size *= 2
+	}
+	if size == 1024 {
+		return create
+	}
+	return strings.Replace(create, "hashsize 1024 ", "hashsize "+strconv.Itoa(size)+" ", 1)
+}
+
 // SetDesired replaces the desired sets (of both families).
 func (s *IPSets) SetDesired(specs []rules.IPSetSpec) { s.Update(specs, nil, nil) }
 
@@ -117,11 +166,9 @@ func (s *IPSets) Update(specs []rules.IPSetSpec, versions map[string]uint64, cha
 				continue
 			}
 		}
-		st := &setState{typ: string(sp.Type), family: sp.Family, members: make(map[string]bool, sp.Members.Len()), spec: sp.Members, version: v}
-		for m := range sp.Members.All() {
-			st.members[normalise(m)] = true
-		}
-		next[sp.Name] = st
+		// The members as a set are built when first needed (a compare
+		// or a patch): a set only ever written whole never needs them.
+		next[sp.Name] = &setState{typ: string(sp.Type), family: sp.Family, spec: sp.Members, version: v}
 	}
 	// A patched state no longer desired as it is still stands for the
 	// kernel's content: undo its patches so that it does again.
@@ -140,6 +187,40 @@ func (s *IPSets) Update(specs []rules.IPSetSpec, versions map[string]uint64, cha
 	s.desired = next
 }
 
+// memberSet is st's members as a set, built from spec on first use.
+func (st *setState) memberSet() map[string]bool {
+	if st.members == nil {
+		st.members = make(map[string]bool, st.spec.Len())
+		for m := range st.spec.All() {
+			st.members[normalise(m)] = true
+		}
+	}
+	return st.members
+}
+
+// sorted is st's members in order, normalised: from spec (sorted already)
+// while no set of them was built.
+func (st *setState) sorted() iter.Seq[string] {
+	if st.members != nil {
+		return slices.Values(slices.Sorted(maps.Keys(st.members)))
+	}
+	return func(yield func(string) bool) {
+		for m := range st.spec.All() {
+			if !yield(normalise(m)) {
+				return
+			}
+		}
+	}
+}
+
+// count is the number of st's members.
+func (st *setState) count() int {
+	if st.members != nil {
+		return len(st.members)
+	}
+	return st.spec.Len()
+}
+
 // patch applies a renderer's member change to the desired state st of
 // set name; when st also stands for the kernel's content, the change is
 // kept as the kernel's to-do.
@@ -149,6 +230,7 @@ func (s *IPSets) patch(name string, st *setState, ch rules.IPSetChange) {
 		st.ops = map[string]bool{}
 	}
 	st.patched = true
+	st.memberSet()
 	note := func(m string) {
 		if _, seen := st.ops[m]; shared && !seen {
 			st.ops[m] = st.members[m]
@@ -271,10 +353,10 @@ func (s *IPSets) applyUpdates(ctx context.Context) (setsApplied, error) {
 				switch now := want.members[m]; {
 				case now && !want.ops[m]:
 					add = append(add, m)
-					fmt.Fprintf(&b, "add %s %s\n", name, m)
+					writeMember(&b, "add", name, m)
 				case !now && want.ops[m]:
 					del = append(del, m)
-					fmt.Fprintf(&b, "del %s %s\n", name, m)
+					writeMember(&b, "del", name, m)
 				}
 			}
 			if len(add)+len(del) > 0 {
@@ -292,27 +374,28 @@ func (s *IPSets) applyUpdates(ctx context.Context) (setsApplied, error) {
 		case !ok:
 			onlyMembers = false
 			written++
-			fmt.Fprintf(&b, "%s\n", create(name))
-			for _, m := range slices.Sorted(maps.Keys(want.members)) {
-				fmt.Fprintf(&b, "add %s %s\n", name, m)
+			fmt.Fprintf(&b, "%s\n", sized(create(name), want.count()))
+			for m := range want.sorted() {
+				writeMember(&b, "add", name, m)
 			}
 		case have.typ != want.typ || have.family != want.family:
 			// Cannot swap across types: replace (fails, and is retried,
 			// while iptables still references the old set).
 			onlyMembers = false
 			written++
-			fmt.Fprintf(&b, "destroy %s\n%s\n", name, create(name))
-			for _, m := range slices.Sorted(maps.Keys(want.members)) {
-				fmt.Fprintf(&b, "add %s %s\n", name, m)
+			fmt.Fprintf(&b, "destroy %s\n%s\n", name, sized(create(name), want.count()))
+			for m := range want.sorted() {
+				writeMember(&b, "add", name, m)
 			}
 		default:
 			var add, del []string
-			for m := range want.members {
-				if !have.members[m] {
+			haveSet := have.memberSet()
+			for m := range want.memberSet() {
+				if !haveSet[m] {
 					add = append(add, m)
 				}
 			}
-			for m := range have.members {
+			for m := range have.memberSet() {
 				if !want.members[m] {
 					del = append(del, m)
 				}
@@ -326,10 +409,10 @@ func (s *IPSets) applyUpdates(ctx context.Context) (setsApplied, error) {
 				slices.Sort(del)
 				slices.Sort(add)
 				for _, m := range del {
-					fmt.Fprintf(&b, "del %s %s\n", name, m)
+					writeMember(&b, "del", name, m)
 				}
 				for _, m := range add {
-					fmt.Fprintf(&b, "add %s %s\n", name, m)
+					writeMember(&b, "add", name, m)
 				}
 				member(name, want, del, add)
 				continue
@@ -339,9 +422,9 @@ func (s *IPSets) applyUpdates(ctx context.Context) (setsApplied, error) {
 			onlyMembers = false
 			t := tempName(want.family, tmp)
 			tmp++
-			fmt.Fprintf(&b, "%s\n", create(t))
-			for _, m := range slices.Sorted(maps.Keys(want.members)) {
-				fmt.Fprintf(&b, "add %s %s\n", t, m)
+			fmt.Fprintf(&b, "%s\n", sized(create(t), want.count()))
+			for m := range want.sorted() {
+				writeMember(&b, "add", t, m)
 			}
 			fmt.Fprintf(&b, "swap %s %s\ndestroy %s\n", t, name, t)
 		}

@@ -52,6 +52,14 @@ func (e *Etcd) Endpoint() string { return e.endpoint }
 // any network namespace.
 func (e *Etcd) UnixEndpoint() string { return e.unix }
 
+// Pid is the server process's id (0 while stopped).
+func (e *Etcd) Pid() int {
+	if e.proc.cmd == nil {
+		return 0
+	}
+	return e.proc.cmd.Process.Pid
+}
+
 // Stop stops the server, keeping its data.
 func (e *Etcd) Stop() { e.proc.stop() }
 

@@ -359,6 +359,13 @@ func (k *Kernel) ipsetSave() []byte {
 }
 
 func normalise(m string) string {
+	// Like the kernel, which keeps a port's protocol as a number that
+	// ipset save prints by name.
+	for num, name := range map[string]string{"6": "tcp", "17": "udp", "132": "sctp"} {
+		if ip, port, ok := strings.Cut(m, ","+num+":"); ok {
+			return ip + "," + name + ":" + port
+		}
+	}
 	if s, ok := strings.CutSuffix(m, "/32"); ok && !strings.Contains(s, ":") {
 		return s
 	}
