@@ -15,7 +15,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
-	kjson "sigs.k8s.io/json"
 
 	"github.com/tabbynet/tabby/api/selector"
 	v3 "github.com/tabbynet/tabby/api/v3"
@@ -192,7 +191,7 @@ func decode(info v3.KindInfo, kv kvpb.KeyValue) (v3.Resource, error) {
 		return decodeIPAMKV(info, kv)
 	}
 	obj := info.New()
-	if err := kjson.UnmarshalCaseSensitivePreserveInts(kv.Value, obj); err != nil {
+	if err := unmarshalStored(kv.Value, obj); err != nil {
 		return nil, badRecord(info, kv, fmt.Errorf("decoding stored %s: %w", info.Kind, err))
 	}
 	obj.SetResourceVersion(strconv.FormatInt(int64(kv.ModRevision), 10))
