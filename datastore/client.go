@@ -100,6 +100,9 @@ type List struct {
 	// must see every record (to free what no record uses, say) treats a
 	// non-empty Bad as an error: see Complete.
 	Bad []BadRecord
+	// Total, when not 0, is the number of records of the list in the
+	// store: a paged list's pages say how many all its pages hold.
+	Total int
 }
 
 // Complete returns an error naming the undecodable records of l, if any:

@@ -38,6 +38,14 @@ type SyncerCallbacks interface {
 	OnUpdates([]Update)
 }
 
+// SnapshotSizer is implemented by syncer callbacks that prepare for a
+// large snapshot: before the pages of a kind's first list are delivered,
+// OnSnapshotSize says how many objects the list holds (when the client
+// knows: an etcd range counts its keys).
+type SnapshotSizer interface {
+	OnSnapshotSize(kind string, n int)
+}
+
 // Syncer delivers a consistent view of some kinds to a long-running
 // consumer.
 type Syncer interface {
@@ -181,7 +189,7 @@ func (s *WatchSyncer) runKind(ctx context.Context, kind string) {
 	bad := map[Key]bool{} // keys whose last state seen is undecodable
 	var delay time.Duration
 	for ctx.Err() == nil {
-		list, paged, err := s.list(ctx, kind, cache)
+		list, paged, err := s.list(ctx, kind, &cache)
 		if err != nil {
 			slog.Warn("syncer cannot list; retrying", "kind", kind, "err", err)
 			delay = s.backoff.next(delay)
@@ -216,15 +224,27 @@ const listPageSize = 5000
 // returned then holds no items (they are delivered and cached) but every
 // page's bad records, and paged is true.
 // A later list is compared with what was delivered, whole.
-func (s *WatchSyncer) list(ctx context.Context, kind string, cache map[Key]cached) (_ *List, paged bool, _ error) {
+// When the first page says how many records the list holds, the cache is
+// made that large at once and a SnapshotSizer consumer is told.
+func (s *WatchSyncer) list(ctx context.Context, kind string, cache *map[Key]cached) (_ *List, paged bool, _ error) {
 	pl, ok := s.client.(PageLister)
-	if !ok || len(cache) > 0 {
+	if !ok || len(*cache) > 0 {
 		l, err := s.client.List(ctx, kind, ListOptions{})
 		return l, false, err
 	}
 	var out List
+	first := true
 	err := pl.ListPages(ctx, kind, listPageSize, func(p *List) error {
-		s.emit(s.diffSnapshot(cache, p.Items, true))
+		if first && p.Total > len(p.Items) && len(*cache) == 0 {
+			*cache = make(map[Key]cached, p.Total)
+			if sz, ok := s.cb.(SnapshotSizer); ok {
+				s.mu.Lock()
+				sz.OnSnapshotSize(kind, p.Total)
+				s.mu.Unlock()
+			}
+		}
+		first = false
+		s.emit(s.diffSnapshot(*cache, p.Items, true))
 		out.Revision = p.Revision
 		out.Bad = append(out.Bad, p.Bad...)
 		return nil

@@ -533,6 +533,7 @@ func (c *Client) ListPages(ctx context.Context, kind string, pageSize int, page 
 	prefix := listPrefix(info, "")
 	from, end := []byte(prefix), kvpb.PrefixEnd(prefix)
 	var rev kvpb.Rev
+	total := 0
 	for {
 		rctx, cancel := c.reqCtx(ctx)
 		resp, err := c.gw.Range(rctx, kvpb.RangeRequest{Key: from, RangeEnd: end, Limit: int64(pageSize), Revision: rev})
@@ -543,7 +544,14 @@ func (c *Client) ListPages(ctx context.Context, kind string, pageSize int, page 
 		if rev == 0 {
 			rev = resp.Header.Revision
 		}
-		if err := page(decodeList(info, resp.Kvs, int64(rev), keep)); err != nil {
+		l := decodeList(info, resp.Kvs, int64(rev), keep)
+		if total == 0 {
+			// The first page counts the whole range (later pages count
+			// only what is left).
+			total = int(resp.Count)
+		}
+		l.Total = total
+		if err := page(l); err != nil {
 			return err
 		}
 		if !resp.More || len(resp.Kvs) == 0 {

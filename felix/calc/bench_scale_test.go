@@ -72,8 +72,17 @@ func BenchmarkScaleComputeEndpointChange(b *testing.B) {
 
 func loadEngine(objs []any) *calc.Engine {
 	e := calc.NewEngine(ct.Node)
+	// In felix's order: everything else before the workload endpoints
+	// (felix/daemon feeds policies first).
 	for _, o := range objs {
-		e.Upsert(o)
+		if _, ok := o.(*v3.WorkloadEndpoint); !ok {
+			e.Upsert(o)
+		}
+	}
+	for _, o := range objs {
+		if _, ok := o.(*v3.WorkloadEndpoint); ok {
+			e.Upsert(o)
+		}
 	}
 	e.Flush()
 	return e

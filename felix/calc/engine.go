@@ -155,6 +155,29 @@ func (e *Engine) forget(o any) {
 	}
 }
 
+// Reserve prepares for n more resources of kind (a snapshot about to be
+// loaded): the maps every one of them enters are made that large at
+// once instead of growing (and rehashing their keys) again and again.
+// Results do not depend on it.
+func (e *Engine) Reserve(kind string, n int) {
+	if n <= 0 {
+		return
+	}
+	e.objs = grown(e.objs, n)
+	switch kind {
+	case v3.KindWorkloadEndpoint, v3.KindHostEndpoint, v3.KindNetworkSet, v3.KindGlobalNetworkSet:
+		e.idx.items = grown(e.idx.items, n)
+		e.itemProfiles = grown(e.itemProfiles, n)
+	}
+}
+
+// grown is m with room for n more keys.
+func grown[K comparable, V any](m map[K]V, n int) map[K]V {
+	out := make(map[K]V, len(m)+n)
+	maps.Copy(out, m)
+	return out
+}
+
 // Count is the number of resources of kind held.
 func (e *Engine) Count(kind string) int { return e.kinds[kind] }
 

@@ -2,10 +2,10 @@ package calc
 
 import (
 	"cmp"
+	"hash/maphash"
 	"maps"
 	"reflect"
 	"slices"
-	"strings"
 
 	v3 "github.com/tabbynet/tabby/api/v3"
 )
@@ -96,7 +96,9 @@ func (e *Engine) updateItem(k objKey, o any) {
 // workload) share one map instead of holding a copy each. Interned maps
 // are never modified.
 type labelSets struct {
-	byKey map[string]*sharedLabels
+	// byHash holds the shared maps by labelsHash (maps with the same
+	// hash, rare, share a slot).
+	byHash map[uint64][]*sharedLabels
 }
 
 type sharedLabels struct {
@@ -115,22 +117,21 @@ type bucketMatches struct {
 	sels    []*selState
 }
 
-// canonicalLabels is a canonical text of labels.
-func canonicalLabels(labels map[string]string) string {
-	keys := slices.Sorted(maps.Keys(labels))
-	n := 0
-	for _, k := range keys {
-		n += len(k) + len(labels[k]) + 2
+// labelSeed seeds labelsHash; the hashes only find equal maps, results
+// never depend on them.
+var labelSeed = maphash.MakeSeed()
+
+// labelsHash is a hash of labels that does not depend on the order of
+// the map: a sum over its pairs (no sorting, no allocation).
+func labelsHash(labels map[string]string) uint64 {
+	h := uint64(len(labels))
+	for k, v := range labels {
+		x := maphash.String(labelSeed, k) ^ (maphash.String(labelSeed, v) * 0x9e3779b97f4a7c15)
+		x ^= x >> 31
+		x *= 0xbf58476d1ce4e5b9
+		h += x ^ (x >> 29)
 	}
-	var b strings.Builder
-	b.Grow(n)
-	for _, k := range keys {
-		b.WriteString(k)
-		b.WriteByte(0)
-		b.WriteString(labels[k])
-		b.WriteByte(0)
-	}
-	return b.String()
+	return h
 }
 
 // intern returns the shared map equal to labels, counting one more user.
@@ -140,26 +141,38 @@ func (ls *labelSets) intern(labels map[string]string) map[string]string {
 
 // internShared is intern, returning the shared entry.
 func (ls *labelSets) internShared(labels map[string]string) *sharedLabels {
-	if ls.byKey == nil {
-		ls.byKey = map[string]*sharedLabels{}
+	if ls.byHash == nil {
+		ls.byHash = map[uint64][]*sharedLabels{}
 	}
-	key := canonicalLabels(labels)
-	sh := ls.byKey[key]
-	if sh == nil {
-		sh = &sharedLabels{labels: labels}
-		ls.byKey[key] = sh
+	h := labelsHash(labels)
+	slot := ls.byHash[h]
+	for _, sh := range slot {
+		if maps.Equal(sh.labels, labels) {
+			sh.refs++
+			return sh
+		}
 	}
-	sh.refs++
+	sh := &sharedLabels{labels: labels, refs: 1}
+	ls.byHash[h] = append(slot, sh)
 	return sh
 }
 
 // release counts one user less of the interned map labels.
 func (ls *labelSets) release(labels map[string]string) {
-	key := canonicalLabels(labels)
-	if sh := ls.byKey[key]; sh != nil {
-		if sh.refs--; sh.refs == 0 {
-			delete(ls.byKey, key)
+	h := labelsHash(labels)
+	slot := ls.byHash[h]
+	for i, sh := range slot {
+		if !maps.Equal(sh.labels, labels) {
+			continue
 		}
+		if sh.refs--; sh.refs == 0 {
+			if len(slot) == 1 {
+				delete(ls.byHash, h)
+			} else {
+				ls.byHash[h] = slices.Delete(slot, i, i+1)
+			}
+		}
+		return
 	}
 }
 

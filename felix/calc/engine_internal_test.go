@@ -46,6 +46,7 @@ func TestSetStateSnapshotsStayValid(t *testing.T) {
 					t.Fatalf("seed %d step %d: pending adds %v removes %v, the lists differ by %v %v", seed, step, adds, removes, a, r)
 				}
 			}
+			set.flushBulk() // as publish does
 			list := snapshot(set.members)
 			set.pub = &IPSet{Members: list}
 			set.pending = map[string]int8{}

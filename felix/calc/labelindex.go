@@ -72,6 +72,11 @@ type setState struct {
 	// pending: +1 for a member added, -1 for one removed since pub.
 	pending map[string]int8
 	pub     *IPSet // last published (nil: never)
+	// bulk are members given to a set never published, in the order the
+	// givers came and with repeats; they go into members (sorted) when
+	// the set is first published or a member leaves: a whole set inserted
+	// in order costs a fraction of inserting it in the givers' order.
+	bulk []string
 }
 
 func (x *labelIndex) init(d *deltaBuilder) {
@@ -291,6 +296,11 @@ func (set *setState) change(m *labelled, by int32) {
 
 // count counts one giver more (by +1) or less (by -1) of member s.
 func (set *setState) count(s string, by int32) {
+	if set.pub == nil && by > 0 {
+		set.bulk = append(set.bulk, s)
+		return
+	}
+	set.flushBulk()
 	entered, left := false, false
 	if by > 0 {
 		if _, had := set.members.ReplaceOrInsert(s); had {
@@ -319,6 +329,23 @@ func (set *setState) count(s string, by int32) {
 			set.pending[s] = p
 		}
 	}
+}
+
+// flushBulk moves the bulk members into members, in order.
+func (set *setState) flushBulk() {
+	if len(set.bulk) == 0 {
+		return
+	}
+	slices.Sort(set.bulk)
+	for _, s := range set.bulk {
+		if _, had := set.members.ReplaceOrInsert(s); had {
+			if set.extra == nil {
+				set.extra = map[string]int32{}
+			}
+			set.extra[s]++
+		}
+	}
+	set.bulk = nil
 }
 
 // appendMembers appends the members labelled object m gives to set d
@@ -371,6 +398,7 @@ func (x *labelIndex) publish() {
 			adds, removes := set.pendingChanges()
 			x.delta.members[id] = IPSetDelta{ID: id, Added: adds, Removed: removes}
 		}
+		set.flushBulk()
 		set.pub = &IPSet{ID: id, Type: set.d.typ, Members: snapshot(set.members)}
 		if len(set.pending) > 0 {
 			set.pending = map[string]int8{} // clear would keep a large table to walk

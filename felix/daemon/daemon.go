@@ -179,6 +179,9 @@ type Daemon struct {
 	// pending are the calculation's resources changed since the last
 	// computation (the latest change per key).
 	pending map[datastore.Key]pendingChange
+	// sizes are the snapshot sizes announced (OnSnapshotSize) and not
+	// yet passed to the calculation, by kind.
+	sizes map[string]int
 	// The kinds outside the calculation, kept whole (they are few): IP
 	// pools and nodes (NAT outgoing, tunnel rules) and the default and
 	// this node's FelixConfiguration specs. infraChanged says one of them
@@ -283,6 +286,17 @@ func (d *Daemon) OnStatusUpdated(s datastore.SyncStatus) {
 		d.cfg.Routes.OnStatusUpdated(s)
 	}
 	d.kick()
+}
+
+// OnSnapshotSize implements datastore.SnapshotSizer: the calculation
+// makes room for the snapshot before it is fed.
+func (d *Daemon) OnSnapshotSize(kind string, n int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.sizes == nil {
+		d.sizes = map[string]int{}
+	}
+	d.sizes[kind] += n
 }
 
 // OnUpdates implements datastore.SyncerCallbacks. It only records what
@@ -464,6 +478,13 @@ func (d *Daemon) feedOne(k datastore.Key, c pendingChange) {
 // at a time). Objects handed to OnUpdates are replaced, never modified,
 // as the calculation requires.
 func (d *Daemon) Recompute() bool {
+	d.mu.Lock()
+	sizes := d.sizes
+	d.sizes = nil
+	d.mu.Unlock()
+	for _, kind := range slices.Sorted(maps.Keys(sizes)) {
+		d.engine.Reserve(kind, sizes[kind])
+	}
 	changes, infra, ok := d.changes()
 	if !ok {
 		// Before the first snapshot: load what came so far into the

@@ -152,7 +152,7 @@ func (t *Transport) Range(ctx context.Context, req kvpb.RangeRequest) (*kvpb.Ran
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	return &kvpb.RangeResponse{Header: header(resp.Header.GetRevision()), Kvs: keyValues(resp.Kvs), More: resp.More}, nil
+	return &kvpb.RangeResponse{Header: header(resp.Header.GetRevision()), Kvs: keyValues(resp.Kvs), More: resp.More, Count: resp.Count}, nil
 }
 
 func rangeOpts(req kvpb.RangeRequest) []clientv3.OpOption {

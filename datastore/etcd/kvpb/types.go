@@ -75,6 +75,9 @@ type RangeResponse struct {
 	Kvs    []KeyValue
 	// More says the range holds more keys than Limit let through.
 	More bool
+	// Count is the number of keys in the range (all of them, whatever
+	// Limit let through).
+	Count int64
 }
 
 // PutRequest writes a key.

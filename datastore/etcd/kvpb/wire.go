@@ -163,7 +163,7 @@ func appendKeyValue(kvs *[]KeyValue, b []byte) error {
 	return nil
 }
 
-// RangeResponse: header 1, kvs 2.
+// RangeResponse: header 1, kvs 2, more 3, count 4.
 func (r *RangeResponse) Unmarshal(b []byte) error {
 	return eachField(b, func(num protowire.Number, _ protowire.Type, val []byte, v uint64) error {
 		switch num {
@@ -173,6 +173,8 @@ func (r *RangeResponse) Unmarshal(b []byte) error {
 			return appendKeyValue(&r.Kvs, val)
 		case 3:
 			r.More = v != 0
+		case 4:
+			r.Count = int64(v)
 		}
 		return nil
 	})
