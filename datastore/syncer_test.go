@@ -316,7 +316,7 @@ func (p *pagedStore) ListPages(ctx context.Context, kind string, _ int, page fun
 			return errors.New("connection lost mid-list")
 		}
 		pages++
-		if err := page(&List{Items: l.Items[from:min(from+2, len(l.Items))], Revision: l.Revision}); err != nil {
+		if err := page(&List{Items: l.Items[from:min(from+2, len(l.Items))], Revision: l.Revision, Total: len(l.Items)}); err != nil {
 			return err
 		}
 	}
@@ -324,17 +324,19 @@ func (p *pagedStore) ListPages(ctx context.Context, kind string, _ int, page fun
 }
 
 // TestWatchSyncerFirstListInPages: from a client that lists in pages, the
-// first list is delivered page by page, before InSync; when it fails half
-// way, the next list is compared with what the pages delivered (what went
-// meanwhile is deleted, nothing is delivered twice).
+// first list is delivered page by page, before InSync, after its size
+// (SnapshotSizer); when it fails half way, the next list is compared with
+// what the pages delivered (what went meanwhile is deleted, nothing is
+// delivered twice).
 func TestWatchSyncerFirstListInPages(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		fail int
 		want string
 	}{
-		{"whole", 0, "WaitForDatastore; Added a; Added b; Added c; Added d; Added e; InSync"},
-		{"fails after two pages", 2, "WaitForDatastore; Added a; Added b; Added c; Added d; Deleted a; Added e; Added f; InSync"},
+		{"whole", 0, "WaitForDatastore; Size IPPool 5; Added a; Added b; Added c; Added d; Added e; InSync"},
+		// The list after the failure is compared whole: no size again.
+		{"fails after two pages", 2, "WaitForDatastore; Size IPPool 5; Added a; Added b; Added c; Added d; Deleted a; Added e; Added f; InSync"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := &pagedStore{fakeStore: newFakeStore(), fail: tc.fail, failed: make(chan struct{}), resume: make(chan struct{})}
@@ -373,6 +375,14 @@ func TestWatchSyncerFirstListInPages(t *testing.T) {
 type countingCallbacks struct {
 	*logCallbacks
 	emits *int
+}
+
+// OnSnapshotSize makes countingCallbacks a SnapshotSizer, logging the
+// sizes announced.
+func (c *countingCallbacks) OnSnapshotSize(kind string, n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.log = append(c.log, fmt.Sprintf("Size %s %d", kind, n))
 }
 
 func (c *countingCallbacks) OnUpdates(ups []Update) {

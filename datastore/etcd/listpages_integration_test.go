@@ -20,9 +20,9 @@ import (
 
 // TestListPages: a kind listed in pages gives, page after page, exactly
 // what one List gives (the same objects, in order), every page read at
-// the first page's revision: an object written between two pages is not
-// in them. Over both transports (the hand-written one and etcd's
-// library).
+// the first page's revision (an object written between two pages is not
+// in them), each saying how many the pages hold in all. Over both
+// transports (the hand-written one and etcd's library).
 func TestListPages(t *testing.T) {
 	server := testservers.StartEtcd(t)
 	for _, tr := range []struct {
@@ -50,6 +50,7 @@ func TestListPages(t *testing.T) {
 			var got []v3.Resource
 			var sizes []int
 			revs := map[string]bool{}
+			totals := map[int]bool{}
 			err = c.ListPages(ctx, v3.KindNetworkSet, 5, func(p *datastore.List) error {
 				if len(sizes) == 0 {
 					// Written after the first page was read: not listed.
@@ -58,6 +59,7 @@ func TestListPages(t *testing.T) {
 					}
 				}
 				sizes = append(sizes, len(p.Items))
+				totals[p.Total] = true
 				revs[p.Revision] = true
 				for _, o := range p.Items {
 					if o.GetNamespace() == ns {
@@ -77,6 +79,14 @@ func TestListPages(t *testing.T) {
 			}
 			if len(sizes) < 3 {
 				t.Fatalf("page sizes %v: not paged", sizes)
+			}
+			// Every page says how many the pages hold in all.
+			listed := 0
+			for _, n := range sizes {
+				listed += n
+			}
+			if len(totals) != 1 || !totals[listed] {
+				t.Fatalf("pages say they hold %v in all; they hold %d", totals, listed)
 			}
 		})
 	}

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"weak"
 
+	"github.com/google/go-cmp/cmp"
+
 	v3 "github.com/tabbynet/tabby/api/v3"
 	"github.com/tabbynet/tabby/felix/calc"
 	ct "github.com/tabbynet/tabby/felix/calc/calctest"
@@ -41,4 +43,36 @@ func TestEngineKeepsNoDecodedRemoteEndpoint(t *testing.T) {
 		t.Fatalf("%d of 50 decoded remote endpoints are still reachable after loading", kept)
 	}
 	runtime.KeepAlive(e)
+}
+
+// TestEngineReserveChangesNothing: an Engine told the snapshot's size
+// before loading it (Reserve, in the middle too) computes what one that
+// was not told computes, and goes on doing so through changes.
+func TestEngineReserveChangesNothing(t *testing.T) {
+	objs := ct.Synthetic(40, 6, 400)
+	plain, told := calc.NewEngine(ct.Node), calc.NewEngine(ct.Node)
+	told.Reserve(v3.KindWorkloadEndpoint, 300)
+	for i, o := range objs {
+		if i == len(objs)/2 {
+			told.Reserve(v3.KindWorkloadEndpoint, 1000)
+			told.Reserve(v3.KindNetworkPolicy, 10)
+		}
+		plain.Upsert(o)
+		told.Upsert(o)
+	}
+	for step := range 3 {
+		a, _ := plain.Flush()
+		b, _ := told.Flush()
+		if d := cmp.Diff(a, b, resultOpts...); d != "" {
+			t.Fatalf("step %d: with Reserve the result differs (-without +with):\n%s", step, d)
+		}
+		if len(a.IPSets) == 0 {
+			t.Fatal("no ipsets: the test does not exercise membership")
+		}
+		w := ct.WEP("ns0", fmt.Sprintf("late%d", step), "node2", "cali1", fmt.Sprintf("10.9.1.%d", step), map[string]string{"app": "a0"})
+		plain.Upsert(w)
+		told.Upsert(w)
+		plain.Delete(objs[len(objs)-1-step])
+		told.Delete(objs[len(objs)-1-step])
+	}
 }

@@ -1,0 +1,42 @@
+package dataplane
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestWriteMember: restore lines name a port member's protocol by
+// number (ipset save prints the name the kernel's number stands for);
+// everything else is written as it is.
+func TestWriteMember(t *testing.T) {
+	for _, tc := range []struct{ op, m, want string }{
+		{"add", "10.0.0.1,tcp:8080", "add s 10.0.0.1,6:8080\n"},
+		{"del", "10.0.0.1,udp:53", "del s 10.0.0.1,17:53\n"},
+		{"add", "fd00::1,sctp:9", "add s fd00::1,132:9\n"},
+		{"add", "10.0.0.1,icmp:8/0", "add s 10.0.0.1,icmp:8/0\n"},
+		{"add", "10.0.0.0/24", "add s 10.0.0.0/24\n"},
+		{"add", "fd00::1", "add s fd00::1\n"},
+	} {
+		var b strings.Builder
+		writeMember(&b, tc.op, "s", tc.m)
+		if b.String() != tc.want {
+			t.Errorf("writeMember(%s %s) = %q, want %q", tc.op, tc.m, b.String(), tc.want)
+		}
+	}
+}
+
+// TestSized: a set is created with room for its members (a power of two
+// of at least half as many buckets, never fewer than 1024).
+func TestSized(t *testing.T) {
+	create := "create s hash:net family inet hashsize 1024 maxelem 1048576"
+	for _, tc := range []struct {
+		n    int
+		want string
+	}{
+		{0, "hashsize 1024 "}, {2048, "hashsize 1024 "}, {2050, "hashsize 2048 "}, {150_000, "hashsize 131072 "},
+	} {
+		if got := sized(create, tc.n); !strings.Contains(got, tc.want) || !strings.HasSuffix(got, " maxelem 1048576") {
+			t.Errorf("sized(%d) = %q, want %q", tc.n, got, tc.want)
+		}
+	}
+}
