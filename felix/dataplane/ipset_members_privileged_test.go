@@ -366,3 +366,27 @@ func TestPrivilegedRemoteEndpointNoProcess(t *testing.T) {
 		t.Errorf("ipset restores counted: %v, want %v (none)", got, restores)
 	}
 }
+
+// TestPrivilegedIPSetRestoreByProtocolNumber: sets written by `ipset
+// restore` with port members' protocols as numbers hold what the names
+// say: ipset save prints the names back, and a resync that reads the
+// kernel again finds nothing to write.
+func TestPrivilegedIPSetRestoreByProtocolNumber(t *testing.T) {
+	ctx := context.Background()
+	r := &processCounter{ExecRunner: dataplane.ExecRunner{NetnsPath: netnstest.New(t).Path()}}
+	s := dataplane.NewIPSets(r)
+	s.SetDesired(memberSets(3))
+	if _, err := s.ApplyUpdates(ctx); err != nil {
+		t.Fatal(err)
+	}
+	saved := ipsetSave(t, r)
+	for _, want := range []string{"add cali40n:port 10.1.2.3,tcp:8080", "add cali40n:port 10.1.2.5,sctp:9", "add cali60n:port fd00::2,udp:53", "add cali60n:port fd00::4,tcp:65535"} {
+		if !strings.Contains(saved, want) {
+			t.Fatalf("ipset save lacks %q:\n%s", want, saved)
+		}
+	}
+	s.InvalidateCache()
+	if n, err := s.ApplyUpdates(ctx); err != nil || n != 0 {
+		t.Fatalf("resync after the restore wrote %d sets (%v), want none", n, err)
+	}
+}
