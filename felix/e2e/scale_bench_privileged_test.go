@@ -128,7 +128,7 @@ func runScale(b *testing.B, bin string, nRemote int) {
 	for range starts - 1 {
 		node := netnstest.NewNode(b)
 		pid, startReady, stop := coldStart(b, bin, e, node, nRemote)
-		b.Logf("remote=%d: RSS at ready %d MiB", nRemote, procRSS(pid)>>20)
+		b.Logf("remote=%d: RSS at ready %d MiB (peak %d MiB)", nRemote, procRSS(pid)>>20, procStatusKB(pid, "VmHWM:")>>10)
 		readies = append(readies, startReady)
 		stop()
 	}
@@ -137,7 +137,7 @@ func runScale(b *testing.B, bin string, nRemote int) {
 	pid, startReady, _ := coldStart(b, bin, e, node, nRemote)
 	readies = append(readies, startReady)
 	rss := procRSS(pid)
-	b.Logf("remote=%d: RSS at ready %d MiB", nRemote, rss>>20)
+	b.Logf("remote=%d: RSS at ready %d MiB (peak %d MiB)", nRemote, rss>>20, procStatusKB(pid, "VmHWM:")>>10)
 	if len(readies) > 1 {
 		b.Logf("remote=%d: start -> ready over %d starts: p50 %v, min %v, max %v", nRemote, len(readies),
 			medianOf(readies).Round(time.Millisecond), slices.Min(readies).Round(time.Millisecond), slices.Max(readies).Round(time.Millisecond))
