@@ -47,7 +47,10 @@ import (
 //
 // Run: make bench-scale (go test -tags privileged,integration -run '^$'
 // -bench PrivilegedScale -benchtime 1x -timeout 90m ./felix/e2e/);
-// TABBY_FELIX_BIN runs a prebuilt felix binary instead of building one.
+// TABBY_FELIX_BIN runs a prebuilt felix binary instead of building one,
+// TABBY_SCALE_STARTS sets the number of cold starts (default 3),
+// TABBY_SCALE_ONLY_START=1 stops after them, TABBY_SCALE_FELIX_LOG=file
+// keeps felix's Info log (a timeline of each start).
 func BenchmarkPrivilegedScale(b *testing.B) {
 	sizes := []int{5000, 150000}
 	if s := os.Getenv("TABBY_SCALE_SIZES"); s != "" {
@@ -119,29 +122,34 @@ func runScale(b *testing.B, bin string, nRemote int) {
 	load := time.Since(start)
 	b.Logf("remote=%d: etcd loaded with %d objects in %v (load average %s)", nRemote, len(objs)+nRemote, load.Round(time.Millisecond), loadAvg())
 
-	// Cold starts before the one measured further on
-	// (TABBY_SCALE_STARTS in all, default 1), each programming a fresh
-	// namespace: start -> ready and the CPU felix (with its children) and
-	// etcd used until then.
-	starts, _ := strconv.Atoi(os.Getenv("TABBY_SCALE_STARTS"))
+	// Cold starts, each programming a fresh namespace (TABBY_SCALE_STARTS,
+	// default 3; the last one's felix is measured further on): start ->
+	// ready (their median), the CPU felix (with its children) and etcd
+	// used until then, RSS at ready and the peak.
+	starts := 3
+	if s := os.Getenv("TABBY_SCALE_STARTS"); s != "" {
+		starts, _ = strconv.Atoi(s)
+	}
 	var readies []time.Duration
+	var each []string
 	for range starts - 1 {
 		node := netnstest.NewNode(b)
-		pid, startReady, stop := coldStart(b, bin, e, node, nRemote)
-		b.Logf("remote=%d: RSS at ready %d MiB (peak %d MiB)", nRemote, procRSS(pid)>>20, procStatusKB(pid, "VmHWM:")>>10)
-		readies = append(readies, startReady)
+		_, startReady, what, stop := coldStart(b, bin, e, node)
+		readies, each = append(readies, startReady), append(each, what)
 		stop()
 	}
 	node := netnstest.NewNode(b)
 	run := dataplane.ExecRunner{NetnsPath: node.Path()}
-	pid, startReady, _ := coldStart(b, bin, e, node, nRemote)
-	readies = append(readies, startReady)
+	pid, startReady, what, _ := coldStart(b, bin, e, node)
+	readies, each = append(readies, startReady), append(each, what)
 	rss := procRSS(pid)
-	b.Logf("remote=%d: RSS at ready %d MiB (peak %d MiB)", nRemote, rss>>20, procStatusKB(pid, "VmHWM:")>>10)
 	if len(readies) > 1 {
-		b.Logf("remote=%d: start -> ready over %d starts: p50 %v, min %v, max %v", nRemote, len(readies),
-			medianOf(readies).Round(time.Millisecond), slices.Min(readies).Round(time.Millisecond), slices.Max(readies).Round(time.Millisecond))
 		startReady = medianOf(readies)
+		b.Logf("remote=%d: start -> ready over %d starts: p50 %v, min %v, max %v; each: %s (load average %s)", nRemote, len(readies),
+			startReady.Round(time.Millisecond), slices.Min(readies).Round(time.Millisecond), slices.Max(readies).Round(time.Millisecond),
+			strings.Join(each, "; "), loadAvg())
+	} else {
+		b.Logf("remote=%d: start -> ready %s (load average %s)", nRemote, what, loadAvg())
 	}
 	if os.Getenv("TABBY_SCALE_ONLY_START") != "" {
 		b.ReportMetric(startReady.Seconds(), "start-ready-s")
@@ -157,7 +165,6 @@ func runScale(b *testing.B, bin string, nRemote int) {
 	// those holding an existing one of the same namespace and app.
 	probe := scaleWEP(110, "x") // the first remote endpoint: ns10, app a10
 	set := setHolding(b, run, ipOf(probe))
-	b.Logf("remote=%d: watching ipset %s", nRemote, set)
 
 	// One remote endpoint added / removed -> its member in the kernel.
 	// Each change is isolated (isolation apart): felix batches changes
@@ -182,7 +189,7 @@ func runScale(b *testing.B, bin string, nRemote int) {
 		waitMember(b, run, set, ip, false)
 		dels = append(dels, time.Since(t0))
 	}
-	b.Logf("remote=%d: endpoint added -> member in kernel p50 %v max %v; removed p50 %v max %v (load average %s)", nRemote,
+	b.Logf("remote=%d: endpoint added -> member in kernel (ipset %s) p50 %v max %v; removed p50 %v max %v (load average %s)", nRemote, set,
 		medianOf(adds).Round(100*time.Microsecond), slices.Max(adds).Round(100*time.Microsecond),
 		medianOf(dels).Round(100*time.Microsecond), slices.Max(dels).Round(100*time.Microsecond), loadAvg())
 
@@ -384,10 +391,11 @@ func procCPU(pid int) time.Duration {
 	return time.Duration(ticks) * 10 * time.Millisecond
 }
 
-// coldStart starts felix over e programming node, waits until it is ready
-// and logs start -> ready with the CPU felix (with its children) and etcd
-// used until then; it returns felix's pid, start -> ready and a stop.
-func coldStart(b *testing.B, bin string, e *testservers.Etcd, node ns.NetNS, nRemote int) (int, time.Duration, func()) {
+// coldStart starts felix over e programming node and waits until it is
+// ready; it returns felix's pid, start -> ready, a description (that
+// time, the CPU felix (with its children) and etcd used until then, RSS
+// at ready and the peak) and a stop.
+func coldStart(b *testing.B, bin string, e *testservers.Etcd, node ns.NetNS) (int, time.Duration, string, func()) {
 	etcdCPU0 := procCPU(e.Pid())
 	start := time.Now()
 	pid, ready, stop := startFelixEtcd(b, bin, e.Endpoint(), node)
@@ -398,9 +406,10 @@ func coldStart(b *testing.B, bin string, e *testservers.Etcd, node ns.NetNS, nRe
 		time.Sleep(20 * time.Millisecond)
 	}
 	startReady := time.Since(start)
-	b.Logf("remote=%d: start -> ready %v, CPU until then: felix %.1f s, etcd %.1f s (load average %s)", nRemote,
-		startReady.Round(time.Millisecond), procCPU(pid).Seconds(), (procCPU(e.Pid()) - etcdCPU0).Seconds(), loadAvg())
-	return pid, startReady, stop
+	what := fmt.Sprintf("%v (CPU until then: felix %.1f s, etcd %.1f s; RSS at ready %d MiB, peak %d MiB)",
+		startReady.Round(time.Millisecond), procCPU(pid).Seconds(), (procCPU(e.Pid()) - etcdCPU0).Seconds(),
+		procRSS(pid)>>20, procStatusKB(pid, "VmHWM:")>>10)
+	return pid, startReady, what, stop
 }
 
 // startFelixEtcd runs the felix binary over etcd for ct.Node, programming
