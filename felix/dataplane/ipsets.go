@@ -174,6 +174,7 @@ func (s *IPSets) Update(specs []rules.IPSetSpec, versions map[string]uint64, cha
 	// kernel's content: undo its patches so that it does again.
 	for name, old := range s.desired {
 		if next[name] != old && len(old.ops) > 0 {
+			old.memberSet()
 			for m, had := range old.ops {
 				if had {
 					old.members[m] = true
@@ -230,22 +231,43 @@ func (s *IPSets) patch(name string, st *setState, ch rules.IPSetChange) {
 		st.ops = map[string]bool{}
 	}
 	st.patched = true
-	st.memberSet()
+	// Without a set of the members, st.spec (replaced by the caller with
+	// the changed list) stands for them: only the kernel's to-do is kept.
 	note := func(m string) {
 		if _, seen := st.ops[m]; shared && !seen {
-			st.ops[m] = st.members[m]
+			st.ops[m] = st.has(m)
 		}
 	}
 	for _, m := range ch.Removed {
 		m = normalise(m)
 		note(m)
-		delete(st.members, m)
+		if st.members != nil {
+			delete(st.members, m)
+		}
 	}
 	for _, m := range ch.Added {
 		m = normalise(m)
 		note(m)
-		st.members[m] = true
+		if st.members != nil {
+			st.members[m] = true
+		}
 	}
+}
+
+// has says whether m (normalised) is one of st's members.
+func (st *setState) has(m string) bool {
+	if st.members != nil {
+		return st.members[m]
+	}
+	// The members are spec's, normalised: m is one if spec holds it as
+	// it is or with the prefix length normalise takes off.
+	if normalise(m) == m && st.spec.Has(m) {
+		return true
+	}
+	if strings.Contains(m, ":") {
+		return st.spec.Has(m + "/128")
+	}
+	return st.spec.Has(m + "/32")
 }
 
 // InvalidateCache makes the next apply read the kernel's sets first.
@@ -350,7 +372,7 @@ func (s *IPSets) applyUpdates(ctx context.Context) (setsApplied, error) {
 			// only the changes patched in since are missing.
 			var add, del []string
 			for _, m := range slices.Sorted(maps.Keys(want.ops)) {
-				switch now := want.members[m]; {
+				switch now := want.has(m); {
 				case now && !want.ops[m]:
 					add = append(add, m)
 					writeMember(&b, "add", name, m)

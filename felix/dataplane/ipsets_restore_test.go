@@ -3,6 +3,8 @@ package dataplane
 import (
 	"strings"
 	"testing"
+
+	"github.com/tabbynet/tabby/felix/calc"
 )
 
 // TestWriteMember: restore lines name a port member's protocol by
@@ -38,5 +40,25 @@ func TestSized(t *testing.T) {
 		if got := sized(create, tc.n); !strings.Contains(got, tc.want) || !strings.HasSuffix(got, " maxelem 1048576") {
 			t.Errorf("sized(%d) = %q, want %q", tc.n, got, tc.want)
 		}
+	}
+}
+
+// TestSetStateHasAsMemberSet: a desired set answers membership from its
+// member list (has) exactly as from the set of its normalised members.
+func TestSetStateHasAsMemberSet(t *testing.T) {
+	spec := calc.SortedMembers([]string{"10.0.0.1/32", "10.0.0.2", "10.1.0.0/16", "10.2.0.0/32x", "fd00::1/128", "fd00::2", "fd00:1::/64",
+		"10.0.0.3,tcp:80", "fd00::3,udp:53", "10.0.0.4/32/32"})
+	lazy := &setState{spec: spec}
+	built := &setState{spec: spec}
+	built.memberSet()
+	for _, m := range []string{"10.0.0.1", "10.0.0.1/32", "10.0.0.2", "10.0.0.2/32", "10.1.0.0/16", "10.1.0.0", "10.2.0.0/32x",
+		"fd00::1", "fd00::1/128", "fd00::2", "fd00:1::/64", "fd00:1::", "10.0.0.3,tcp:80", "10.0.0.3,tcp:80/128", "fd00::3,udp:53",
+		"10.0.0.4/32", "10.0.0.4", "10.9.9.9", ""} {
+		if lazy.has(m) != built.members[m] {
+			t.Errorf("has(%q) = %v, the member set says %v", m, lazy.has(m), built.members[m])
+		}
+	}
+	if lazy.members != nil {
+		t.Fatal("has built the member set")
 	}
 }
