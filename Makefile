@@ -60,7 +60,8 @@ bench-felix:
 ## cmd/felix over a real etcd loaded with the synthetic cluster (1,000
 ## policies, 110 local endpoints) and 5,000 and 150,000 remote endpoints
 ## (TABBY_SCALE_SIZES=...), programming a test namespace: load time,
-## start -> ready, RSS, one remote endpoint added/removed -> its ipset
+## start -> ready (median of 3 cold starts, TABBY_SCALE_STARTS=n) with
+## felix's and etcd's CPU, RSS at ready and the peak, one remote endpoint added/removed -> its ipset
 ## member in the kernel (p50/max of 20), one policy changed -> its chain
 ## live (p50), 100 endpoint changes/s for 30 s (felix CPU, lag of the last
 ## change), each with the load average. bench-scale-calc: the pure

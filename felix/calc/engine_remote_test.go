@@ -2,6 +2,7 @@ package calc_test
 
 import (
 	"fmt"
+	"reflect"
 	"runtime"
 	"testing"
 	"weak"
@@ -74,5 +75,37 @@ func TestEngineReserveChangesNothing(t *testing.T) {
 		told.Upsert(w)
 		plain.Delete(objs[len(objs)-1-step])
 		told.Delete(objs[len(objs)-1-step])
+	}
+}
+
+// TestEngineLargeFirstLoadAsCompute: a first load large enough for the
+// sets' members to be sorted in on every CPU (over 20,000 members) gives
+// what Compute gives, and so do changes after it.
+func TestEngineLargeFirstLoadAsCompute(t *testing.T) {
+	objs := ct.Synthetic(20, 4, 12_000)
+	e := calc.NewEngine(ct.Node)
+	for _, o := range objs {
+		e.Upsert(o)
+	}
+	members := 0
+	for step := range 2 {
+		got, _ := e.Flush()
+		want := calc.Compute(ct.Input(ct.Node, objs))
+		if !reflect.DeepEqual(ct.PlainSets(want), ct.PlainSets(got)) {
+			t.Fatalf("step %d: engine differs from Compute (-compute +engine):\n%s", step, cmp.Diff(want, got, resultOpts...))
+		}
+		if step == 0 {
+			for _, s := range got.IPSets {
+				members += s.Members.Len()
+			}
+		}
+		// One endpoint goes, another comes.
+		e.Delete(objs[len(objs)-1])
+		w := ct.WEP("ns0", fmt.Sprintf("late%d", step), "node2", "cali1", fmt.Sprintf("10.9.2.%d", step), map[string]string{"app": "a0"})
+		e.Upsert(w)
+		objs = append(objs[:len(objs)-1], w)
+	}
+	if members < 20_000 {
+		t.Fatalf("%d members: the test does not reach the parallel sort", members)
 	}
 }
