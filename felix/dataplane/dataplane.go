@@ -224,6 +224,9 @@ type Result struct {
 	// SetsInProcess says the sets written were written in-process
 	// (Runner's IPSetMembers), not by an ipset restore.
 	SetsInProcess bool
+	// SetsFilled says the members of the sets created were written
+	// in-process (Runner's IPSetFiller) after a restore created them.
+	SetsFilled bool
 	// SetsTook and TablesTook are how long the ipset updates and the
 	// iptables tables took (for the log).
 	SetsTook, TablesTook time.Duration
@@ -266,7 +269,10 @@ func (d *Dataplane) Apply(ctx context.Context) (Result, error) {
 	}
 	res.SetsTook = time.Since(setsStart)
 	tablesStart := time.Now()
-	res.SetsWritten, res.SetsPatched, res.SetsInProcess = sets.written, sets.patched, sets.inProcess
+	res.SetsWritten, res.SetsPatched, res.SetsInProcess, res.SetsFilled = sets.written, sets.patched, sets.inProcess, sets.filled
+	if sets.fillFailed != nil {
+		d.log.Warn("ipsets: filling new sets in-process failed; written by ipset restore instead", "error", sets.fillFailed)
+	}
 	// IPv4 and IPv6 tables are independent: restore them at the same
 	// time (the kernel serialises the commits themselves, the processes
 	// and their parsing overlap).

@@ -29,6 +29,21 @@ type IPSetMembers interface {
 	UpdateIPSetMembers(ctx context.Context, updates []IPSetMemberUpdate) error
 }
 
+// IPSetFiller is implemented by a Runner that can fill sets just created
+// in-process, in large batches (ExecRunner does: a few netlink messages of
+// ~1,000 members each). IPSets uses it for the members of the sets an
+// apply creates when they are many (a start at cluster scale): no rule
+// uses those sets until the apply's iptables part, so a set filled in
+// several messages is never seen half full.
+type IPSetFiller interface {
+	// FillIPSets adds the members to the existing sets, with the
+	// semantics of `ipset -exist restore`. When a set type or member is
+	// not one it can write, it returns an error wrapping
+	// ErrMembersUnsupported having changed nothing. Any other error may
+	// leave the members partly added.
+	FillIPSets(ctx context.Context, fills []IPSetMemberUpdate) error
+}
+
 // IPSetMemberUpdate is the member changes of one existing set.
 type IPSetMemberUpdate struct {
 	Set    string
