@@ -86,11 +86,12 @@ func New(cfg Config) *Dataplane {
 		cfg.Logger = slog.Default()
 	}
 	members, _ := cfg.Runner.(IPSetMembers)
+	filler, _ := cfg.Runner.(IPSetFiller)
 	if cfg.Metrics != nil {
 		cfg.Runner = countingRunner{Runner: cfg.Runner, m: cfg.Metrics}
 	}
 	d := &Dataplane{cfg: cfg, log: cfg.Logger, sets: NewIPSets(cfg.Runner), kick: make(chan struct{}, 1)}
-	d.sets.members = members
+	d.sets.members, d.sets.filler = members, filler
 	d.v4 = newTables(cfg.V4, cfg.Runner)
 	if cfg.V6 != (Backend{}) {
 		d.v6 = newTables(cfg.V6, cfg.Runner)

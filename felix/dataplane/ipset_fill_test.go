@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tabbynet/tabby/felix/calc"
 	"github.com/tabbynet/tabby/felix/dataplane"
@@ -43,5 +46,31 @@ func TestIPSetFillFailureFallsBackToRestore(t *testing.T) {
 	}
 	if got := k.Members("cali40s:big"); !slices.Equal(got, calc.SortedMembers(members).Slice()) {
 		t.Fatalf("the kernel holds %d members, want %d", len(got), len(members))
+	}
+}
+
+// TestDataplaneFillsThroughItsRunner: the Dataplane (with metrics, which
+// wrap its runner) fills large new sets through the runner's
+// IPSetFiller, and says so in the apply's result; the failed fill here
+// falls back to a restore.
+func TestDataplaneFillsThroughItsRunner(t *testing.T) {
+	var members []string
+	for i := range 12_000 {
+		members = append(members, fmt.Sprintf("10.%d.%d.%d/32", 64+i>>16, (i>>8)&255, i&255))
+	}
+	k := &brokenFiller{Kernel: fake.NewKernel()}
+	dp := dataplane.New(dataplane.Config{Runner: k, V4: dataplane.BackendDefaultV4,
+		Logger: slog.New(slog.DiscardHandler), Metrics: dataplane.NewMetrics(prometheus.NewRegistry())})
+	rs := &rules.Ruleset{IPVersion: 4, IPSets: []rules.IPSetSpec{{Name: "cali40s:big", Type: calc.HashNet, Family: "inet", Members: calc.SortedMembers(members)}}}
+	dp.SetDesired(rs)
+	res, err := dp.Apply(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k.calls != 1 || res.SetsFilled {
+		t.Fatalf("filler called %d times, SetsFilled %v: want 1, false (it failed)", k.calls, res.SetsFilled)
+	}
+	if got := len(k.Members("cali40s:big")); got != 12_000 {
+		t.Fatalf("the kernel holds %d members, want 12000", got)
 	}
 }
