@@ -315,10 +315,10 @@ func Run(ctx context.Context, o Options) error {
 // (until the dataplane is first in sync) when GoGCThreshold is lower.
 // Calico's default threshold, 40, keeps the steady heap small, but while
 // the snapshot is loaded into a growing heap it makes the collector run
-// five times as often as this. At 150,000 endpoints (make bench-scale)
-// 40 made the start take ~1.3x as long as 100, and 100 ~1.08x as long as
-// 200, which peaks ~100 MiB higher (~680 MiB) before the start-up's
-// memory is returned.
+// five times as often as this. At 150,000 endpoints (make bench-scale,
+// alternating runs) 40 made the start take ~1.25x as long as 200 and 100
+// ~1.07x; the peak before the start-up's memory is returned is ~480 MiB
+// at 40, ~585 MiB at 100 and ~700 MiB at 200.
 const startupGCPercent = 200
 
 // applyGoRuntime applies GoGCThreshold (from the end of the start-up on,
