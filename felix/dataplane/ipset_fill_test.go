@@ -1,11 +1,13 @@
 package dataplane_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -52,15 +54,16 @@ func TestIPSetFillFailureFallsBackToRestore(t *testing.T) {
 // TestDataplaneFillsThroughItsRunner: the Dataplane (with metrics, which
 // wrap its runner) fills large new sets through the runner's
 // IPSetFiller, and says so in the apply's result; the failed fill here
-// falls back to a restore.
+// falls back to a restore and is logged with its cause.
 func TestDataplaneFillsThroughItsRunner(t *testing.T) {
 	var members []string
 	for i := range 12_000 {
 		members = append(members, fmt.Sprintf("10.%d.%d.%d/32", 64+i>>16, (i>>8)&255, i&255))
 	}
 	k := &brokenFiller{Kernel: fake.NewKernel()}
+	var logs bytes.Buffer
 	dp := dataplane.New(dataplane.Config{Runner: k, V4: dataplane.BackendDefaultV4,
-		Logger: slog.New(slog.DiscardHandler), Metrics: dataplane.NewMetrics(prometheus.NewRegistry())})
+		Logger: slog.New(slog.NewTextHandler(&logs, nil)), Metrics: dataplane.NewMetrics(prometheus.NewRegistry())})
 	rs := &rules.Ruleset{IPVersion: 4, IPSets: []rules.IPSetSpec{{Name: "cali40s:big", Type: calc.HashNet, Family: "inet", Members: calc.SortedMembers(members)}}}
 	dp.SetDesired(rs)
 	res, err := dp.Apply(context.Background())
@@ -72,5 +75,8 @@ func TestDataplaneFillsThroughItsRunner(t *testing.T) {
 	}
 	if got := len(k.Members("cali40s:big")); got != 12_000 {
 		t.Fatalf("the kernel holds %d members, want 12000", got)
+	}
+	if !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), "netlink socket gone") {
+		t.Fatalf("the failed fill was not logged as a warning with its cause:\n%s", logs.String())
 	}
 }

@@ -60,6 +60,10 @@ type IPSetMemberUpdate struct {
 // and the caller should use ipset restore instead.
 var ErrMembersUnsupported = errors.New("ipset members not writable in-process")
 
+// portProtocols are the IP protocol numbers of the protocols a
+// hash:ip,port member names, as ipset save prints them.
+var portProtocols = map[string]uint8{"tcp": 6, "udp": 17, "sctp": 132, "udplite": 136}
+
 // ipsetMember is a member parsed into the fields a netlink request
 // carries.
 type ipsetMember struct {
@@ -102,18 +106,11 @@ func parseIPSetMember(typ calc.IPSetType, family, m string) (ipsetMember, error)
 		if !ok {
 			return unsupported("no protocol")
 		}
-		switch proto {
-		case "tcp":
-			e.proto = 6
-		case "udp":
-			e.proto = 17
-		case "sctp":
-			e.proto = 132
-		case "udplite":
-			e.proto = 136
-		default:
+		num, ok := portProtocols[proto]
+		if !ok {
 			return unsupported("protocol")
 		}
+		e.proto = num
 		n, err := strconv.ParseUint(port, 10, 16)
 		if err != nil {
 			return unsupported("port")

@@ -116,10 +116,10 @@ func writeMember(b *strings.Builder, op, set, m string) {
 	b.WriteByte(' ')
 	if ip, port, ok := strings.Cut(m, ","); ok {
 		if proto, num, ok := strings.Cut(port, ":"); ok {
-			if n, ok := protocolNumbers[proto]; ok {
+			if n, ok := portProtocols[proto]; ok {
 				b.WriteString(ip)
 				b.WriteByte(',')
-				b.WriteString(n)
+				b.WriteString(strconv.Itoa(int(n)))
 				b.WriteByte(':')
 				b.WriteString(num)
 				b.WriteByte('\n')
@@ -130,10 +130,6 @@ func writeMember(b *strings.Builder, op, set, m string) {
 	b.WriteString(m)
 	b.WriteByte('\n')
 }
-
-// protocolNumbers are the protocols of named ports (Calico's: TCP, UDP,
-// SCTP) by the names ipset save prints.
-var protocolNumbers = map[string]string{"tcp": "6", "udp": "17", "sctp": "132"}
 
 // sized gives a create line a hash size for n members (a power of two,
 // at least the 1024 it names): a set created small is rehashed again and

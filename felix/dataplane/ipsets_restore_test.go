@@ -15,6 +15,7 @@ func TestWriteMember(t *testing.T) {
 		{"add", "10.0.0.1,tcp:8080", "add s 10.0.0.1,6:8080\n"},
 		{"del", "10.0.0.1,udp:53", "del s 10.0.0.1,17:53\n"},
 		{"add", "fd00::1,sctp:9", "add s fd00::1,132:9\n"},
+		{"add", "10.0.0.1,udplite:7", "add s 10.0.0.1,136:7\n"},
 		{"add", "10.0.0.1,icmp:8/0", "add s 10.0.0.1,icmp:8/0\n"},
 		{"add", "10.0.0.0/24", "add s 10.0.0.0/24\n"},
 		{"add", "fd00::1", "add s fd00::1\n"},

@@ -361,7 +361,7 @@ func (k *Kernel) ipsetSave() []byte {
 func normalise(m string) string {
 	// Like the kernel, which keeps a port's protocol as a number that
 	// ipset save prints by name.
-	for num, name := range map[string]string{"6": "tcp", "17": "udp", "132": "sctp"} {
+	for num, name := range map[string]string{"6": "tcp", "17": "udp", "132": "sctp", "136": "udplite"} {
 		if ip, port, ok := strings.Cut(m, ","+num+":"); ok {
 			return ip + "," + name + ":" + port
 		}
