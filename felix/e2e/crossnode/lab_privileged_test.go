@@ -79,6 +79,9 @@ func newLabWith(t testing.TB, o multinode.Options, pools map[string]multinode.Po
 	for _, n := range c.Nodes {
 		l.felix = append(l.felix, n.StartFelix())
 	}
+	for _, f := range l.felix {
+		f.WaitInSync(20 * time.Second)
+	}
 	for _, n := range c.Nodes {
 		p := n.AddPod("pod")
 		serveWhoami(t, p.NetNS, net.JoinHostPort(p.IP.String(), "8080"))
