@@ -81,11 +81,14 @@ func (a *Allocator) claimNewBlock(ctx context.Context, node string, pools []Pool
 	for _, p := range pools {
 		for attempt := 0; attempt < a.cfg.MaxRetries; attempt++ {
 			cidr, ok := NextBlock(p.CIDR, p.BlockBits(), node, taken)
-			if !ok && len(undone) > 0 && attempt+1 < a.cfg.MaxRetries {
+			if !ok && (len(undone) > 0 || hiddenByOtherPool(p, taken)) && attempt+1 < a.cfg.MaxRetries {
 				// Our claim raced one of an overlapping pool and was
-				// undone; the other may be being undone too, and until it
-				// is gone it hides this pool's free blocks. Look again
-				// before calling the pool full.
+				// undone, or a block of an overlapping pool covers what
+				// is left of this one: that block may be a claim about to
+				// be undone (the later of two overlapping claims yields),
+				// and until it is gone it hides this pool's free blocks.
+				// Look again (for at most ~1 s of backoff) before calling
+				// the pool full.
 				if err := backoff(ctx, attempt); err != nil {
 					return netip.Prefix{}, err
 				}
@@ -128,6 +131,17 @@ func (a *Allocator) claimNewBlock(ctx context.Context, node string, pools []Pool
 		}
 	}
 	return netip.Prefix{}, errNoFreeBlock
+}
+
+// hiddenByOtherPool says whether a block that is not one of p's own (of
+// another size: an overlapping pool's) covers some of p's addresses.
+func hiddenByOtherPool(p Pool, taken map[netip.Prefix]bool) bool {
+	for c := range taken {
+		if c.Bits() != p.BlockBits() && c.Overlaps(p.CIDR) {
+			return true
+		}
+	}
+	return false
 }
 
 // existingBlocks returns the CIDRs of all blocks of all pools.

@@ -413,3 +413,43 @@ func TestAssignIPWithOverlappingPools(t *testing.T) {
 		t.Fatalf("AssignIP into overlapping blocks: %v", err)
 	}
 }
+
+// TestPoolHiddenByPassingClaimOfOverlappingPool: the small pool's node
+// has filled its block when a block of the overlapping pool appears over
+// the whole small pool (another node's claim, later than the node's block,
+// so about to be undone). An allocation meanwhile can neither claim a new
+// block (every one overlaps it) nor borrow (it overlaps the node's block):
+// it waits for the claim to be undone instead of calling the pool
+// exhausted (CI once saw that answer), and then takes a new block that
+// overlaps nothing.
+func TestPoolHiddenByPassingClaimOfOverlappingPool(t *testing.T) {
+	big, small := overlapPools()
+	s, a := newFake(t, pool("big", big.String(), 24), pool("small", small.String(), 28))
+	node := nodeStartingAt(t, "small", small, 28, netip.MustParsePrefix("10.50.0.0/28"))
+	for i := range 16 {
+		args := podArgs(node, fmt.Sprintf("pod%d", i), 1, 0)
+		args.IPv4Pools = []string{"small"}
+		mustAssign(t, a, args)
+	}
+	passing, err := s.Create(context.Background(), NewBlock(netip.MustParsePrefix("10.50.0.0/24"), "big-0", metav1.Now()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	undone := make(chan error, 1)
+	go func() {
+		time.Sleep(30 * time.Millisecond)
+		// As undoClaim: only the block as created, still empty.
+		_, err := s.Delete(context.Background(), datastore.KeyOf(passing), datastore.DeleteOptions{ResourceVersion: passing.GetResourceVersion()})
+		undone <- err
+	}()
+	args := podArgs(node, "pod16", 1, 0)
+	args.IPv4Pools = []string{"small"}
+	ips := mustAssign(t, a, args)
+	if err := <-undone; err != nil {
+		t.Fatalf("undoing the passing claim: %v", err)
+	}
+	if !small.Contains(ips[0]) {
+		t.Fatalf("got %s, want an address of %s", ips[0], small)
+	}
+	checkStore(t, s)
+}
