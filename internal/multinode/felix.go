@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"testing"
 	"time"
 
 	"github.com/tabbynet/tabby/felix/daemon"
@@ -20,8 +19,6 @@ type Felix struct {
 	Dataplane *dataplane.Dataplane
 	Daemon    *daemon.Daemon
 	Routes    *routes.Manager
-
-	t testing.TB
 }
 
 // StartFelix runs felix for the node (datastore syncer -> calc -> rules ->
@@ -60,20 +57,5 @@ func (n *Node) StartFelix() *Felix {
 			}
 		}
 	})
-	return &Felix{Dataplane: dp, Daemon: d, Routes: rm, t: t}
-}
-
-// WaitInSync waits until felix has programmed its first complete dataplane
-// (as the real felix's readiness does): until then routes may already
-// carry packets that no iptables rule has filtered yet. It fails the test
-// after timeout.
-func (f *Felix) WaitInSync(timeout time.Duration) {
-	f.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !f.Dataplane.InSync() {
-		if time.Now().After(deadline) {
-			f.t.Fatalf("felix did not program its dataplane within %v", timeout)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	return &Felix{Dataplane: dp, Daemon: d, Routes: rm}
 }

@@ -79,8 +79,15 @@ func newLabWith(t testing.TB, o multinode.Options, pools map[string]multinode.Po
 	for _, n := range c.Nodes {
 		l.felix = append(l.felix, n.StartFelix())
 	}
-	for _, f := range l.felix {
-		f.WaitInSync(20 * time.Second)
+	// Until a felix's first dataplane sync, routes already carry packets
+	// that no iptables rule filters yet (the real felix is not ready then).
+	for i, f := range l.felix {
+		eventually(t, fmt.Sprintf("felix on node%d: first dataplane sync", i), func() string {
+			if f.Dataplane.InSync() {
+				return ""
+			}
+			return "not in sync yet"
+		})
 	}
 	for _, n := range c.Nodes {
 		p := n.AddPod("pod")
@@ -127,7 +134,7 @@ func whoami(n ns.NetNS, addr string) (string, error) {
 
 // eventually retries f (which returns "" when satisfied, else why not)
 // for up to 20s.
-func eventually(t *testing.T, what string, f func() string) {
+func eventually(t testing.TB, what string, f func() string) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
