@@ -3,16 +3,15 @@ package rules_test
 import (
 	"testing"
 
-	v3 "github.com/tabbynet/tabby/api/v3"
-	"github.com/tabbynet/tabby/felix/calc"
 	ct "github.com/tabbynet/tabby/felix/calc/calctest"
 	"github.com/tabbynet/tabby/felix/rules"
 )
 
 // BenchmarkRender renders (and hashes) the v4 filter table of the
-// synthetic 1,000-policy / 500-local / 5,000-remote cluster.
+// synthetic 1,000-policy / 500-local / 5,000-remote cluster from scratch
+// (the Engine's first Result).
 func BenchmarkRender(b *testing.B) {
-	res := calc.Compute(ct.Input(ct.Node, ct.Synthetic(1000, 500, 5000)))
+	res, _ := ct.Load(ct.Node, ct.Synthetic(1000, 500, 5000)).Flush()
 	var rs *rules.Ruleset
 	n := 0
 	for b.Loop() {
@@ -29,28 +28,13 @@ func BenchmarkRender(b *testing.B) {
 	b.ReportMetric(float64(n), "restoreBytes")
 }
 
-// loadedEngine is an Engine holding objs (policies before endpoints, as
-// the daemon feeds them), flushed once.
-func loadedEngine(objs []any) (*calc.Engine, *calc.Result, *calc.Delta) {
-	e := calc.NewEngine(ct.Node)
-	for _, wep := range []bool{false, true} {
-		for _, o := range objs {
-			if _, ok := o.(*v3.WorkloadEndpoint); ok == wep {
-				e.Upsert(o)
-			}
-		}
-	}
-	res, d := e.Flush()
-	return e, res, d
-}
-
 // BenchmarkRenderChangesPolicyChange is the daemon's path after one
 // policy's rules changed: Engine Upsert + Flush, then RenderChanges with
 // the Delta, at 1,000 policies / 500 local / 5,000 remote endpoints.
 func BenchmarkRenderChangesPolicyChange(b *testing.B) {
-	e, res, d := loadedEngine(ct.Synthetic(1000, 500, 5000))
+	e := ct.Load(ct.Node, ct.Synthetic(1000, 500, 5000))
 	r := rules.NewRenderer(rules.DefaultConfig(), 4)
-	r.RenderChanges(res, d)
+	r.RenderChanges(e.Flush())
 	variant := 0
 	for b.Loop() {
 		variant++
@@ -62,9 +46,9 @@ func BenchmarkRenderChangesPolicyChange(b *testing.B) {
 // BenchmarkRenderChangesEndpointChange is the daemon's path after a
 // remote endpoint came or went (set members only).
 func BenchmarkRenderChangesEndpointChange(b *testing.B) {
-	e, res, d := loadedEngine(ct.Synthetic(1000, 500, 5000))
+	e := ct.Load(ct.Node, ct.Synthetic(1000, 500, 5000))
 	r := rules.NewRenderer(rules.DefaultConfig(), 4)
-	r.RenderChanges(res, d)
+	r.RenderChanges(e.Flush())
 	extra := ct.WEP("ns1", "extra", "node9", "caliextra", "10.250.0.1", map[string]string{"app": "a1"})
 	i := 0
 	for b.Loop() {
