@@ -224,8 +224,8 @@ func (e *Engine) update(k objKey) {
 	}
 }
 
-// itemEnv is what loading an item reads of the Engine.
-func (e *Engine) itemEnv() itemEnv { return itemEnv{node: e.node, profiles: e.profiles} }
+// env is what loading an item reads of the Engine.
+func (e *Engine) env() itemEnv { return itemEnv{node: e.node, profiles: e.profiles} }
 
 // setProblems records the problems of the object of key k (ps is sorted
 // and free of repeats: see problemSet).

@@ -22,7 +22,7 @@ func (e *Engine) updateItem(k objKey, o any) {
 	if r, ok := o.(*remoteWEP); ok {
 		o = r.expand()
 	}
-	l := e.itemEnv().loadItem(o)
+	l := e.env().loadItem(o)
 	e.setProblems(k, problemSet(l.problems))
 	if old, ok := e.itemProfiles[k]; ok {
 		for _, name := range old {

@@ -10,8 +10,8 @@ import (
 // policyState is one policy object in the Engine.
 type policyState struct {
 	key objKey
-	// obj is the object last loaded, load what it loaded to: a tier
-	// change places the same object again without parsing it again.
+	// obj is the object last loaded and load its loading: a tier change
+	// places the same object again without parsing it again.
 	obj          any
 	load         loadedPolicy
 	p            *parsedPolicy // nil: skipped (invalid, missing tier)
