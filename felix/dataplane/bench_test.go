@@ -20,8 +20,7 @@ func BenchmarkApplyOneChange(b *testing.B) {
 	var sets [2]*rules.Ruleset
 	for v := range 2 {
 		e.Upsert(ct.SyntheticPolicy(0, v))
-		res, _ := e.Flush()
-		sets[v] = r.Render(res)
+		sets[v] = r.RenderChanges(e.Flush())
 	}
 	k := fake.NewKernel()
 	dp := newDP(k)

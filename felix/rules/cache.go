@@ -73,12 +73,6 @@ func NewRenderer(cfg Config, ipVersion int) *Renderer {
 	return &Renderer{cfg: cfg, ipVersion: ipVersion, prev: map[any]cachedChain{}, prevNames: map[polNameKey]string{}, epPrev: map[any]cachedChain{}}
 }
 
-// Render renders res (see the package-level Render).
-func (c *Renderer) Render(res *calc.Result) *Ruleset {
-	c.changes, c.last = nil, nil
-	return c.render(res)
-}
-
 // RenderChanges renders res, the result of the calc.Engine Flush that
 // returned delta, and says for each ipset, in the Ruleset's IPSetVersions
 // and IPSetChanges, whether its members are those of this Renderer's

@@ -294,7 +294,7 @@ func render(cfg Config, res *calc.Result, ipVersion int, cache *Renderer) *Rules
 }
 
 // ipsets adds the sets the chains use to rs (with their versions and
-// changes when rendering a calc.Delta).
+// changes for a Renderer's RenderChanges).
 func (r *renderer) ipsets(rs *Ruleset) {
 	for name, id := range r.usedSet {
 		set := r.res.IPSets[id]
@@ -306,7 +306,7 @@ func (r *renderer) ipsets(rs *Ruleset) {
 		var change *IPSetChange
 		spec.Members, version, change = r.familyMembers(set)
 		rs.IPSets = append(rs.IPSets, spec)
-		if r.cache != nil && r.cache.changes != nil {
+		if r.cache != nil { // RenderChanges
 			if rs.IPSetVersions == nil {
 				rs.IPSetVersions = make(map[string]uint64, len(r.usedSet))
 			}
