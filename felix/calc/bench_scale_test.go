@@ -71,6 +71,7 @@ func BenchmarkScaleEngineEndpointChange(b *testing.B) {
 	for _, n := range benchSizes(b, "5000,150000") {
 		b.Run(fmt.Sprintf("remote=%d", n), func(b *testing.B) {
 			e := loadEngine(ct.Synthetic(scalePolicies, scaleLocals, n))
+			runtime.GC() // collect the load's garbage before, not during, the changes
 			extra := extraRemote()
 			i := 0
 			var members int
@@ -95,6 +96,7 @@ func BenchmarkScaleEnginePolicyChange(b *testing.B) {
 	for _, n := range benchSizes(b, "5000,150000") {
 		b.Run(fmt.Sprintf("remote=%d", n), func(b *testing.B) {
 			e := loadEngine(ct.Synthetic(scalePolicies, scaleLocals, n))
+			runtime.GC() // collect the load's garbage before, not during, the changes
 			i := 0
 			for b.Loop() {
 				i++
