@@ -24,8 +24,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/tabbynet/tabby/internal/pprofmux"
-
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -42,6 +40,7 @@ import (
 	"github.com/tabbynet/tabby/felix/epstatus"
 	"github.com/tabbynet/tabby/felix/health"
 	"github.com/tabbynet/tabby/felix/rules"
+	"github.com/tabbynet/tabby/lib/pprofmux"
 )
 
 // Options are what the caller of Run decides; the rest is configuration
