@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	v3 "github.com/tabbynet/tabby/api/v3"
+	"github.com/tabbynet/tabby/datastore/dsconfig"
 )
 
 const (
@@ -50,7 +51,7 @@ func TestValidateOverlappingPools(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errOut bytes.Buffer
-			code := Execute(tc.args, &out, &errOut)
+			code := Execute(tc.args, &out, &errOut, dsconfig.Backends{})
 			if code != tc.wantCode {
 				t.Errorf("exit code %d, want %d (stderr %q)", code, tc.wantCode, errOut.String())
 			}

@@ -65,9 +65,10 @@ type app struct {
 	workDir string           // where cluster diags writes its bundle ["."]
 }
 
-// Execute runs calicoctl with args and returns the process exit code.
-func Execute(args []string, stdout, stderr io.Writer) int {
-	return run(&app{stdin: os.Stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv, newClient: dsconfig.New, defaultConfig: dsconfig.DefaultConfigFile, probe: realProbe, setDefaultLogger: true}, args)
+// Execute runs calicoctl with args, its datastore clients built from
+// backends, and returns the process exit code.
+func Execute(args []string, stdout, stderr io.Writer, backends dsconfig.Backends) int {
+	return run(&app{stdin: os.Stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv, newClient: backends.New, defaultConfig: dsconfig.DefaultConfigFile, probe: realProbe, setDefaultLogger: true}, args)
 }
 
 func run(a *app, args []string) int {

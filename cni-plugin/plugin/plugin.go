@@ -71,11 +71,12 @@ func (p *Plugin) pods(client datastore.Client, c *call) (Pods, bool) {
 	return p.PodsFor(client)
 }
 
-// New returns a Plugin with production dependencies.
-func New() *Plugin {
+// New returns a Plugin with production dependencies, its datastore
+// clients built from the backends the binary links in.
+func New(backends dsconfig.Backends) *Plugin {
 	return &Plugin{
 		Hostname:  os.Hostname,
-		NewClient: clientFor,
+		NewClient: clientFor(backends),
 		HostNS:    ns.GetCurrentNS,
 		Timeout:   30 * time.Second,
 		HintDir:   hintDir(),
@@ -83,16 +84,18 @@ func New() *Plugin {
 }
 
 // clientFor builds the datastore client the network config names.
-func clientFor(c *netconf.NetConf) (datastore.Client, error) {
-	spec := c.DatastoreSpec(os.Getenv)
-	// A pod ADD should fail fast when the datastore is down: the
-	// runtime retries, and a healthy datastore answers in milliseconds.
-	spec.RequestTimeout = 3 * time.Second
-	client, err := dsconfig.New(spec)
-	if err != nil {
-		return nil, netconf.DatastoreConfigError(err)
+func clientFor(backends dsconfig.Backends) func(*netconf.NetConf) (datastore.Client, error) {
+	return func(c *netconf.NetConf) (datastore.Client, error) {
+		spec := c.DatastoreSpec(os.Getenv)
+		// A pod ADD should fail fast when the datastore is down: the
+		// runtime retries, and a healthy datastore answers in milliseconds.
+		spec.RequestTimeout = 3 * time.Second
+		client, err := backends.New(spec)
+		if err != nil {
+			return nil, netconf.DatastoreConfigError(err)
+		}
+		return client, nil
 	}
-	return client, nil
 }
 
 // Funcs returns skel's callbacks.

@@ -24,8 +24,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/tabbynet/tabby/internal/pprofmux"
-
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -42,6 +40,7 @@ import (
 	"github.com/tabbynet/tabby/felix/epstatus"
 	"github.com/tabbynet/tabby/felix/health"
 	"github.com/tabbynet/tabby/felix/rules"
+	"github.com/tabbynet/tabby/lib/pprofmux"
 )
 
 // Options are what the caller of Run decides; the rest is configuration
@@ -149,13 +148,13 @@ func Run(ctx context.Context, o Options) error {
 	st := &settingsState{env: env, file: file, log: log, metric: newProblemMetric(reg), logs: logs, getenv: getenv}
 	st.report(local)
 
-	dsconfig.NewKubernetesClient = kdd.FromSpec
-	dsconfig.NewEtcdTransport = etcdlib.New // long-running: etcd's client library
+	// Long-running: etcd's client library.
+	backends := dsconfig.Backends{Kubernetes: kdd.FromSpec, EtcdTransport: etcdlib.New}
 	spec, err := dsconfig.Load("/etc/calico/calicoctl.cfg", false, datastoreEnv(getenv, file))
 	if err != nil {
 		return err
 	}
-	client, err := dsconfig.New(spec)
+	client, err := backends.New(spec)
 	if err != nil {
 		return fmt.Errorf("connecting to the datastore: %w", err)
 	}

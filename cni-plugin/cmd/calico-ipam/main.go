@@ -79,7 +79,7 @@ func load(args *skel.CmdArgs) (*env, error) {
 	case netconf.DatastoreKubernetes:
 		c, err = kdd.New(kdd.Config{Kubeconfig: conf.Kubernetes.Kubeconfig})
 	default:
-		c, err = dsconfig.New(conf.DatastoreSpec(os.Getenv))
+		c, err = dsconfig.Backends{}.New(conf.DatastoreSpec(os.Getenv)) // the hand-written etcd transport
 	}
 	if err != nil {
 		// Connecting is lazy: what fails here is configuration.
