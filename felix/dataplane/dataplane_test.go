@@ -44,14 +44,19 @@ func checkMatches(t *testing.T, k *fake.Kernel, want []*rules.Ruleset) {
 			wantSets = append(wantSets, s.Name)
 			var members []string
 			for m := range s.Members.All() {
-				if strings.Contains(m, ":") {
-					m = strings.TrimSuffix(m, "/128")
-				} else {
-					m = strings.TrimSuffix(m, "/32")
+				switch {
+				case m == "0.0.0.0/0":
+					members = append(members, "0.0.0.0/1", "128.0.0.0/1")
+				case m == "::/0":
+					members = append(members, "::/1", "8000::/1")
+				case strings.Contains(m, ":"):
+					members = append(members, strings.TrimSuffix(m, "/128"))
+				default:
+					members = append(members, strings.TrimSuffix(m, "/32"))
 				}
-				members = append(members, m)
 			}
 			slices.Sort(members)
+			members = slices.Compact(members)
 			if got := k.Members(s.Name); !slices.Equal(got, members) && !(len(got) == 0 && len(members) == 0) {
 				t.Errorf("set %s: got %v want %v", s.Name, got, members)
 			}

@@ -294,8 +294,19 @@ func (t *Table) Apply(ctx context.Context) (Stats, error) {
 		}
 	}
 	t.commit(&p)
+	t.settle(now)
 	t.clean = len(t.failed.objs) == 0
 	return st, nil
+}
+
+// settle forgets the failures of the chains retried at now that the
+// kernel now holds as desired.
+func (t *Table) settle(now time.Time) {
+	for _, name := range t.failed.names() {
+		if !t.failed.skip(name, t.desired[name], now) && sameHashes(t.actual.chains[name], t.chain(name, now).hashes) {
+			t.failed.programmed(name)
+		}
+	}
 }
 
 // retry follows a failed transaction (first). Deleting a stale chain
