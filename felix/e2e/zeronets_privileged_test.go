@@ -155,6 +155,9 @@ type faultyRunner struct {
 	real dataplane.ExecRunner
 	bad  string
 	on   bool
+	// badRule, when set, makes every iptables-restore adding a rule
+	// with this text fail (a rule the kernel refuses).
+	badRule string
 }
 
 func (r *faultyRunner) fault() error {
@@ -164,6 +167,9 @@ func (r *faultyRunner) fault() error {
 func (r *faultyRunner) Run(ctx context.Context, name string, args []string, stdin []byte) ([]byte, error) {
 	if r.on && name == "ipset" && bytes.Contains(stdin, []byte(" "+r.bad+" ")) {
 		return nil, r.fault()
+	}
+	if r.badRule != "" && strings.HasSuffix(name, "-restore") && bytes.Contains(stdin, []byte(r.badRule)) {
+		return nil, errors.New("iptables-restore: injected fault: line with " + r.badRule + " refused")
 	}
 	return r.real.Run(ctx, name, args, stdin)
 }
@@ -281,4 +287,73 @@ func setOf(t *testing.T, rs *rules.Ruleset) string {
 	}
 	t.Fatal("no chain matches an ipset")
 	return ""
+}
+
+// TestPrivilegedUnprogrammableChainIsolated: a chain the kernel refuses
+// (a fault injected for one of its rules) is replaced by a chain that
+// drops everything, so web, whose policy it is, fails closed, while the
+// rest of the same update (db's new default deny) is programmed; once the
+// kernel takes the rule, the retry restores the policy.
+func TestPrivilegedUnprogrammableChainIsolated(t *testing.T) {
+	nodeNS := newNode(t)
+	web := newPod(t, nodeNS, "web", "caliaaaa", "10.65.0.1")
+	db := newPod(t, nodeNS, "db", "calibbbb", "10.65.0.2")
+	client := newPod(t, nodeNS, "client", "calicccc", "10.65.0.3")
+	base := []any{
+		ct.NSProfile("prod", nil), ct.NSProfile("dev", nil),
+		ct.WEP("prod", "web", node, web.iface, web.ip.String(), map[string]string{"app": "web"}),
+		ct.WEP("prod", "db", node, db.iface, db.ip.String(), map[string]string{"app": "db"}),
+		ct.WEP("dev", "client", node, client.iface, client.ip.String(), map[string]string{"app": "client"}),
+	}
+	r := &faultyRunner{real: dataplane.ExecRunner{NetnsPath: nodeNS.Path()}}
+	dp := dataplane.New(dataplane.Config{Runner: r, V4: dataplane.BackendDefaultV4,
+		MinBackoff: 50 * time.Millisecond, MaxBackoff: 100 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))})
+	webPolicy := ct.GNP("web-deny-port-a", "default", ct.Ptr(10.0), "app == 'web'", ct.Ingress, []v3.Rule{
+		{Action: v3.Deny, Protocol: ct.Proto("TCP"), Destination: v3.EntityRule{Ports: ct.Ports(fmt.Sprint(tcpPortA))}},
+		{Action: v3.Allow},
+	}, nil)
+	dbDeny := ct.GNP("db-deny-all", "default", ct.Ptr(20.0), "app == 'db'", ct.Ingress, []v3.Rule{{Action: v3.Deny}}, nil)
+	rs := rules.Render(rules.DefaultConfig(), calc.Compute(ct.Input(node, append(append([]any{}, base...), webPolicy, dbDeny))), 4)
+	chain := rules.PolicyChainName(rules.PrefixPolicyIn, calc.PolicyID{Tier: "default", Name: "web-deny-port-a"})
+	for _, c := range rs.Chains {
+		if c.Name == chain {
+			r.badRule = "cali:" + c.Hashed()[0].Hash
+		}
+	}
+	if r.badRule == "" {
+		t.Fatalf("no chain %s", chain)
+	}
+	dp.SetDesired(rs)
+	_, err := dp.Apply(context.Background())
+	if !errors.Is(err, dataplane.ErrUnprogrammed) || !strings.Contains(err.Error(), chain) {
+		t.Fatalf("apply with the fault: %v; want ErrUnprogrammed naming %s", err, chain)
+	}
+	if ok, why := dp.Ready(); ok || !strings.Contains(why, chain) {
+		t.Errorf("Ready() = %v, %q; want it to name %s", ok, why, chain)
+	}
+	for _, c := range []check{
+		{"client->db denied (the rest of the update is programmed)", func() bool { return client.tcp(db, tcpPortA) }, false},
+		{"client->web:B denied (web's policy chain drops all)", func() bool { return client.tcp(web, tcpPortB) }, false},
+		{"client->web:A denied", func() bool { return client.tcp(web, tcpPortA) }, false},
+		{"web->client allowed (web's egress untouched)", func() bool { return web.tcp(client, tcpPortA) }, true},
+	} {
+		if got := c.got(); got != c.want {
+			t.Errorf("%s: connected=%v, want %v", c.desc, got, c.want)
+		}
+	}
+	r.badRule = ""
+	time.Sleep(100 * time.Millisecond)
+	if _, err := dp.Apply(context.Background()); err != nil {
+		t.Fatalf("retry: %v", err)
+	}
+	for _, c := range []check{
+		{"client->web:B allowed again", func() bool { return client.tcp(web, tcpPortB) }, true},
+		{"client->web:A denied", func() bool { return client.tcp(web, tcpPortA) }, false},
+		{"client->db denied", func() bool { return client.tcp(db, tcpPortA) }, false},
+	} {
+		if got := c.got(); got != c.want {
+			t.Errorf("after the retry: %s: connected=%v, want %v", c.desc, got, c.want)
+		}
+	}
 }
