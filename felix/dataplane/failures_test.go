@@ -291,3 +291,51 @@ func labelled(t *testing.T, reg *prometheus.Registry, name, v string) float64 {
 	t.Fatalf("no metric %s{%s}", name, v)
 	return 0
 }
+
+// TestFailedObjectsNotRetriedBeforeDue: while a failed chain's and a
+// failed set's retries are not due, applies leave them alone (no restore
+// at all when nothing else changed) and keep reporting them; a change of
+// the failed set's desired members is retried at once.
+func TestFailedObjectsNotRetriedBeforeDue(t *testing.T) {
+	ctx := context.Background()
+	k := fake.NewKernel()
+	dp := dataplane.New(dataplane.Config{Runner: k, V4: dataplane.BackendDefaultV4, V6: dataplane.BackendDefaultV6,
+		MinBackoff: time.Hour, MaxBackoff: time.Hour, Logger: slog.New(slog.DiscardHandler)})
+	want := render(zeroObjects())
+	const dbChain = "cali-tw-calidb" // db's ingress chain: no set in it
+	bad := gsetName(t, want[0])
+	k.BreakSet(bad, true)
+	for _, c := range want[0].Chains {
+		if c.Name == dbChain {
+			k.BreakRule("cali:"+c.Hashed()[0].Hash, true)
+		}
+	}
+	dp.SetDesired(want...)
+	if _, err := dp.Apply(ctx); !errors.Is(err, dataplane.ErrUnprogrammed) {
+		t.Fatalf("apply: %v", err)
+	}
+	calls := len(k.Calls())
+	_, err := dp.Apply(ctx)
+	if !errors.Is(err, dataplane.ErrUnprogrammed) || !strings.Contains(err.Error(), bad) || !strings.Contains(err.Error(), dbChain) {
+		t.Fatalf("second apply: %v; want both failures still reported", err)
+	}
+	if got := k.Calls()[calls:]; len(got) != 0 {
+		t.Errorf("an apply with nothing due ran %q", got)
+	}
+	if got := k.Rules(4, dbChain); len(got) != 1 || !strings.HasSuffix(got[0], "-j DROP") {
+		t.Errorf("failed chain holds %q, want one drop", got)
+	}
+	// The set's members change: retried at once (and programmed, the
+	// kernel now taking it).
+	k.BreakSet(bad, false)
+	objs := zeroObjects()
+	objs[3] = ct.GlobalNetSet("everyone", map[string]string{"gset": "all"}, "0.0.0.0/0", "::/0", "10.9.0.0/16")
+	dp.SetDesired(render(objs)...)
+	_, err = dp.Apply(ctx)
+	if !errors.Is(err, dataplane.ErrUnprogrammed) || strings.Contains(err.Error(), bad) || !strings.Contains(err.Error(), dbChain) {
+		t.Fatalf("apply after the set changed: %v; want only the chain still failed", err)
+	}
+	if got := k.Members(bad); !slices.Contains(got, "10.9.0.0/16") {
+		t.Errorf("the changed set holds %v", got)
+	}
+}

@@ -320,6 +320,7 @@ func (t *Table) retry(ctx context.Context, first error, now time.Time, st Stats,
 		st.Restores++
 		if err := t.restore(ctx, p.text()); err == nil {
 			t.commit(&p)
+			t.settle(now)
 			rs := p.stats()
 			rs.Restores = st.Restores
 			return rs, fmt.Errorf("%w: %v", ErrStaleChainsKept, first)
@@ -360,6 +361,9 @@ func (t *Table) isolate(ctx context.Context, first error, now time.Time, st Stat
 	failed := map[string]error{}
 	var try func(ws []chainWrite)
 	try = func(ws []chainWrite) {
+		if len(ws) == 0 {
+			return
+		}
 		st.Restores++
 		err := t.restore(ctx, writesText(t.name, ws))
 		switch {
@@ -392,6 +396,7 @@ func (t *Table) isolate(ctx context.Context, first error, now time.Time, st Stat
 		}
 	}
 	t.commit(&last)
+	t.settle(now)
 	st.ChainsWritten = len(p.writes)
 	st.HooksFixed = p.hooksFixed
 	if len(names) > 0 {
