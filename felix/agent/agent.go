@@ -254,8 +254,8 @@ func Run(ctx context.Context, o Options) error {
 	checker := &health.Checker{Timeout: cfg.watchdogTimeout, Log: log,
 		Loops: map[string]*health.Loop{"calculation": calcLoop, "dataplane": dpLoop},
 		Ready: map[string]health.Check{"datastore": dsProbe.Check, "dataplane": func() (bool, string) {
-			if !dp.InSync() {
-				return false, "not in sync yet"
+			if ok, why := dp.Ready(); !ok {
+				return false, why
 			}
 			if !released.Load() {
 				return false, "in sync; returning the start-up's memory"

@@ -289,8 +289,16 @@ func render(cfg Config, res *calc.Result, ipVersion int, cache *Renderer) *Rules
 		{Base: "POSTROUTING", Target: ChainManglePostrouting},
 		{Base: "PREROUTING", Target: ChainPrerouting},
 	}
+	r.ipsets(rs)
+	return rs
+}
+
+// ipsets fills rs's ipsets: one spec per set the chains use, with the
+// members of the renderer's IP version and, rendering changes, their
+// versions and changes.
+func (r *renderer) ipsets(rs *Ruleset) {
 	for name, id := range r.usedSet {
-		set := res.IPSets[id]
+		set := r.res.IPSets[id]
 		spec := IPSetSpec{Name: name, Type: set.Type, Family: "inet"}
 		if r.v == 6 {
 			spec.Family = "inet6"
@@ -319,7 +327,6 @@ func render(cfg Config, res *calc.Result, ipVersion int, cache *Renderer) *Rules
 			c.setIndex[r.usedSet[spec.Name]] = i
 		}
 	}
-	return rs
 }
 
 // endpointSection is the part of a render that depends only on the local
