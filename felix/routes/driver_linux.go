@@ -17,6 +17,8 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
+
+	"github.com/tabbynet/tabby/felix/infra"
 )
 
 // Driver reconciles a Desired state with the kernel of one network
@@ -511,7 +513,7 @@ func (dr *Driver) syncRoutes(v6 bool, all []Route, st *Stats) error {
 	for k := range wantKeys {
 		keys = append(keys, k)
 	}
-	slices.SortFunc(keys, func(a, b routeKey) int { return comparePrefix(a.dst, b.dst) })
+	slices.SortFunc(keys, func(a, b routeKey) int { return infra.ComparePrefix(a.dst, b.dst) })
 	for _, k := range keys {
 		r := &netlink.Route{Dst: &net.IPNet{IP: k.dst.Addr().AsSlice(), Mask: net.CIDRMask(k.dst.Bits(), bits)},
 			Gw: k.gw.AsSlice(), Protocol: RouteProtocol, Table: unix.RT_TABLE_MAIN}
