@@ -167,3 +167,27 @@ func (w *watcher) read() error {
 	w.cfg.Report(m)
 	return nil
 }
+
+// Read returns the interface addresses of the namespace at netnsPath
+// ("" is the caller's own) once, as Watch reports them.
+func Read(netnsPath string) (map[string][]netip.Addr, error) {
+	nsh := netns.None()
+	if netnsPath != "" {
+		var err error
+		if nsh, err = netns.GetFromPath(netnsPath); err != nil {
+			return nil, fmt.Errorf("opening %s: %w", netnsPath, err)
+		}
+		defer nsh.Close()
+	}
+	h, err := netlink.NewHandleAt(nsh)
+	if err != nil {
+		return nil, fmt.Errorf("netlink handle: %w", err)
+	}
+	defer h.Close()
+	var m map[string][]netip.Addr
+	w := &watcher{h: h, cfg: Config{Report: func(r map[string][]netip.Addr) { m = r }}}
+	if err := w.read(); err != nil {
+		return nil, err
+	}
+	return m, nil
+}

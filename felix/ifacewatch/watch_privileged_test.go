@@ -87,6 +87,9 @@ func TestPrivilegedWatch(t *testing.T) {
 	})
 	must(h.LinkSetName(link("dummy1"), "renamed1"))
 	waitFor("dummy1 renamed", func(m map[string][]netip.Addr) bool { _, ok := m["dummy1"]; _, ok2 := m["renamed1"]; return !ok && ok2 })
+	if m, err := Read(n.Path()); err != nil || !slices.Contains(m["dummy2"], ip) {
+		t.Errorf("Read = %v, %v; want the address on dummy2", m, err)
+	}
 	mu.Lock()
 	n0 := reports
 	mu.Unlock()
