@@ -82,9 +82,18 @@ type watcher struct {
 // ctx ends (nil) or the subscription fails.
 func (w *watcher) run(ctx context.Context) error {
 	done := make(chan struct{})
-	defer close(done)
 	addrs := make(chan netlink.AddrUpdate, 64)
 	links := make(chan netlink.LinkUpdate, 64)
+	var subscribed []func()
+	defer func() {
+		close(done)
+		// The library's receivers send without watching done: drain the
+		// subscribed ones until they close their channels, so that none
+		// stays blocked.
+		for _, drain := range subscribed {
+			go drain()
+		}
+	}()
 	failed := make(chan error, 2)
 	onErr := func(err error) {
 		select {
@@ -96,9 +105,17 @@ func (w *watcher) run(ctx context.Context) error {
 	if err := netlink.AddrSubscribeWithOptions(addrs, done, netlink.AddrSubscribeOptions{Namespace: nsPtr(ns), ErrorCallback: onErr}); err != nil {
 		return fmt.Errorf("subscribing to addresses: %w", err)
 	}
+	subscribed = append(subscribed, func() {
+		for range addrs {
+		}
+	})
 	if err := netlink.LinkSubscribeWithOptions(links, done, netlink.LinkSubscribeOptions{Namespace: nsPtr(ns), ErrorCallback: onErr}); err != nil {
 		return fmt.Errorf("subscribing to links: %w", err)
 	}
+	subscribed = append(subscribed, func() {
+		for range links {
+		}
+	})
 	// Subscribed first, read second: no change falls between the two.
 	if err := w.read(); err != nil {
 		return err
