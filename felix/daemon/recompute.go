@@ -167,10 +167,13 @@ func (d *Daemon) applyConfig(t taken) {
 	}
 	rc := d.cfg.RulesConfig(t.global, t.node)
 	rc.HostInterfaces = d.calc.rulesCfg.HostInterfaces
-	if !reflect.DeepEqual(rc, d.calc.rulesCfg) {
-		d.log.Info("rendering configuration changed", "config", fmt.Sprintf("%+v", rc))
-		d.calc.setRulesConfig(rc, d.cfg.IPVersions)
+	if reflect.DeepEqual(rc, d.calc.rulesCfg) {
+		// (After RulesConfig: a change of log level applies to this line.)
+		d.log.Debug("FelixConfiguration changed; the rendering configuration did not")
+		return
 	}
+	d.log.Info("rendering configuration changed", "config", fmt.Sprintf("%+v", rc))
+	d.calc.setRulesConfig(rc, d.cfg.IPVersions)
 }
 
 // applyHostInterfaces renders with the node's interface addresses while a
