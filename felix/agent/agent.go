@@ -121,9 +121,9 @@ func Run(ctx context.Context, o Options) error {
 	if b.logs != nil {
 		defer b.logs.Close()
 	}
-	getenv, file, log, reg := b.getenv, b.file, b.log, b.reg
-	st := &settingsState{env: b.env, file: file, log: log, metric: newProblemMetric(reg), logs: b.logs, getenv: getenv}
-	st.report(b.local)
+	getenv, env, file, local, log, logs, reg := b.getenv, b.env, b.file, b.local, b.log, b.logs, b.reg
+	st := &settingsState{env: env, file: file, log: log, metric: newProblemMetric(reg), logs: logs, getenv: getenv}
+	st.report(local)
 
 	dsconfig.NewKubernetesClient = kdd.FromSpec
 	dsconfig.NewEtcdTransport = etcdlib.New // long-running: etcd's client library
