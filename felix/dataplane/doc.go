@@ -68,6 +68,6 @@
 // which saves nsenter's extra exec (~1.5 ms) on every call. The fake in dataplane/testing simulates the
 // kernel's view well enough for unit tests and injects failures.
 //
-// HostInterfaces lists the namespace's interface addresses (`ip -o addr`)
-// for host endpoints given by expectedIPs only.
+// The interface addresses host endpoints given by expectedIPs need come
+// from felix/ifacewatch, as an input of the calculation, not from here.
 package dataplane
