@@ -8,7 +8,6 @@ import (
 
 	"github.com/containernetworking/cni/pkg/types"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -46,37 +45,25 @@ func ReaderFor(conf *netconf.NetConf) (plugin.PodReader, error) {
 
 type reader struct{ kube kubernetes.Interface }
 
-// Read gets the pod and its namespace (in parallel): the pod's IPAM
-// annotations, with the namespace's ipv4pools/ipv6pools used where the pod
-// has none (as Calico's plugin does), and the endpoint fields the
+// Read gets the pod and its namespace (in parallel): the IPAM inputs
+// (ipamInputs: the pod's annotations, the namespace's pools where the pod
+// has none, the namespace's labels), and the endpoint fields the
 // Kubernetes datastore derives from a pod (kdd.PodToWorkloadEndpoint, so
 // labels, profiles, service account and ports are the same in both
 // modes).
 func (r *reader) Read(ctx context.Context, namespace, name string) (plugin.PodInfo, error) {
-	var ns *corev1.Namespace
-	var nsErr error
-	nsDone := make(chan struct{})
-	go func() {
-		defer close(nsDone)
-		ns, nsErr = r.kube.CoreV1().Namespaces().Get(ctx, namespace, metav1.GetOptions{})
-	}()
-	pod, err := r.kube.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
-	<-nsDone
+	pod, ns, err := getPodAndNamespace(ctx, r.kube, namespace, name)
 	if err != nil {
-		return plugin.PodInfo{}, fmt.Errorf("reading pod %s/%s: %w", namespace, name, kubeErr(err))
+		return plugin.PodInfo{}, err
 	}
-	if nsErr != nil {
-		return plugin.PodInfo{}, fmt.Errorf("reading namespace %s of pod %s: %w", namespace, name, kubeErr(nsErr))
-	}
-	req, err := ipam.ParsePodAnnotations(ipamAnnotations(ns.Annotations, pod.Annotations))
+	info, err := ipamInputs(ns, pod)
 	if err != nil {
-		return plugin.PodInfo{}, fmt.Errorf("pod %s/%s annotations: %w", namespace, name, err)
+		return plugin.PodInfo{}, err
 	}
-	wep, err := endpointFields(pod)
-	if err != nil {
+	if info.Endpoint, err = endpointFields(pod); err != nil {
 		return plugin.PodInfo{}, fmt.Errorf("pod %s/%s: %w", namespace, name, err)
 	}
-	return plugin.PodInfo{Request: req, Endpoint: wep}, nil
+	return info, nil
 }
 
 // ipamAnnotations merges the IPAM annotations as Calico's plugin does: the
