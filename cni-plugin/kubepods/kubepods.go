@@ -155,11 +155,19 @@ func (p *pods) patch(ctx context.Context, namespace, name string, ann map[string
 }
 
 // kubeErr marks transport failures as the datastore being unavailable, so
-// the runtime is told to try again later (code 11).
+// the runtime is told to try again later (code 11), and a refusal of the
+// plugin's credentials or permissions (RBAC) as access denied (105).
 func kubeErr(err error) error {
+	api := []string{"the Kubernetes API"}
+	switch {
+	case apierrors.IsForbidden(err):
+		return &datastore.AccessError{Endpoints: api, Reason: "no permission: check the calico-cni-plugin ClusterRole", Err: err}
+	case apierrors.IsUnauthorized(err):
+		return &datastore.AccessError{Endpoints: api, Reason: "the plugin's credentials were refused: check its kubeconfig", Err: err}
+	}
 	var status apierrors.APIStatus
 	if errors.As(err, &status) {
 		return err
 	}
-	return &datastore.UnavailableError{Err: err}
+	return &datastore.UnavailableError{Endpoints: api, Err: err}
 }

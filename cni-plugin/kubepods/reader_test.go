@@ -1,12 +1,18 @@
 package kubepods
 
 import (
+	"errors"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/tabbynet/tabby/datastore"
 )
 
 // TestIPAMAnnotations: the namespace's pool lists apply unless the pod
@@ -58,5 +64,24 @@ func TestIPAMInputs(t *testing.T) {
 	ns.Annotations["cni.projectcalico.org/ipv4pools"] = "pool3"
 	if _, err := ipamInputs(ns, pod); err == nil {
 		t.Error("a malformed namespace ipv4pools annotation was accepted")
+	}
+}
+
+// TestKubeErr: the API server refusing the plugin is access denied (CNI
+// 105, naming what to fix), not an internal error; a transport failure
+// is the datastore being unavailable (11); other API answers pass as is.
+func TestKubeErr(t *testing.T) {
+	gr := schema.GroupResource{Resource: "namespaces"}
+	if err := kubeErr(apierrors.NewForbidden(gr, "v", errors.New("RBAC"))); !errors.Is(err, datastore.ErrAccessDenied) || !strings.Contains(err.Error(), "ClusterRole") {
+		t.Errorf("forbidden: %v", err)
+	}
+	if err := kubeErr(apierrors.NewUnauthorized("expired")); !errors.Is(err, datastore.ErrAccessDenied) {
+		t.Errorf("unauthorized: %v", err)
+	}
+	if err := kubeErr(errors.New("connection refused")); !errors.Is(err, datastore.ErrUnavailable) {
+		t.Errorf("transport: %v", err)
+	}
+	if err := kubeErr(apierrors.NewNotFound(gr, "v")); errors.Is(err, datastore.ErrUnavailable) || errors.Is(err, datastore.ErrAccessDenied) || !apierrors.IsNotFound(err) {
+		t.Errorf("not found: %v", err)
 	}
 }
