@@ -8,6 +8,7 @@ import (
 
 	"github.com/containernetworking/cni/pkg/types"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -15,6 +16,7 @@ import (
 	v3 "github.com/tabbynet/tabby/api/v3"
 	"github.com/tabbynet/tabby/cni-plugin/netconf"
 	"github.com/tabbynet/tabby/cni-plugin/plugin"
+	"github.com/tabbynet/tabby/datastore"
 	"github.com/tabbynet/tabby/datastore/kdd"
 	"github.com/tabbynet/tabby/ipam"
 )
@@ -24,6 +26,15 @@ import (
 // kubernetes.k8s_api_root overriding the server, as Calico's plugin reads
 // them). Install it as plugin.Plugin.PodReaderFor.
 func ReaderFor(conf *netconf.NetConf) (plugin.PodReader, error) {
+	kube, err := clientFor(conf)
+	if err != nil {
+		return nil, err
+	}
+	return &reader{kube: kube}, nil
+}
+
+// clientFor is a clientset for the network config's kubernetes section.
+func clientFor(conf *netconf.NetConf) (kubernetes.Interface, error) {
 	rc, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
 		&clientcmd.ClientConfigLoadingRules{ExplicitPath: conf.Kubernetes.Kubeconfig},
 		&clientcmd.ConfigOverrides{ClusterInfo: clientcmdapi.Cluster{Server: conf.Kubernetes.K8sAPIRoot}},
@@ -40,7 +51,38 @@ func ReaderFor(conf *netconf.NetConf) (plugin.PodReader, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
 	}
-	return &reader{kube: kube}, nil
+	return kube, nil
+}
+
+// NamespaceLabels reads the labels of a pod's namespace for pools'
+// namespaceSelectors, as Calico's calico-ipam does when its config
+// reaches Kubernetes (the Kubernetes datastore, a kubeconfig, or policy
+// type k8s): through the datastore's clientset, else the config's
+// kubeconfig. It returns nil, nil when the config does not reach
+// Kubernetes (the labels are then unknown, and matched as none).
+func NamespaceLabels(ctx context.Context, conf *netconf.NetConf, c datastore.Client, namespace string) (map[string]string, error) {
+	if namespace == "" {
+		return nil, nil
+	}
+	var kube kubernetes.Interface
+	if k, ok := c.(interface{ Kubernetes() kubernetes.Interface }); ok {
+		kube = k.Kubernetes()
+	} else if conf.Kubernetes.Kubeconfig != "" || conf.Policy.PolicyType == "k8s" {
+		var err error
+		if kube, err = clientFor(conf); err != nil {
+			return nil, err
+		}
+	} else {
+		return nil, nil
+	}
+	ns, err := kube.CoreV1().Namespaces().Get(ctx, namespace, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("failed to get namespace %s: %w", namespace, kubeErr(err))
+	}
+	if ns.Labels == nil {
+		return map[string]string{}, nil
+	}
+	return ns.Labels, nil
 }
 
 type reader struct{ kube kubernetes.Interface }
