@@ -29,10 +29,14 @@ func testPools() []Pool {
 		mk("lb", "10.3.0.0/16", func(s *v3.IPPoolSpec) { s.AllowedUses = []v3.IPPoolAllowedUse{v3.IPPoolAllowedUseLoadBalancer} }),
 		mk("manual", "10.4.0.0/16", func(s *v3.IPPoolSpec) { s.AssignmentMode = &manual }),
 		mk("tunnel", "10.5.0.0/16", func(s *v3.IPPoolSpec) { s.AllowedUses = []v3.IPPoolAllowedUse{v3.IPPoolAllowedUseTunnel} }),
-		mk("ns-prod", "10.6.0.0/16", func(s *v3.IPPoolSpec) { s.NamespaceSelector = "env == 'prod'" }),
+		// A pool with a namespaceSelector may not allow Tunnel (validation).
+		mk("ns-prod", "10.6.0.0/16", func(s *v3.IPPoolSpec) {
+			s.NamespaceSelector = "env == 'prod'"
+			s.AllowedUses = []v3.IPPoolAllowedUse{v3.IPPoolAllowedUseWorkload}
+		}),
 		mk("not-restricted", "10.7.0.0/16", func(s *v3.IPPoolSpec) {
 			s.NamespaceSelector = "!has(restricted)"
-			s.AllowedUses = []v3.IPPoolAllowedUse{v3.IPPoolAllowedUseTunnel}
+			s.AllowedUses = []v3.IPPoolAllowedUse{v3.IPPoolAllowedUseWorkload}
 		}),
 	})
 }
@@ -46,11 +50,11 @@ func TestSelectPools(t *testing.T) {
 		wantErr error
 	}{
 		// As Calico: no namespace known is matched as no labels.
-		{name: "v4 no namespace", req: PoolRequest{Version: 4}, want: []string{"default-v4"}},
-		{name: "v4 no namespace, selector matching no labels", req: PoolRequest{Version: 4, Use: v3.IPPoolAllowedUseTunnel}, want: []string{"default-v4", "not-restricted", "tunnel"}},
-		{name: "v4 namespace labels known", req: PoolRequest{Version: 4, NamespaceLabels: map[string]string{"env": "dev"}}, want: []string{"default-v4"}},
-		{name: "v4 prod namespace", req: PoolRequest{Version: 4, NamespaceLabels: map[string]string{"env": "prod"}}, want: []string{"default-v4", "ns-prod"}},
-		{name: "v4 on rack a", req: PoolRequest{Version: 4, NodeLabels: map[string]string{"rack": "a"}, NamespaceLabels: map[string]string{}}, want: []string{"default-v4", "rack-a"}},
+		{name: "v4 no namespace", req: PoolRequest{Version: 4}, want: []string{"default-v4", "not-restricted"}},
+		{name: "v4 labels exclude a negative selector", req: PoolRequest{Version: 4, NamespaceLabels: map[string]string{"restricted": "1"}}, want: []string{"default-v4"}},
+		{name: "v4 namespace labels known", req: PoolRequest{Version: 4, NamespaceLabels: map[string]string{"env": "dev"}}, want: []string{"default-v4", "not-restricted"}},
+		{name: "v4 prod namespace", req: PoolRequest{Version: 4, NamespaceLabels: map[string]string{"env": "prod"}}, want: []string{"default-v4", "not-restricted", "ns-prod"}},
+		{name: "v4 on rack a", req: PoolRequest{Version: 4, NodeLabels: map[string]string{"rack": "a"}, NamespaceLabels: map[string]string{}}, want: []string{"default-v4", "not-restricted", "rack-a"}},
 		{name: "v6", req: PoolRequest{Version: 6}, want: []string{"default-v6"}},
 		{name: "tunnel use", req: PoolRequest{Version: 4, Use: v3.IPPoolAllowedUseTunnel, NamespaceLabels: map[string]string{"restricted": ""}}, want: []string{"default-v4", "tunnel"}},
 		{name: "requested ignores namespace selector", req: PoolRequest{Version: 4, Requested: []string{"ns-prod"}, NamespaceLabels: map[string]string{"env": "dev"}}, want: []string{"ns-prod"}},

@@ -156,12 +156,17 @@ func newCluster(t testing.TB, o clusterOpts) *cluster {
 
 func (c *cluster) createPool(name, cidr string) { c.createPoolSelecting(name, cidr, "") }
 
-// createPoolSelecting creates a pool with a namespaceSelector.
+// createPoolSelecting creates a pool with a namespaceSelector (for
+// workloads only: such a pool may not allow Tunnel).
 func (c *cluster) createPoolSelecting(name, cidr, namespaceSelector string) {
+	spec := v3.IPPoolSpec{CIDR: cidr, NamespaceSelector: namespaceSelector}
+	if namespaceSelector != "" {
+		spec.AllowedUses = []v3.IPPoolAllowedUse{v3.IPPoolAllowedUseWorkload}
+	}
 	_, err := c.client.Create(context.Background(), &v3.IPPool{
 		TypeMeta:   metav1.TypeMeta{Kind: v3.KindIPPool},
 		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec:       v3.IPPoolSpec{CIDR: cidr, NamespaceSelector: namespaceSelector},
+		Spec:       spec,
 	})
 	if err != nil {
 		c.t.Fatal(err)

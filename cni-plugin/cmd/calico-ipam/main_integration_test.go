@@ -183,7 +183,7 @@ func TestIntegrationBinaryNamespaceSelector(t *testing.T) {
 	}
 	defer c.Close()
 	if _, err := c.Create(ctx, &v3.IPPool{TypeMeta: metav1.TypeMeta{Kind: v3.KindIPPool, APIVersion: v3.GroupVersion},
-		ObjectMeta: metav1.ObjectMeta{Name: "pool-w"}, Spec: v3.IPPoolSpec{CIDR: "10.0.1.0/24", NamespaceSelector: "ns == 'w'"}}); err != nil {
+		ObjectMeta: metav1.ObjectMeta{Name: "pool-w"}, Spec: v3.IPPoolSpec{CIDR: "10.0.1.0/24", NamespaceSelector: "ns == 'w'", AllowedUses: []v3.IPPoolAllowedUse{v3.IPPoolAllowedUseWorkload}}}); err != nil {
 		t.Fatal(err)
 	}
 	conf := fmt.Sprintf(`{"cniVersion":"1.1.0","name":"k8s-pod-network","type":"calico","datastore_type":"etcdv3",
