@@ -210,7 +210,7 @@ func TestIntegrationBinaryNamespaceSelector(t *testing.T) {
 		t.Errorf("ADD in w got %s, want an address of pool-w", addr)
 	}
 	out, err := run("in-u", "u")
-	if msg, _ := out["details"].(string); err == nil || out["code"] != float64(101) || !strings.Contains(msg, `namespaceSelector "ns == 'w'", which does not select namespace "u"`) {
+	if msg, _ := out["msg"].(string); err == nil || out["code"] != float64(101) || !strings.Contains(msg, `namespaceSelector "ns == 'w'", which does not select namespace "u"`) {
 		t.Errorf("ADD in u: code %v %v, want 101 naming pool-w's namespaceSelector", out["code"], out)
 	}
 	if out, err := run("in-gone", "gone"); err == nil || !strings.Contains(fmt.Sprint(out), `failed to get namespace gone`) {
