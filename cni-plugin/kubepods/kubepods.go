@@ -1,7 +1,10 @@
 // Package kubepods is the calico plugin's access to Pods in Kubernetes
-// datastore mode: it reads a pod's IPAM annotations and writes the
-// annotations Calico's plugin writes (podIP, podIPs, containerID), from
-// which the Kubernetes datastore derives the WorkloadEndpoint. It is kept
+// datastore mode: it reads a pod's IPAM annotations with its namespace's
+// pool annotations and labels (for pools' namespaceSelectors), and writes
+// the annotations Calico's plugin writes (podIP, podIPs, containerID),
+// from which the Kubernetes datastore derives the WorkloadEndpoint. In
+// etcd mode it reads the pod for its endpoint (ReaderFor) and, for
+// calico-ipam, the namespace's labels (NamespaceLabels). It is kept
 // out of package plugin so the etcd-mode binary does not link client-go's
 // typed clientset, whose start-up alone costs milliseconds per pod.
 package kubepods
