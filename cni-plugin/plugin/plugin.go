@@ -204,7 +204,7 @@ func parseIPAMConf(stdin []byte) (cniipam.Conf, error) {
 
 // assign gets the pod's addresses: in-process for calico-ipam, through the
 // configured plugin otherwise. release undoes it.
-func (p *Plugin) assign(ctx context.Context, c *call, a *skel.CmdArgs, alloc *ipam.Allocator, pod ipam.PodRequest) ([]net.IPNet, error) {
+func (p *Plugin) assign(ctx context.Context, c *call, a *skel.CmdArgs, alloc *ipam.Allocator, pod PodInfo) ([]net.IPNet, error) {
 	if c.conf.IPAM.Type != CalicoIPAM {
 		r, err := invoke.DelegateAdd(ctx, c.conf.IPAM.Type, a.StdinData, p.Exec)
 		if err != nil {
@@ -223,11 +223,12 @@ func (p *Plugin) assign(ctx context.Context, c *call, a *skel.CmdArgs, alloc *ip
 		}
 		return out, nil
 	}
-	req := cniipam.Request{Network: c.conf.Name, ContainerID: a.ContainerID, IfName: a.IfName, Node: c.node, Conf: c.ipam}
+	req := cniipam.Request{Network: c.conf.Name, ContainerID: a.ContainerID, IfName: a.IfName, Node: c.node, Conf: c.ipam,
+		NamespaceLabels: pod.NamespaceLabels}
 	if c.id.orchestrator == "k8s" {
 		req.Namespace, req.Pod = c.id.namespace, c.id.pod
 	}
-	ips, err := cniipam.Assign(ctx, alloc, req, pod)
+	ips, err := cniipam.Assign(ctx, alloc, req, pod.Request)
 	if err != nil {
 		return nil, err
 	}
