@@ -114,6 +114,7 @@ func TestDeleteNodeLeavesNothing(t *testing.T) {
 	a := assign(t, al, "n1", "k8s-pod-network.a")
 	b := assign(t, al, "n1", "k8s-pod-network.b")
 	keep := assign(t, al, "n1-b", "k8s-pod-network.keep")
+	assign(t, al, "n1", "k8s-pod-network.ghost") // its endpoint is gone already
 	mustCreate(t, s, wep("n1", "a", a), wep("n1", "b", b), wep("n1-b", "keep", keep),
 		peer("n1-peer", "n1"), peer("n1-b-peer", "n1-b"), peer("global", ""),
 		hep("n1-eth0", "n1"), hep("n1-b-eth0", "n1-b"),

@@ -145,7 +145,8 @@ func PlanNode(name string, in NodeInputs) NodePlan {
 
 // DeleteNode deletes a node as Calico's does: it releases the addresses of
 // the node's WorkloadEndpoints and the node's own (tunnel, WireGuard)
-// addresses, deletes the endpoints, releases every block affinity of the
+// addresses (and, beyond Calico, every other allocation recorded as the
+// node's, so that no leak of it is left for the garbage collector), deletes the endpoints, releases every block affinity of the
 // node (empty blocks deleted, the others un-affined), deletes the BGPPeers
 // scoped to it, its HostEndpoints and its node.<name> FelixConfiguration
 // and BGPConfiguration, and finally the Node record (with opts'
@@ -209,7 +210,20 @@ func readNode(ctx context.Context, c datastore.Client, name string) (NodeInputs,
 func (d Deleter) applyNode(ctx context.Context, name string, plan NodePlan) error {
 	c := d.Client
 	al := ipam.New(c, ipam.Config{Logger: d.log()})
-	for _, ip := range plan.Addresses {
+	// Beyond Calico (which leaves them to the garbage collector): every
+	// address IPAM records as the node's, such as a pod's whose endpoint
+	// is gone already.
+	held, err := al.ListAllocations(ctx, func(x ipam.Allocated) bool { return x.Attrs[ipam.AttrNode] == name })
+	if err != nil {
+		return fmt.Errorf("deleting node %s: %w", name, err)
+	}
+	addrs := slices.Clone(plan.Addresses)
+	for _, x := range held {
+		if !slices.Contains(addrs, x.IP) {
+			addrs = append(addrs, x.IP)
+		}
+	}
+	for _, ip := range addrs {
 		if _, err := al.ReleaseIPs(ctx, ip); err != nil && !errors.Is(err, ipam.ErrNotInPool) {
 			return fmt.Errorf("deleting node %s: releasing %s: %w", name, ip, err)
 		}

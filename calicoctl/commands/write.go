@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	v3 "github.com/tabbynet/tabby/api/v3"
 	"github.com/tabbynet/tabby/datastore"
+	"github.com/tabbynet/tabby/lifecycle"
 )
 
 // writeOp applies one verb to one resource; skipped means it was left
@@ -25,13 +28,14 @@ type writeFlags struct {
 }
 
 // runWrite implements create/apply/replace/delete -f: read and validate
-// every document first, then write them in order and stop at the first
-// failure, saying exactly what was and was not done.
-func (a *app) runWrite(ctx context.Context, past string, flags *writeFlags, op writeOp) error {
+// every document first (nothing is written if one is invalid), then write
+// them in order, carrying on past a document that fails as Calico's do, and
+// report as Calico's for the verb.
+func (a *app) runWrite(ctx context.Context, verb string, flags *writeFlags, op writeOp) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	ins, err := a.readInputs(flags.files, inputOptions{validate: past != "deleted", recursive: flags.recursive, skipEmpty: flags.skipEmpty})
+	ins, err := a.readInputs(flags.files, inputOptions{validate: verb != "delete", recursive: flags.recursive, skipEmpty: flags.skipEmpty})
 	if err != nil {
 		return err
 	}
@@ -39,7 +43,7 @@ func (a *app) runWrite(ctx context.Context, past string, flags *writeFlags, op w
 		fmt.Fprintln(a.stdout, "No resources specified")
 		return nil
 	}
-	if past == "created" {
+	if verb == "create" {
 		// New pools overlapping each other: the datastore would take the
 		// first and refuse the second; refuse the lot before writing.
 		if err := inputPoolOverlaps(ins); err != nil {
@@ -51,21 +55,66 @@ func (a *app) runWrite(ctx context.Context, past string, flags *writeFlags, op w
 		return err
 	}
 	defer c.Close()
-	kind := singleKind(ins)
-	done := 0
+	res := writeResults{total: len(ins), kind: singleKind(ins)}
 	for _, in := range ins {
 		// Skipped resources (--skip-exists, --skip-not-exists) count as
 		// handled, as Calico counts them.
 		if _, err := op(ctx, c, in.r); err != nil {
-			if done > 0 {
-				fmt.Fprintf(a.stdout, "Partial success: %s the first %d out of %d %sresources:\n", past, done, len(ins), kindWord(kind))
-			}
-			return fmt.Errorf("%s: %w", in.where(), friendly(err))
+			res.errs = append(res.errs, fmt.Errorf("%s: %w", in.where(), friendly(err)))
+			continue
 		}
-		done++
+		res.handled++
 	}
-	fmt.Fprintln(a.stdout, successMessage(past, done, kind))
-	return nil
+	return a.report(verb, res)
+}
+
+// writeResults is what a multi-document write did.
+type writeResults struct {
+	total   int     // documents (or names) given
+	handled int     // written, or skipped on purpose
+	errs    []error // one per document that failed, in order
+	kind    string  // the one kind of every document; "" when mixed
+}
+
+// pastTense of the writing verbs, for Calico's messages.
+var pastTense = map[string]string{"create": "created", "apply": "applied", "replace": "replaced", "delete": "deleted"}
+
+// report prints and returns the outcome as Calico's calicoctl does: every
+// failure is reported and any makes the command fail. delete says how
+// many it deleted, then one "Failed to delete ..." line per failure;
+// create, apply (and replace, where Calico counts a failed document as
+// replaced and shows only the last error) say "failed to <verb> ..." when
+// nothing was written, else "Partial success: ..." (printed, with Calico's
+// arithmetic, only when the successes outnumber the failures) and "hit
+// error: [...]".
+func (a *app) report(verb string, r writeResults) error {
+	past := pastTense[verb]
+	if verb == "delete" {
+		if r.handled > 0 {
+			fmt.Fprintln(a.stdout, successMessage(past, r.handled, r.kind))
+		}
+		if len(r.errs) == 0 {
+			return nil
+		}
+		lines := make([]string, len(r.errs))
+		for i, err := range r.errs {
+			lines[i] = fmt.Sprintf("Failed to delete %sresource: %v", kindWord(r.kind), err)
+		}
+		return errors.New(strings.Join(lines, "\n"))
+	}
+	switch {
+	case len(r.errs) == 0:
+		fmt.Fprintln(a.stdout, successMessage(past, r.handled, r.kind))
+		return nil
+	case r.handled == 0 && r.total == 1:
+		return fmt.Errorf("failed to %s %sresource: %v", verb, kindWord(r.kind), r.errs)
+	case r.handled == 0:
+		return fmt.Errorf("failed to %s any %sresources: %v", verb, kindWord(r.kind), r.errs)
+	}
+	if r.handled-len(r.errs) > 0 {
+		fmt.Fprintf(a.stdout, "Partial success: %s the first %d out of %d %sresources:\n", past, r.handled, r.total, kindWord(r.kind))
+	}
+	return fmt.Errorf("hit error: %v", r.errs)
 }
 
 // singleKind is the one kind of all inputs, or "" when they mix kinds.
@@ -178,12 +227,15 @@ func updateFrom(ctx context.Context, c datastore.Client, r, cur v3.Resource) err
 	return err
 }
 
-func opDelete(skipNotExists bool) writeOp {
+// opDelete deletes through lifecycle, so a Node or an IPPool takes what
+// hangs off it along, as in Calico.
+func opDelete(skipNotExists bool, log *slog.Logger) writeOp {
 	return func(ctx context.Context, c datastore.Client, r v3.Resource) (bool, error) {
 		if err := v3.CheckUserWrite(v3.KindOf(r), "delete"); err != nil {
 			return false, err
 		}
-		_, err := c.Delete(ctx, datastore.KeyOf(r), datastore.DeleteOptions{ResourceVersion: r.GetResourceVersion()})
+		d := lifecycle.Deleter{Client: c, Logger: log}
+		_, err := d.Delete(ctx, datastore.KeyOf(r), datastore.DeleteOptions{ResourceVersion: r.GetResourceVersion()})
 		if skipNotExists && errors.Is(err, datastore.ErrNotFound) {
 			return true, nil
 		}
@@ -201,7 +253,7 @@ func newCreateCmd(a *app) *cobra.Command {
   cat pool.yaml | calicoctl create -f -`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.runWrite(cmd.Context(), "created", f, opCreate(f.skipExists))
+			return a.runWrite(cmd.Context(), "create", f, opCreate(f.skipExists))
 		},
 	}
 	addFileFlag(cmd, f)
@@ -218,7 +270,7 @@ func newApplyCmd(a *app) *cobra.Command {
   calicoctl apply -f manifests/`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.runWrite(cmd.Context(), "applied", f, opApply)
+			return a.runWrite(cmd.Context(), "apply", f, opApply)
 		},
 	}
 	addFileFlag(cmd, f)
@@ -233,7 +285,7 @@ func newReplaceCmd(a *app) *cobra.Command {
 		Example: `  calicoctl replace -f ippool.yaml`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.runWrite(cmd.Context(), "replaced", f, opReplace)
+			return a.runWrite(cmd.Context(), "replace", f, opReplace)
 		},
 	}
 	addFileFlag(cmd, f)
