@@ -1,12 +1,14 @@
 // Package node is kube-controllers' node controller: it cleans up after
 // deleted Kubernetes Nodes and runs IPAM garbage collection (package
 // ipamgc). A Node deletion seen by the informer queues the node's
-// clean-up and a GC pass; a GC pass also runs every reconciler period. In
-// etcd mode the deleted node's Calico Node (the one whose k8s orchRef names
-// it, as Calico; Calico nodes without one are never touched) and its
-// WorkloadEndpoints are deleted first; in both modes the GC then
-// releases the node's block affinities, tunnel addresses and the
-// addresses of its pods. All work goes through one rate-limited work
+// clean-up and a GC pass; a GC pass also runs every reconciler period. The
+// clean-up is lifecycle.Deleter.DeleteNode, the path calicoctl delete node
+// takes: in etcd mode for the deleted node's Calico Node (the one whose
+// k8s orchRef names it, as Calico; Calico nodes without one are never
+// touched), in Kubernetes mode for the node's name (the Calico node was the
+// Kubernetes node): its addresses, block affinities, endpoints, BGP peers
+// and per-node configurations go; the GC then releases whatever else it
+// held. All work goes through one rate-limited work
 // queue, so failures retry with backoff and one item is never worked on
 // twice at once.
 package node
@@ -31,6 +33,7 @@ import (
 	v3 "github.com/tabbynet/tabby/api/v3"
 	"github.com/tabbynet/tabby/datastore"
 	"github.com/tabbynet/tabby/kubecontrollers/ipamgc"
+	"github.com/tabbynet/tabby/lifecycle"
 )
 
 const (
@@ -203,13 +206,14 @@ func kubernetesName(n *v3.Node) (string, bool) {
 	return "", false
 }
 
-// cleanUpNode (etcd mode) deletes the Calico Node(s) of a Kubernetes node
-// that is gone, with their WorkloadEndpoints; the GC pass queued with it
-// releases the IPAM state.
+// cleanUpNode deletes what a Kubernetes node that is gone leaves behind,
+// through lifecycle.Deleter.DeleteNode (the path calicoctl delete node
+// takes too): its addresses, block affinities, endpoints, BGP peers,
+// per-node configurations and host endpoints, and, in etcd mode
+// (DeleteNodes), its Calico Node(s) (found by k8s orchRef). In Kubernetes
+// mode the Calico node was the Kubernetes node, gone already. The GC pass
+// queued with it releases whatever else it held.
 func (c *Controller) cleanUpNode(ctx context.Context, kname string) error {
-	if !c.cfg.DeleteNodes {
-		return nil
-	}
 	// The node may be back (same name): look at the API server, not the
 	// cache, before deleting anything.
 	if _, err := c.cfg.Kube.CoreV1().Nodes().Get(ctx, kname, metav1.GetOptions{}); err == nil {
@@ -217,43 +221,29 @@ func (c *Controller) cleanUpNode(ctx context.Context, kname string) error {
 	} else if !apierrors.IsNotFound(err) {
 		return fmt.Errorf("checking that node %s is gone: %w", kname, err)
 	}
-	l, err := c.cfg.Client.List(ctx, v3.KindNode, datastore.ListOptions{})
-	if err != nil {
-		return fmt.Errorf("listing Calico nodes: %w", err)
+	d := lifecycle.Deleter{Client: c.cfg.Client, Logger: c.log}
+	var calicoNodes []*v3.Node
+	if c.cfg.DeleteNodes {
+		l, err := c.cfg.Client.List(ctx, v3.KindNode, datastore.ListOptions{})
+		if err != nil {
+			return fmt.Errorf("listing Calico nodes: %w", err)
+		}
+		for _, r := range l.Items {
+			if k, ok := kubernetesName(r.(*v3.Node)); ok && k == kname {
+				calicoNodes = append(calicoNodes, r.(*v3.Node))
+			}
+		}
+	} else {
+		calicoNodes = []*v3.Node{{ObjectMeta: metav1.ObjectMeta{Name: kname}}}
 	}
-	for _, r := range l.Items {
-		n := r.(*v3.Node)
-		if k, ok := kubernetesName(n); !ok || k != kname {
-			continue
-		}
-		if err := c.deleteEndpoints(ctx, n.Name); err != nil {
-			return err
-		}
-		_, err := c.cfg.Client.Delete(ctx, datastore.KeyOf(n), datastore.DeleteOptions{ResourceVersion: n.ResourceVersion})
+	for _, n := range calicoNodes {
+		_, err := d.DeleteNode(ctx, n.Name, datastore.DeleteOptions{ResourceVersion: n.ResourceVersion})
 		if err != nil && !errors.Is(err, datastore.ErrNotFound) {
-			return fmt.Errorf("deleting Calico node %s: %w", n.Name, err)
+			return fmt.Errorf("deleting Calico node %s of deleted Kubernetes node %s: %w", n.Name, kname, err)
 		}
-		c.log.Info("deleted the Calico node of a deleted Kubernetes node", "node", n.Name, "kubernetesNode", kname)
+		c.log.Info("cleaned up after a deleted Kubernetes node", "node", n.Name, "kubernetesNode", kname)
 	}
 	c.queue.Add(gcKey)
-	return nil
-}
-
-func (c *Controller) deleteEndpoints(ctx context.Context, node string) error {
-	l, err := c.cfg.Client.List(ctx, v3.KindWorkloadEndpoint, datastore.ListOptions{})
-	if err != nil {
-		return fmt.Errorf("listing workload endpoints of node %s: %w", node, err)
-	}
-	for _, r := range l.Items {
-		w := r.(*v3.WorkloadEndpoint)
-		if w.Spec.Node != node {
-			continue
-		}
-		_, err := c.cfg.Client.Delete(ctx, datastore.KeyOf(w), datastore.DeleteOptions{ResourceVersion: w.ResourceVersion})
-		if err != nil && !errors.Is(err, datastore.ErrNotFound) {
-			return fmt.Errorf("deleting workload endpoint %s/%s of deleted node %s: %w", w.Namespace, w.Name, node, err)
-		}
-	}
 	return nil
 }
 
