@@ -2,11 +2,15 @@ package commands
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 
 	"github.com/spf13/cobra"
 
 	v3 "github.com/tabbynet/tabby/api/v3"
+	"github.com/tabbynet/tabby/datastore"
+	"github.com/tabbynet/tabby/lifecycle"
 )
 
 func newDeleteCmd(a *app) *cobra.Command {
@@ -77,4 +81,20 @@ func namespaceFor(namespaced bool, flag string) string {
 		return "default"
 	}
 	return flag
+}
+
+// opDelete deletes through lifecycle, so a Node or an IPPool takes what
+// hangs off it along, as in Calico.
+func opDelete(skipNotExists bool, log *slog.Logger) writeOp {
+	return func(ctx context.Context, c datastore.Client, r v3.Resource) (bool, error) {
+		if err := v3.CheckUserWrite(v3.KindOf(r), "delete"); err != nil {
+			return false, err
+		}
+		d := lifecycle.Deleter{Client: c, Logger: log}
+		_, err := d.Delete(ctx, datastore.KeyOf(r), datastore.DeleteOptions{ResourceVersion: r.GetResourceVersion()})
+		if skipNotExists && errors.Is(err, datastore.ErrNotFound) {
+			return true, nil
+		}
+		return false, err
+	}
 }

@@ -4,15 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	v3 "github.com/tabbynet/tabby/api/v3"
 	"github.com/tabbynet/tabby/datastore"
-	"github.com/tabbynet/tabby/lifecycle"
 )
 
 // writeOp applies one verb to one resource; skipped means it was left
@@ -160,60 +157,6 @@ func friendly(err error) error {
 	return err
 }
 
-func opCreate(skipExists bool) writeOp {
-	return func(ctx context.Context, c datastore.Client, r v3.Resource) (bool, error) {
-		if err := v3.CheckUserWrite(v3.KindOf(r), "create or apply"); err != nil {
-			return false, err
-		}
-		_, err := c.Create(ctx, r)
-		if skipExists && errors.Is(err, datastore.ErrAlreadyExists) {
-			return true, nil
-		}
-		return false, err
-	}
-}
-
-// opApply creates or updates. With no resourceVersion in the input it
-// updates whatever is stored (retrying lost races); with one it is a
-// compare-and-swap on that version.
-func opApply(ctx context.Context, c datastore.Client, r v3.Resource) (bool, error) {
-	for attempt := 0; ; attempt++ {
-		cur, err := c.Get(ctx, datastore.KeyOf(r))
-		op := "apply or replace"
-		if errors.Is(err, datastore.ErrNotFound) {
-			op = "create or apply"
-		}
-		if err := v3.CheckUserWrite(v3.KindOf(r), op); err != nil {
-			return false, err
-		}
-		if errors.Is(err, datastore.ErrNotFound) {
-			if _, err = c.Create(ctx, r); errors.Is(err, datastore.ErrAlreadyExists) && attempt < 5 {
-				continue
-			}
-			return false, err
-		}
-		if err != nil {
-			return false, err
-		}
-		if err = updateFrom(ctx, c, r, cur); errors.Is(err, datastore.ErrConflict) && r.GetResourceVersion() == "" && attempt < 5 {
-			time.Sleep(time.Duration(attempt+1) * 20 * time.Millisecond)
-			continue
-		}
-		return false, err
-	}
-}
-
-func opReplace(ctx context.Context, c datastore.Client, r v3.Resource) (bool, error) {
-	if err := v3.CheckUserWrite(v3.KindOf(r), "apply or replace"); err != nil {
-		return false, err
-	}
-	cur, err := c.Get(ctx, datastore.KeyOf(r))
-	if err != nil {
-		return false, err
-	}
-	return false, updateFrom(ctx, c, r, cur)
-}
-
 // updateFrom writes r over cur, keeping cur's identity and version unless
 // the input pins a version.
 func updateFrom(ctx context.Context, c datastore.Client, r, cur v3.Resource) error {
@@ -225,71 +168,6 @@ func updateFrom(ctx context.Context, c datastore.Client, r, cur v3.Resource) err
 	u.SetCreationTimestamp(cur.GetCreationTimestamp())
 	_, err := c.Update(ctx, u)
 	return err
-}
-
-// opDelete deletes through lifecycle, so a Node or an IPPool takes what
-// hangs off it along, as in Calico.
-func opDelete(skipNotExists bool, log *slog.Logger) writeOp {
-	return func(ctx context.Context, c datastore.Client, r v3.Resource) (bool, error) {
-		if err := v3.CheckUserWrite(v3.KindOf(r), "delete"); err != nil {
-			return false, err
-		}
-		d := lifecycle.Deleter{Client: c, Logger: log}
-		_, err := d.Delete(ctx, datastore.KeyOf(r), datastore.DeleteOptions{ResourceVersion: r.GetResourceVersion()})
-		if skipNotExists && errors.Is(err, datastore.ErrNotFound) {
-			return true, nil
-		}
-		return false, err
-	}
-}
-
-func newCreateCmd(a *app) *cobra.Command {
-	f := &writeFlags{}
-	cmd := &cobra.Command{
-		Use:   "create -f FILENAME",
-		Short: "Create resources from files; fails for any that already exist",
-		Example: `  calicoctl create -f ippool.yaml
-  calicoctl create -f policies/ --skip-exists
-  cat pool.yaml | calicoctl create -f -`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.runWrite(cmd.Context(), "create", f, opCreate(f.skipExists))
-		},
-	}
-	addFileFlag(cmd, f)
-	cmd.Flags().BoolVar(&f.skipExists, "skip-exists", false, "leave resources that already exist alone instead of failing")
-	return cmd
-}
-
-func newApplyCmd(a *app) *cobra.Command {
-	f := &writeFlags{}
-	cmd := &cobra.Command{
-		Use:   "apply -f FILENAME",
-		Short: "Create resources, or update them if they exist",
-		Example: `  calicoctl apply -f ippool.yaml
-  calicoctl apply -f manifests/`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.runWrite(cmd.Context(), "apply", f, opApply)
-		},
-	}
-	addFileFlag(cmd, f)
-	return cmd
-}
-
-func newReplaceCmd(a *app) *cobra.Command {
-	f := &writeFlags{}
-	cmd := &cobra.Command{
-		Use:     "replace -f FILENAME",
-		Short:   "Replace existing resources; fails for any that do not exist",
-		Example: `  calicoctl replace -f ippool.yaml`,
-		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.runWrite(cmd.Context(), "replace", f, opReplace)
-		},
-	}
-	addFileFlag(cmd, f)
-	return cmd
 }
 
 func addFileFlag(cmd *cobra.Command, f *writeFlags) {
