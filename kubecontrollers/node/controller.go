@@ -1,14 +1,13 @@
 // Package node is kube-controllers' node controller: it cleans up after
 // deleted Kubernetes Nodes and runs IPAM garbage collection (package
 // ipamgc). A Node deletion seen by the informer queues the node's
-// clean-up and a GC pass; a GC pass also runs every reconciler period. The
-// clean-up is lifecycle.Deleter.DeleteNode, the path calicoctl delete node
-// takes: in etcd mode for the deleted node's Calico Node (the one whose
-// k8s orchRef names it, as Calico; Calico nodes without one are never
-// touched), in Kubernetes mode for the node's name (the Calico node was the
-// Kubernetes node): its addresses, block affinities, endpoints, BGP peers
-// and per-node configurations go; the GC then releases whatever else it
-// held. All work goes through one rate-limited work
+// clean-up and a GC pass; a GC pass also runs every reconciler period. In
+// etcd mode the clean-up deletes the deleted node's Calico Node (the one
+// whose k8s orchRef names it, as Calico; Calico nodes without one are never
+// touched) through lifecycle.Deleter.DeleteNode, the path calicoctl delete
+// node takes: its addresses, block affinities, endpoints, BGP peers and
+// per-node configurations go with it. In both modes the GC then releases
+// whatever else the node held. All work goes through one rate-limited work
 // queue, so failures retry with backoff and one item is never worked on
 // twice at once.
 package node
@@ -206,14 +205,18 @@ func kubernetesName(n *v3.Node) (string, bool) {
 	return "", false
 }
 
-// cleanUpNode deletes what a Kubernetes node that is gone leaves behind,
-// through lifecycle.Deleter.DeleteNode (the path calicoctl delete node
-// takes too): its addresses, block affinities, endpoints, BGP peers,
-// per-node configurations and host endpoints, and, in etcd mode
-// (DeleteNodes), its Calico Node(s) (found by k8s orchRef). In Kubernetes
-// mode the Calico node was the Kubernetes node, gone already. The GC pass
-// queued with it releases whatever else it held.
+// cleanUpNode (etcd mode, DeleteNodes) deletes the Calico Node(s) of a
+// Kubernetes node that is gone (found by k8s orchRef) through
+// lifecycle.Deleter.DeleteNode, the path calicoctl delete node takes:
+// its addresses, block affinities, endpoints, BGP peers, per-node
+// configurations and host endpoints go with it. In Kubernetes mode, as in
+// Calico, the Calico node was the Kubernetes node and only the GC pass
+// runs (the manifests grant no more). The GC pass queued with it releases
+// whatever else the node held.
 func (c *Controller) cleanUpNode(ctx context.Context, kname string) error {
+	if !c.cfg.DeleteNodes {
+		return nil
+	}
 	// The node may be back (same name): look at the API server, not the
 	// cache, before deleting anything.
 	if _, err := c.cfg.Kube.CoreV1().Nodes().Get(ctx, kname, metav1.GetOptions{}); err == nil {
@@ -222,21 +225,15 @@ func (c *Controller) cleanUpNode(ctx context.Context, kname string) error {
 		return fmt.Errorf("checking that node %s is gone: %w", kname, err)
 	}
 	d := lifecycle.Deleter{Client: c.cfg.Client, Logger: c.log}
-	var calicoNodes []*v3.Node
-	if c.cfg.DeleteNodes {
-		l, err := c.cfg.Client.List(ctx, v3.KindNode, datastore.ListOptions{})
-		if err != nil {
-			return fmt.Errorf("listing Calico nodes: %w", err)
-		}
-		for _, r := range l.Items {
-			if k, ok := kubernetesName(r.(*v3.Node)); ok && k == kname {
-				calicoNodes = append(calicoNodes, r.(*v3.Node))
-			}
-		}
-	} else {
-		calicoNodes = []*v3.Node{{ObjectMeta: metav1.ObjectMeta{Name: kname}}}
+	l, err := c.cfg.Client.List(ctx, v3.KindNode, datastore.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("listing Calico nodes: %w", err)
 	}
-	for _, n := range calicoNodes {
+	for _, r := range l.Items {
+		n := r.(*v3.Node)
+		if k, ok := kubernetesName(n); !ok || k != kname {
+			continue
+		}
 		_, err := d.DeleteNode(ctx, n.Name, datastore.DeleteOptions{ResourceVersion: n.ResourceVersion})
 		if err != nil && !errors.Is(err, datastore.ErrNotFound) {
 			return fmt.Errorf("deleting Calico node %s of deleted Kubernetes node %s: %w", n.Name, kname, err)
