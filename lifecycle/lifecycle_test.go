@@ -286,3 +286,35 @@ func TestPlanNode(t *testing.T) {
 		t.Fatalf("plan (-want +got):\n%s", d)
 	}
 }
+
+// TestDeleteDamagedRecords: a Node or IPPool whose record cannot be
+// decoded is still deleted (with what can be cleaned up without it).
+func TestDeleteDamagedRecords(t *testing.T) {
+	ctx := context.Background()
+	s := ipamtest.NewStore()
+	al := ipam.New(s, ipam.Config{})
+	mustCreate(t, s, pool("p", "10.0.0.0/24"), node("n1", ""))
+	a := assign(t, al, "n1", "k8s-pod-network.a")
+	mustCreate(t, s, wep("n1", "a", a), peer("n1-peer", "n1"))
+	s.Fail = func(op string, k datastore.Key) error {
+		if op == "get" && (k.Kind == v3.KindIPPool || k.Kind == v3.KindNode) {
+			return datastore.ErrUndecodable
+		}
+		return nil
+	}
+	d := Deleter{Client: s, Settle: -1}
+	if _, err := d.Delete(ctx, datastore.Key{Kind: v3.KindNode, Name: "n1"}, datastore.DeleteOptions{}); err != nil {
+		t.Fatalf("deleting a damaged node: %v", err)
+	}
+	for _, kind := range []string{v3.KindNode, v3.KindWorkloadEndpoint, v3.KindBGPPeer, v3.KindIPAMHandle, v3.KindBlockAffinity, v3.KindIPAMBlock} {
+		if got := names(t, s, kind); len(got) != 0 {
+			t.Errorf("%s left after deleting the damaged node: %v", kind, got)
+		}
+	}
+	if _, err := d.Delete(ctx, datastore.Key{Kind: v3.KindIPPool, Name: "p"}, datastore.DeleteOptions{}); err != nil {
+		t.Fatalf("deleting a damaged pool: %v", err)
+	}
+	if got := names(t, s, v3.KindIPPool); len(got) != 0 {
+		t.Errorf("pools left: %v", got)
+	}
+}

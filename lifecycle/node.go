@@ -176,11 +176,17 @@ func (d Deleter) DeleteNode(ctx context.Context, name string, opts datastore.Del
 // readNode reads the records PlanNode needs.
 func readNode(ctx context.Context, c datastore.Client, name string) (NodeInputs, bool, error) {
 	var in NodeInputs
+	exists := true
 	r, err := c.Get(ctx, datastore.Key{Kind: v3.KindNode, Name: name})
 	switch {
 	case err == nil:
 		in.Node = r.(*v3.Node)
-	case !errors.Is(err, datastore.ErrNotFound):
+	case errors.Is(err, datastore.ErrNotFound):
+		exists = false
+	case errors.Is(err, datastore.ErrUndecodable):
+		// A damaged record is still deleted; its own addresses are
+		// unknown, but IPAM's record of them (AttrNode) is not.
+	default:
 		return in, false, fmt.Errorf("reading node %s: %w", name, err)
 	}
 	for _, l := range []struct {
@@ -200,7 +206,7 @@ func readNode(ctx context.Context, c datastore.Client, name string) (NodeInputs,
 		}
 		*l.into = got.Items
 	}
-	return in, in.Node != nil, nil
+	return in, exists, nil
 }
 
 // applyNode carries out a node's plan: addresses first (while their

@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"time"
@@ -23,6 +24,12 @@ import (
 func (d Deleter) DeletePool(ctx context.Context, name string, opts datastore.DeleteOptions) (v3.Resource, error) {
 	key := datastore.Key{Kind: v3.KindIPPool, Name: name}
 	r, err := d.Client.Get(ctx, key)
+	if errors.Is(err, datastore.ErrUndecodable) {
+		// A damaged record must still be deletable; its CIDR is unknown,
+		// so its blocks stay (ipam check reports them outside every pool).
+		d.log().Warn("deleting an IP pool whose record cannot be decoded: its blocks are not released", "pool", name, "err", err)
+		return d.Client.Delete(ctx, key, opts)
+	}
 	if err != nil {
 		return nil, err
 	}
