@@ -79,11 +79,11 @@ var pastTense = map[string]string{"create": "created", "apply": "applied", "repl
 // report prints and returns the outcome as Calico's calicoctl does: every
 // failure is reported and any makes the command fail. delete says how
 // many it deleted, then one "Failed to delete ..." line per failure;
-// create, apply (and replace, where Calico counts a failed document as
-// replaced and shows only the last error) say "failed to <verb> ..." when
-// nothing was written, else "Partial success: ..." (printed, with Calico's
-// arithmetic, only when the successes outnumber the failures) and "hit
-// error: [...]".
+// create and apply say "failed to <verb> ..." when nothing was written,
+// else "Partial success: ..." (printed, with Calico's arithmetic, only
+// when the successes outnumber the failures) and "hit error: [...]".
+// replace reports as they do (Calico's replace counts a failed document as
+// replaced and names only the last error).
 func (a *app) report(verb string, r writeResults) error {
 	past := pastTense[verb]
 	if verb == "delete" {
