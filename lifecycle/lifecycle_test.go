@@ -157,12 +157,13 @@ func TestDeleteNodeLeavesNothing(t *testing.T) {
 
 // TestDeleteNodeKeepsBlockWithOthersAddresses: a block of the node that
 // another node's pod borrowed from loses its affinity but keeps that
-// address.
+// address; an address of the node outside every pool is skipped.
 func TestDeleteNodeKeepsBlockWithOthersAddresses(t *testing.T) {
 	ctx := context.Background()
 	s := ipamtest.NewStore()
 	al := ipam.New(s, ipam.Config{})
-	mustCreate(t, s, pool("p", "10.0.0.0/28"), node("n1", ""), node("n2", ""))
+	// n1's tunnel address is in no pool (set by hand): nothing to release.
+	mustCreate(t, s, pool("p", "10.0.0.0/28"), node("n1", "192.0.2.9"), node("n2", ""))
 	a := assign(t, al, "n1", "k8s-pod-network.a")
 	// The pool is one block: n2 borrows from n1's.
 	b := assign(t, al, "n2", "k8s-pod-network.b")

@@ -229,10 +229,8 @@ func (d Deleter) applyNode(ctx context.Context, name string, plan NodePlan) erro
 			addrs = append(addrs, x.IP)
 		}
 	}
-	for _, ip := range addrs {
-		if _, err := al.ReleaseIPs(ctx, ip); err != nil && !errors.Is(err, ipam.ErrNotInPool) {
-			return fmt.Errorf("deleting node %s: releasing %s: %w", name, ip, err)
-		}
+	if err := releaseAll(ctx, al, addrs); err != nil {
+		return fmt.Errorf("deleting node %s: %w", name, err)
 	}
 	affinitiesDone := false
 	for _, k := range plan.Delete {
@@ -244,6 +242,25 @@ func (d Deleter) applyNode(ctx context.Context, name string, plan NodePlan) erro
 		}
 		if err := deleteIfThere(ctx, c, k); err != nil {
 			return fmt.Errorf("deleting node %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// releaseAll releases addrs, in one pass when every one is in a pool or
+// block; otherwise one by one, skipping those that are in none (nothing
+// to release, as in Calico).
+func releaseAll(ctx context.Context, al *ipam.Allocator, addrs []netip.Addr) error {
+	if len(addrs) == 0 {
+		return nil
+	}
+	_, err := al.ReleaseIPs(ctx, addrs...)
+	if !errors.Is(err, ipam.ErrNotInPool) {
+		return err
+	}
+	for _, ip := range addrs {
+		if _, err := al.ReleaseIPs(ctx, ip); err != nil && !errors.Is(err, ipam.ErrNotInPool) {
+			return fmt.Errorf("releasing %s: %w", ip, err)
 		}
 	}
 	return nil
