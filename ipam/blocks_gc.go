@@ -188,7 +188,10 @@ func (a *Allocator) releaseAffinity(ctx context.Context, node string, cidr netip
 func (a *Allocator) ReleasePoolBlocks(ctx context.Context, pool netip.Prefix) ([]netip.Prefix, error) {
 	pool = pool.Masked()
 	var released []netip.Prefix
-	for attempt := 0; attempt < a.cfg.MaxRetries; attempt++ {
+	for attempt := 0; ; attempt++ {
+		if attempt == a.cfg.MaxRetries {
+			return released, fmt.Errorf("releasing the block affinities of pool %s: new ones keep appearing (is the pool disabled?): %w", pool, ErrTooManyRetries)
+		}
 		l, err := a.c.List(ctx, v3.KindBlockAffinity, datastore.ListOptions{})
 		if err != nil {
 			return released, fmt.Errorf("listing block affinities of pool %s: %w", pool, err)
