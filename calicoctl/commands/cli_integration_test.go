@@ -243,6 +243,23 @@ func cliSuite(t *testing.T, b cliBackend) {
 		{setup: seedClusterInfo("v3.30.0", "k8s,bgp")},
 		{args: args("version")},
 	})
+	cliScenario(t, b, "delete-tier", []step{
+		{args: args("apply -f " + td + "tier-policies.yaml")},
+		// The tier first: not empty yet, so it fails; the policies go.
+		{args: args("delete -f " + td + "tier-policies.yaml"), wantCode: 1},
+		{args: args("get tier security")},
+		{args: args("get globalnetworkpolicies")},
+		// The next run deletes the tier; the policies are gone already.
+		{args: args("delete -f " + td + "tier-policies.yaml"), wantCode: 1},
+		{args: args("get tier security"), wantCode: 1},
+		{args: args("delete -f " + td + "tier-policies.yaml --skip-not-exists")},
+		// Names: each is tried, each failure reported.
+		{args: args("apply -f " + td + "pools.yaml")},
+		{args: args("delete ippool no-such-pool pool-a other-missing"), wantCode: 1},
+		{args: args("create -f " + td + "pools.yaml"), wantCode: 1},
+		{args: args("delete -f " + td + "pools.yaml")},
+	})
+	t.Run("delete-cascade", func(t *testing.T) { testDeleteCascade(t, b) })
 	t.Run("overlap", func(t *testing.T) { testPoolOverlap(t, b) })
 	t.Run("ipam", func(t *testing.T) { testIPAM(t, b) })
 	t.Run("ipam-calico-report", func(t *testing.T) { testIPAMCalicoReport(t, b) })
