@@ -13,7 +13,9 @@ import (
 )
 
 func main() {
-	dsconfig.NewKubernetesClient = commands.WithKubeconfigSettings(kdd.FromSpec)
-	dsconfig.NewEtcdTransport = etcdlib.New // long-running: etcd's client library
-	os.Exit(commands.Execute(os.Args[1:], os.Stdout, os.Stderr))
+	backends := dsconfig.Backends{
+		Kubernetes:    commands.WithKubeconfigSettings(kdd.FromSpec),
+		EtcdTransport: etcdlib.New, // long-running: etcd's client library
+	}
+	os.Exit(commands.Execute(os.Args[1:], os.Stdout, os.Stderr, backends))
 }

@@ -29,9 +29,6 @@ func (c capture) Apply(_ context.Context, text string) error { c <- text; return
 // configuration from an etcd that requires client certificates and from
 // one with authentication on, and follows a BGPPeer created later.
 func TestSecuredEtcdRendering(t *testing.T) {
-	prev := dsconfig.NewEtcdTransport
-	dsconfig.NewEtcdTransport = etcdlib.New
-	t.Cleanup(func() { dsconfig.NewEtcdTransport = prev })
 	yaml := "apiVersion: projectcalico.org/v3\nkind: Node\nmetadata: {name: node1}\nspec: {bgp: {ipv4Address: 10.99.0.1/24}}\n" +
 		"---\napiVersion: projectcalico.org/v3\nkind: IPPool\nmetadata: {name: pool}\nspec: {cidr: 10.244.0.0/16}\n"
 	peer := "apiVersion: projectcalico.org/v3\nkind: BGPPeer\nmetadata: {name: tor}\nspec: {peerIP: 10.99.0.254, asNumber: 65010}\n"
@@ -68,7 +65,7 @@ func TestSecuredEtcdRendering(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			client, err := dsconfig.New(spec)
+			client, err := dsconfig.Backends{EtcdTransport: etcdlib.New}.New(spec)
 			if err != nil {
 				t.Fatal(err)
 			}

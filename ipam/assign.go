@@ -27,9 +27,11 @@ type AutoAssignArgs struct {
 	IPv4Pools, IPv6Pools []string
 	// Use is what the addresses are for [default Workload].
 	Use v3.IPPoolAllowedUse
-	// NamespaceLabels, when not nil, are checked against pools'
-	// namespaceSelectors.
+	// NamespaceLabels are the labels of the pod's namespace, checked
+	// against pools' namespaceSelectors (nil: matched as no labels, as
+	// Calico does when it has no namespace); Namespace names it in errors.
 	NamespaceLabels map[string]string
+	Namespace       string
 }
 
 // versionWant is what an AutoAssign asks of one IP version.
@@ -63,7 +65,7 @@ func (a *Allocator) AutoAssign(ctx context.Context, args AutoAssignArgs) ([]neti
 		if v.n == 0 {
 			continue
 		}
-		pools, err := SelectPools(e.pools, PoolRequest{Version: v.version, Requested: v.requested, NodeLabels: labels, NamespaceLabels: args.NamespaceLabels, Use: args.Use})
+		pools, err := SelectPools(e.pools, PoolRequest{Version: v.version, Requested: v.requested, NodeLabels: labels, NamespaceLabels: args.NamespaceLabels, Namespace: args.Namespace, Use: args.Use})
 		if err != nil {
 			return nil, fmt.Errorf("choosing IPv%d pools for node %s: %w", v.version, args.Hostname, e.explain(err))
 		}

@@ -174,3 +174,78 @@ func (a *Allocator) releaseAffinity(ctx context.Context, node string, cidr netip
 	}
 	return true, nil
 }
+
+// ReleasePoolBlocks ends every node's affinity to the blocks inside pool,
+// as Calico's ReleasePoolAffinities does when an IPPool is deleted: empty
+// blocks are deleted, blocks still holding addresses lose their affinity
+// (so no node keeps routing them as its own) and stay, visible as blocks
+// outside every pool once the pool is gone, until their addresses are
+// released. Empty blocks of the pool without an affinity are deleted too
+// (conditional on their version). The caller disables the pool first, so
+// that no new block is claimed meanwhile; an affinity that appears while
+// this runs (a claim that was under way) is released by the next pass, up
+// to MaxRetries passes. It returns the blocks released or deleted.
+func (a *Allocator) ReleasePoolBlocks(ctx context.Context, pool netip.Prefix) ([]netip.Prefix, error) {
+	pool = pool.Masked()
+	var released []netip.Prefix
+	for attempt := 0; ; attempt++ {
+		if attempt == a.cfg.MaxRetries {
+			return released, fmt.Errorf("releasing the block affinities of pool %s: new ones keep appearing (is the pool disabled?): %w", pool, ErrTooManyRetries)
+		}
+		l, err := a.c.List(ctx, v3.KindBlockAffinity, datastore.ListOptions{})
+		if err != nil {
+			return released, fmt.Errorf("listing block affinities of pool %s: %w", pool, err)
+		}
+		found := 0
+		for _, r := range l.Items {
+			ba := r.(*v3.BlockAffinity)
+			cidr, err := netip.ParsePrefix(ba.Spec.CIDR)
+			if err != nil || !Inside(pool, cidr) {
+				continue
+			}
+			found++
+			if _, err := a.releaseAffinity(ctx, ba.Spec.Node, cidr, nil, false); err != nil {
+				return released, err
+			}
+			released = append(released, cidr)
+		}
+		if found == 0 {
+			break
+		}
+	}
+	gone, err := a.deleteEmptyUnaffine(ctx, pool)
+	return append(released, gone...), err
+}
+
+// deleteEmptyUnaffine deletes the empty blocks inside pool that no node
+// holds, each conditional on the version read.
+func (a *Allocator) deleteEmptyUnaffine(ctx context.Context, pool netip.Prefix) ([]netip.Prefix, error) {
+	l, err := a.c.List(ctx, v3.KindIPAMBlock, datastore.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing the blocks of pool %s: %w", pool, err)
+	}
+	var gone []netip.Prefix
+	for _, r := range l.Items {
+		b := r.(*v3.IPAMBlock)
+		cidr, err := BlockCIDR(b)
+		if err != nil || !Inside(pool, cidr) || b.Spec.Affinity != nil || !IsEmpty(b) {
+			continue
+		}
+		_, err = a.c.Delete(ctx, blockKey(cidr), datastore.DeleteOptions{ResourceVersion: b.ResourceVersion})
+		a.storeBlock(cidr, nil)
+		switch {
+		case err == nil:
+			gone = append(gone, cidr)
+		case errors.Is(err, datastore.ErrNotFound), errors.Is(err, datastore.ErrConflict):
+			// Gone already, or written since: no longer ours to judge.
+		default:
+			return gone, fmt.Errorf("deleting empty block %s of pool %s: %w", cidr, pool, err)
+		}
+	}
+	return gone, nil
+}
+
+// Inside reports whether block lies wholly inside pool.
+func Inside(pool, block netip.Prefix) bool {
+	return block.Bits() >= pool.Bits() && pool.Contains(block.Addr())
+}

@@ -202,17 +202,19 @@ func (a *Allocator) claim(ctx context.Context, node string, cidr netip.Prefix) e
 		a.storeBlock(cidr, mine)
 	case errors.Is(err, datastore.ErrAlreadyExists):
 		cur, gerr := a.getBlock(ctx, cidr)
+		if errors.Is(gerr, datastore.ErrNotFound) {
+			// The block existed at our create and is gone now: a claim
+			// being undone (overlap.go). Not ours; it may be free when
+			// looked at again.
+			a.dropPendingAffinity(ctx, node, cidr, created)
+			return fmt.Errorf("block %s vanished while node %s claimed it: %w", cidr, node, errBlockOverlaps)
+		}
 		if gerr != nil {
 			return fmt.Errorf("claiming block %s for node %s: %w", cidr, node, gerr)
 		}
 		mine = cur
 		if cur.Spec.Affinity == nil || *cur.Spec.Affinity != AffinityValue(node) {
-			if created != nil {
-				_, derr := a.c.Delete(ctx, affinityKey(node, cidr), datastore.DeleteOptions{ResourceVersion: created.GetResourceVersion()})
-				if derr != nil && !errors.Is(derr, datastore.ErrNotFound) {
-					a.log.Warn("could not remove pending block affinity after losing a claim", "block", cidr, "node", node, "err", derr)
-				}
-			}
+			a.dropPendingAffinity(ctx, node, cidr, created)
 			return errBlockTaken
 		}
 	default:
@@ -230,6 +232,18 @@ func (a *Allocator) claim(ctx context.Context, node string, cidr netip.Prefix) e
 	a.rememberAffinity(node, cidr)
 	a.log.Debug("claimed block", "block", cidr, "node", node)
 	return nil
+}
+
+// dropPendingAffinity removes the pending affinity this claim created (if
+// it created one) after the claim was lost.
+func (a *Allocator) dropPendingAffinity(ctx context.Context, node string, cidr netip.Prefix, created v3.Resource) {
+	if created == nil {
+		return
+	}
+	_, err := a.c.Delete(ctx, affinityKey(node, cidr), datastore.DeleteOptions{ResourceVersion: created.GetResourceVersion()})
+	if err != nil && !errors.Is(err, datastore.ErrNotFound) {
+		a.log.Warn("could not remove pending block affinity after losing a claim", "block", cidr, "node", node, "err", err)
+	}
 }
 
 // confirmAffinity moves the node's affinity for cidr to confirmed.

@@ -8,8 +8,9 @@
 // block so everything a pod holds is released together.
 //
 // Layout: the pure core (blockmath.go, block.go, pools.go, reservations.go,
-// annotations.go) does address arithmetic and block bookkeeping on
-// in-memory objects; the Allocator (allocator.go, assign.go, release.go,
+// annotations.go, and check.go: the consistency checks calicoctl ipam check
+// prints) does address arithmetic and block bookkeeping on in-memory
+// objects; the Allocator (allocator.go, assign.go, release.go,
 // claim.go, blocks_gc.go) drives it over datastore.Client, where every
 // write is a compare-and-swap retried with jitter on conflict, so
 // correctness never rests on a lock or a cache; gc.go finds and frees

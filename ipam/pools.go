@@ -77,66 +77,121 @@ type PoolRequest struct {
 	Version int // 4 or 6
 	// Requested names pools by name or CIDR (the ipv4pools / ipv6pools
 	// annotations or the CNI config). When set they are used, in order,
-	// regardless of node selectors, as Calico does.
+	// regardless of node and namespace selectors and of assignmentMode,
+	// as Calico does (libcalico-go ipam determinePools).
 	Requested []string
 	// NodeLabels are the labels of the node the address is for.
 	NodeLabels map[string]string
-	// NamespaceLabels are the pod namespace's labels; nil skips pools'
-	// namespaceSelectors.
+	// NamespaceLabels are the labels of the pod's namespace, matched
+	// against pools' namespaceSelectors. nil (no namespace known: no
+	// Kubernetes access, or not a pod) is matched as no labels, as
+	// Calico matches a nil namespace: ns == 'x' then excludes the pool,
+	// !has(ns) or ns != 'x' includes it.
 	NamespaceLabels map[string]string
+	// Namespace names the pod's namespace in errors ("" when none).
+	Namespace string
 	// Use is what the address is for [default Workload].
 	Use v3.IPPoolAllowedUse
 }
 
 // SelectPools returns the pools an allocation may use, in the order to try
-// them. Requested pools must exist, be enabled and be of the right IP
-// version. Otherwise the enabled, automatic pools of the version whose
-// allowedUses include the use and whose node selector (and namespace
-// selector, when namespace labels are known) match are used, by name.
+// them. Requested pools must exist, be enabled, be of the right IP version
+// and allow the use; they are used in the order asked. Otherwise the
+// pools of the version that are enabled, automatic, allow the use and
+// whose nodeSelector and namespaceSelector select the node's and the
+// namespace's labels are used, by name. When none is left the error
+// (ErrNoPool) says why each pool of the version was passed over.
 func SelectPools(pools []Pool, req PoolRequest) ([]Pool, error) {
 	use := req.Use
 	if use == "" {
 		use = v3.IPPoolAllowedUseWorkload
 	}
 	if len(req.Requested) > 0 {
-		var out []Pool
-		for _, r := range req.Requested {
-			p, ok := findPool(pools, r)
-			if !ok {
-				return nil, fmt.Errorf("pool %q: %w (it names no IPPool by name or CIDR)", r, ErrUnknownPool)
-			}
-			if p.Version() != req.Version {
-				return nil, fmt.Errorf("pool %q is IPv%d but an IPv%d pool was asked for: %w", r, p.Version(), req.Version, ErrInvalidArgs)
-			}
-			if p.Spec.Disabled {
-				return nil, fmt.Errorf("pool %q: %w", r, ErrPoolDisabled)
-			}
-			if !p.allows(use) {
-				return nil, fmt.Errorf("pool %q does not allow use %s: %w", r, use, ErrInvalidArgs)
-			}
-			if !slices.ContainsFunc(out, func(q Pool) bool { return q.Name == p.Name }) {
-				out = append(out, p)
-			}
-		}
-		return out, nil
+		return requestedPools(pools, req.Requested, req.Version, use)
 	}
 	var out []Pool
+	var passed []string
 	for _, p := range pools {
-		if p.Version() != req.Version || p.Spec.Disabled || p.manual() || !p.allows(use) {
+		if p.Version() != req.Version {
 			continue
 		}
-		if !matches(p.Spec.NodeSelector, req.NodeLabels) {
-			continue
-		}
-		if req.NamespaceLabels != nil && p.Spec.NamespaceSelector != "" && !matches(p.Spec.NamespaceSelector, req.NamespaceLabels) {
+		if why := p.passOver(use, req); why != "" {
+			passed = append(passed, p.Name+" ("+p.CIDR.String()+") "+why)
 			continue
 		}
 		out = append(out, p)
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("no enabled IPv%d pool for use %s selects this node: %w", req.Version, use, ErrNoPool)
+		return nil, noPoolError(req, use, passed)
 	}
 	return out, nil
+}
+
+// requestedPools resolves pools asked for by name or CIDR. A pool that
+// cannot be used as asked is an error naming it, never replaced by another.
+func requestedPools(pools []Pool, requested []string, version int, use v3.IPPoolAllowedUse) ([]Pool, error) {
+	var out []Pool
+	for _, r := range requested {
+		p, ok := findPool(pools, r)
+		if !ok {
+			return nil, fmt.Errorf("pool %q: %w (it names no IPPool by name or CIDR)", r, ErrUnknownPool)
+		}
+		if p.Version() != version {
+			return nil, fmt.Errorf("pool %q is IPv%d but an IPv%d pool was asked for: %w", r, p.Version(), version, ErrInvalidArgs)
+		}
+		if p.Spec.Disabled {
+			return nil, fmt.Errorf("pool %q: %w", r, ErrPoolDisabled)
+		}
+		if !p.allows(use) {
+			return nil, fmt.Errorf("pool %q does not allow use %s: %w", r, use, ErrInvalidArgs)
+		}
+		if !slices.ContainsFunc(out, func(q Pool) bool { return q.Name == p.Name }) {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// passOver says why automatic selection does not use the pool for req
+// ("" when it does).
+func (p Pool) passOver(use v3.IPPoolAllowedUse, req PoolRequest) string {
+	switch {
+	case p.Spec.Disabled:
+		return "is disabled"
+	case p.manual():
+		return "has assignmentMode Manual (used only when asked for by name)"
+	case !p.allows(use):
+		return fmt.Sprintf("does not allow use %s", use)
+	case !matches(p.Spec.NodeSelector, req.NodeLabels):
+		return fmt.Sprintf("has nodeSelector %q, which does not select the node", p.Spec.NodeSelector)
+	case p.Spec.NamespaceSelector != "" && !matches(p.Spec.NamespaceSelector, req.NamespaceLabels):
+		return fmt.Sprintf("has namespaceSelector %q, which does not select %s", p.Spec.NamespaceSelector, namespaceDesc(req))
+	}
+	return ""
+}
+
+func namespaceDesc(req PoolRequest) string {
+	switch {
+	case req.Namespace == "":
+		return "an address outside any namespace"
+	case req.NamespaceLabels == nil:
+		return fmt.Sprintf("namespace %q (its labels are unknown without Kubernetes access: matched as none)", req.Namespace)
+	}
+	return fmt.Sprintf("namespace %q", req.Namespace)
+}
+
+// noPoolError is Calico's "no configured Calico pools" with the reason
+// each pool of the version was passed over.
+func noPoolError(req PoolRequest, use v3.IPPoolAllowedUse, passed []string) error {
+	what := "this node"
+	if req.Namespace != "" {
+		what = fmt.Sprintf("this node and namespace %q", req.Namespace)
+	}
+	if len(passed) == 0 {
+		return fmt.Errorf("no configured Calico pools for %s: there is no IPv%d pool: %w", what, req.Version, ErrNoPool)
+	}
+	return fmt.Errorf("no configured Calico pools for %s: no enabled IPv%d pool for use %s selects it (%s): %w",
+		what, req.Version, use, strings.Join(passed, "; "), ErrNoPool)
 }
 
 func findPool(pools []Pool, nameOrCIDR string) (Pool, bool) {

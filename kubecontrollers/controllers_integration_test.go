@@ -3,6 +3,7 @@
 package kubecontrollers_test
 
 import (
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -22,8 +23,9 @@ var forceDelete = metav1.DeleteOptions{GracePeriodSeconds: new(int64(0))}
 // TestIntegrationNodeDeletedReleasesIPAM: on both datastores, a deleted
 // Kubernetes Node's block affinities, blocks, tunnel address and pod
 // addresses are released (at once, the leak grace period is for live
-// nodes), its Calico Node and endpoints are gone (etcd), and another
-// node's are untouched.
+// nodes), its Calico Node, endpoints, BGP peer and per-node configurations
+// are gone (etcd: the shared lifecycle path of calicoctl delete node), and
+// another node's are untouched.
 func TestIntegrationNodeDeletedReleasesIPAM(t *testing.T) {
 	for _, mode := range []string{"kubernetes", "etcd"} {
 		t.Run(mode, func(t *testing.T) {
@@ -43,6 +45,12 @@ func TestIntegrationNodeDeletedReleasesIPAM(t *testing.T) {
 			}
 			if a := c.affinities(t); a["node-a"] == 0 || a["node-b"] == 0 {
 				t.Fatalf("affinities before: %v", a)
+			}
+			perNode := perNodeResources("node-a", "node-b")
+			for _, r := range perNode {
+				if _, err := c.ds.Create(ctx, r); err != nil {
+					t.Fatal(err)
+				}
 			}
 
 			in := c.start(t, runOpts{identity: "only"})
@@ -78,6 +86,22 @@ func TestIntegrationNodeDeletedReleasesIPAM(t *testing.T) {
 					return err != nil, nil
 				})
 			}
+			// etcd mode: the shared node deletion (lifecycle.Deleter.
+			// DeleteNode, as calicoctl delete node) took its peer and
+			// per-node configurations too; node-b's stay. Kubernetes mode,
+			// as Calico's: only IPAM is cleaned up.
+			eventually(t, "node-a's BGP peer and node.node-a configurations deleted in etcd mode only", func() (bool, error) {
+				for _, r := range perNode {
+					_, err := c.ds.Get(ctx, datastore.KeyOf(r))
+					if gone := err != nil; gone != (c.etcd && strings.Contains(r.GetName(), "node-a")) {
+						return false, nil
+					}
+				}
+				return true, nil
+			})
+			if h, err := c.ds.List(ctx, v3.KindIPAMHandle, datastore.ListOptions{}); err != nil || len(h.Items) != 1 {
+				t.Fatalf("handles left: %v %v (want only pod-b's)", h, err)
+			}
 			in.pass(t)
 			if !c.allocated(t, live) || c.affinities(t)["node-b"] == 0 || c.blocksOf(t, "node-b") == 0 {
 				t.Fatalf("node-b's state was touched: allocated %v affinities %v", c.allocated(t, live), c.affinities(t))
@@ -89,6 +113,20 @@ func TestIntegrationNodeDeletedReleasesIPAM(t *testing.T) {
 			}
 		})
 	}
+}
+
+// perNodeResources are a BGPPeer and node.<name> FelixConfiguration and
+// BGPConfiguration for each node.
+func perNodeResources(nodes ...string) []v3.Resource {
+	var out []v3.Resource
+	for _, n := range nodes {
+		out = append(out,
+			&v3.BGPPeer{TypeMeta: metav1.TypeMeta{Kind: v3.KindBGPPeer, APIVersion: v3.GroupVersion}, ObjectMeta: metav1.ObjectMeta{Name: "peer-" + n},
+				Spec: v3.BGPPeerSpec{Node: n, PeerIP: "192.0.2.1", ASNumber: 64512}},
+			&v3.FelixConfiguration{TypeMeta: metav1.TypeMeta{Kind: v3.KindFelixConfiguration, APIVersion: v3.GroupVersion}, ObjectMeta: metav1.ObjectMeta{Name: "node." + n}},
+			&v3.BGPConfiguration{TypeMeta: metav1.TypeMeta{Kind: v3.KindBGPConfiguration, APIVersion: v3.GroupVersion}, ObjectMeta: metav1.ObjectMeta{Name: "node." + n}})
+	}
+	return out
 }
 
 // TestIntegrationLeakedAddressReclaimedAfterGrace: a pod deleted while its

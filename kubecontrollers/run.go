@@ -18,8 +18,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tabbynet/tabby/internal/pprofmux"
-
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/client-go/informers"
@@ -36,6 +34,7 @@ import (
 	"github.com/tabbynet/tabby/kubecontrollers/mirror"
 	"github.com/tabbynet/tabby/kubecontrollers/node"
 	"github.com/tabbynet/tabby/kubecontrollers/status"
+	"github.com/tabbynet/tabby/lib/pprofmux"
 )
 
 // Options wire Run.

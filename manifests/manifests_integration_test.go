@@ -163,10 +163,11 @@ func needsKDD(t *testing.T, c *kdd.Client) map[string][]access {
 		access{verb: "create", gvr: saRes, subresource: "token", namespace: tabbyNS, name: cniSA},
 	)
 
-	// The CNI plugin (cni-plugin/kubepods and calico-ipam): the pod read
-	// and annotated through pods/status, and IPAM.
+	// The CNI plugin (cni-plugin/kubepods and calico-ipam): the pod and
+	// its namespace read, the pod annotated through pods/status, and IPAM.
 	cni := []access{
 		{verb: "get", gvr: pods, namespace: "default", name: "any-pod"},
+		{verb: "get", gvr: nsRes, name: "default"},
 		{verb: "patch", gvr: pods, subresource: "status", namespace: "default", name: "any-pod"},
 	}
 	cni = append(cni, ipamUse()...)

@@ -100,27 +100,9 @@ func printChecks(w io.Writer, rs []checkResult) error {
 	return nil
 }
 
-func newNodeCmd(a *app) *cobra.Command {
-	node := &cobra.Command{
-		Use:   "node",
-		Short: "Node-level commands: status, checksystem, diags",
-		Example: `  calicoctl node status
-  calicoctl node checksystem`,
-	}
-	var socket string
-	status := &cobra.Command{
-		Use:   "status",
-		Short: "Show this node's BGP sessions, read from BIRD's control socket",
-		Example: `  calicoctl node status
-  calicoctl node status --bird-socket=/var/run/bird/bird.ctl`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.nodeStatus(cmdContext(cmd), socket)
-		},
-	}
-	status.Flags().StringVar(&socket, "bird-socket", "", "BIRD's control socket [default /var/run/calico/bird.ctl, else /var/run/bird/bird.ctl]")
-	node.AddCommand(status, newNodeDiagsCmd(a))
-	node.AddCommand(&cobra.Command{
+// newNodeCheckSystemCmd is node checksystem.
+func newNodeCheckSystemCmd(a *app) *cobra.Command {
+	return &cobra.Command{
 		Use:     "checksystem",
 		Short:   "Check this host has what Tabby needs (iptables, ipset, BIRD, kernel modules)",
 		Example: "  calicoctl node checksystem",
@@ -128,6 +110,5 @@ func newNodeCmd(a *app) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return printChecks(a.stdout, checkSystem(a.probe()))
 		},
-	})
-	return node
+	}
 }

@@ -28,6 +28,8 @@ import (
 type cliBackend struct {
 	name string
 	env  map[string]string
+	// backends are the datastore implementations calicoctl is given.
+	backends dsconfig.Backends
 }
 
 func etcdBackend(t *testing.T) cliBackend {
@@ -48,7 +50,7 @@ func (b cliBackend) runVersion(t *testing.T, stdin, version string, args ...stri
 	a := &app{
 		stdin: strings.NewReader(stdin), stdout: &out, stderr: &errOut,
 		getenv:        func(k string) string { return b.env[k] },
-		newClient:     dsconfig.New,
+		newClient:     b.backends.New,
 		defaultConfig: "/nonexistent/calicoctl.cfg",
 		version:       version,
 	}
@@ -86,7 +88,7 @@ func seedClusterInfo(version, clusterType string) func(t *testing.T, b cliBacken
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, err := dsconfig.New(spec)
+		c, err := b.backends.New(spec)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -134,7 +136,6 @@ func TestCLIEtcd(t *testing.T) { cliSuite(t, etcdBackend(t)) }
 func TestCLIKubernetes(t *testing.T) { cliSuite(t, kubeBackend(t)) }
 
 func kubeBackend(t *testing.T) cliBackend {
-	dsconfig.NewKubernetesClient = WithKubeconfigSettings(kdd.FromSpec)
 	k := testservers.StartKubeAPIServer(t, testservers.WithAPIServerFlags(
 		// calicoctl, like Calico's, writes namespaced resources into
 		// namespaces the test never creates as Kubernetes objects.
@@ -146,7 +147,8 @@ func kubeBackend(t *testing.T) cliBackend {
 		t.Fatal(err)
 	}
 	testservers.ApplyCRDs(t, rc, "../../manifests/crds")
-	return cliBackend{name: "kubernetes", env: map[string]string{"DATASTORE_TYPE": "kubernetes", "KUBECONFIG": k.Kubeconfig()}}
+	return cliBackend{name: "kubernetes", env: map[string]string{"DATASTORE_TYPE": "kubernetes", "KUBECONFIG": k.Kubeconfig()},
+		backends: dsconfig.Backends{Kubernetes: WithKubeconfigSettings(kdd.FromSpec)}}
 }
 
 // cliSuite runs the same scenarios, with the same golden transcripts,
@@ -241,6 +243,23 @@ func cliSuite(t *testing.T, b cliBackend) {
 		{setup: seedClusterInfo("v3.30.0", "k8s,bgp")},
 		{args: args("version")},
 	})
+	cliScenario(t, b, "delete-tier", []step{
+		{args: args("apply -f " + td + "tier-policies.yaml")},
+		// The tier first: not empty yet, so it fails; the policies go.
+		{args: args("delete -f " + td + "tier-policies.yaml"), wantCode: 1},
+		{args: args("get tier security")},
+		{args: args("get globalnetworkpolicies")},
+		// The next run deletes the tier; the policies are gone already.
+		{args: args("delete -f " + td + "tier-policies.yaml"), wantCode: 1},
+		{args: args("get tier security"), wantCode: 1},
+		{args: args("delete -f " + td + "tier-policies.yaml --skip-not-exists")},
+		// Names: each is tried, each failure reported.
+		{args: args("apply -f " + td + "pools.yaml")},
+		{args: args("delete ippool no-such-pool pool-a other-missing"), wantCode: 1},
+		{args: args("create -f " + td + "pools.yaml"), wantCode: 1},
+		{args: args("delete -f " + td + "pools.yaml")},
+	})
+	t.Run("delete-cascade", func(t *testing.T) { testDeleteCascade(t, b) })
 	t.Run("overlap", func(t *testing.T) { testPoolOverlap(t, b) })
 	t.Run("ipam", func(t *testing.T) { testIPAM(t, b) })
 	t.Run("ipam-calico-report", func(t *testing.T) { testIPAMCalicoReport(t, b) })

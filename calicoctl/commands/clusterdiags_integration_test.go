@@ -14,8 +14,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/tabbynet/tabby/datastore/dsconfig"
 )
 
 // testClusterDiags: cluster diags against the real kube-apiserver writes
@@ -34,7 +32,7 @@ func testClusterDiags(t *testing.T, b cliBackend) {
 		env["KUBECONFIG"] = "/nonexistent/kubeconfig"
 	}
 	var out bytes.Buffer
-	a := &app{stdout: &out, stderr: &out, getenv: func(k string) string { return env[k] }, newClient: dsconfig.New,
+	a := &app{stdout: &out, stderr: &out, getenv: func(k string) string { return env[k] }, newClient: b.backends.New,
 		defaultConfig: "/nonexistent/calicoctl.cfg", workDir: work,
 		clock: func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) }}
 	if b.kind() == "kubernetes" {

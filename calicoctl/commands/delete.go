@@ -2,12 +2,15 @@ package commands
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 
 	"github.com/spf13/cobra"
 
 	v3 "github.com/tabbynet/tabby/api/v3"
 	"github.com/tabbynet/tabby/datastore"
+	"github.com/tabbynet/tabby/lifecycle"
 )
 
 func newDeleteCmd(a *app) *cobra.Command {
@@ -24,11 +27,12 @@ func newDeleteCmd(a *app) *cobra.Command {
 			if ctx == nil {
 				ctx = context.Background()
 			}
+			op := opDelete(f.skipNotExists, a.log())
 			if len(f.files) > 0 {
 				if len(args) > 0 {
 					return fmt.Errorf("give either -f or KIND NAME..., not both")
 				}
-				return a.runWrite(ctx, "deleted", f, opDelete(f.skipNotExists))
+				return a.runWrite(ctx, "delete", f, op)
 			}
 			if len(args) < 2 {
 				return fmt.Errorf("name what to delete: calicoctl delete KIND NAME... (or -f FILE)")
@@ -46,20 +50,19 @@ func newDeleteCmd(a *app) *cobra.Command {
 				return err
 			}
 			defer c.Close()
-			done := 0
+			// As Calico's: every name is tried, each failure reported.
+			res := writeResults{total: len(args) - 1, kind: info.Kind}
 			for _, name := range args[1:] {
-				k := datastore.Key{Kind: info.Kind, Namespace: ns, Name: name}
-				_, err := c.Delete(ctx, k, datastore.DeleteOptions{})
-				if err != nil && !(f.skipNotExists && isNotFound(err)) {
-					if done > 0 {
-						fmt.Fprintf(a.stdout, "Partial success: deleted the first %d out of %d '%s' resources:\n", done, len(args)-1, info.Kind)
-					}
-					return friendly(err)
+				r := info.New()
+				r.SetName(name)
+				r.SetNamespace(ns)
+				if _, err := op(ctx, c, r); err != nil {
+					res.errs = append(res.errs, friendly(err))
+					continue
 				}
-				done++
+				res.handled++
 			}
-			fmt.Fprintln(a.stdout, successMessage("deleted", done, info.Kind))
-			return nil
+			return a.report("delete", res)
 		},
 	}
 	addFileFlag(cmd, f)
@@ -78,4 +81,20 @@ func namespaceFor(namespaced bool, flag string) string {
 		return "default"
 	}
 	return flag
+}
+
+// opDelete deletes through lifecycle, so a Node or an IPPool takes what
+// hangs off it along, as in Calico.
+func opDelete(skipNotExists bool, log *slog.Logger) writeOp {
+	return func(ctx context.Context, c datastore.Client, r v3.Resource) (bool, error) {
+		if err := v3.CheckUserWrite(v3.KindOf(r), "delete"); err != nil {
+			return false, err
+		}
+		d := lifecycle.Deleter{Client: c, Logger: log}
+		_, err := d.Delete(ctx, datastore.KeyOf(r), datastore.DeleteOptions{ResourceVersion: r.GetResourceVersion()})
+		if skipNotExists && errors.Is(err, datastore.ErrNotFound) {
+			return true, nil
+		}
+		return false, err
+	}
 }

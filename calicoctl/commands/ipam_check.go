@@ -3,13 +3,11 @@ package commands
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/netip"
 	"os"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -40,6 +38,9 @@ type checkReport struct {
 	// OverlappingBlocks: blocks sharing addresses (of overlapping pools)
 	// and addresses allocated in both; for people, release ignores it.
 	OverlappingBlocks []string `json:"overlappingBlocks"`
+	// BlocksOutsidePools: blocks no pool contains (a pool deleted while
+	// they held addresses); for people, release ignores it.
+	BlocksOutsidePools []string `json:"blocksOutsidePools"`
 }
 
 func (r *checkReport) gcReport() (*ipam.GCReport, error) {
@@ -98,13 +99,12 @@ with -o and free what it lists with ipam release --from-report.`,
 			if err != nil {
 				return fmt.Errorf("checking IPAM: %w", friendly(err))
 			}
-			incons, overlaps, err := inconsistencies(ctx, c)
+			found, err := consistency(ctx, c)
 			if err != nil {
 				return err
 			}
-			cr := toCheckReport(rep, incons)
+			cr := toCheckReport(rep, found)
 			cr.Version = a.clientVersion()
-			cr.OverlappingBlocks = overlaps
 			var st *ipamState
 			var owners map[netip.Addr][]string
 			if output != "" || showAllIPs || showProbIP {
@@ -141,19 +141,21 @@ with -o and free what it lists with ipam release --from-report.`,
 	return cmd
 }
 
-func toCheckReport(rep *ipam.GCReport, incons []string) *checkReport {
+// toCheckReport is the report of a leak check and a consistency check,
+// every list non-nil (the JSON shows [] rather than null).
+func toCheckReport(rep *ipam.GCReport, found ipam.Findings) *checkReport {
 	cr := &checkReport{
 		Kind: reportKind, Version: Version, GraceSeconds: rep.Grace.Seconds(),
 		Allocations: rep.Allocations, Unowned: rep.Unowned,
 		Leaks: slices.Clone(rep.Leaks), DeadNodes: rep.DeadNodes, OrphanHandles: rep.OrphanHandles,
-		Inconsistencies: incons,
+		Inconsistencies: found.Inconsistencies, OverlappingBlocks: found.Overlaps, BlocksOutsidePools: found.OutsidePools,
 	}
 	slices.SortFunc(cr.Leaks, func(x, y ipam.Leak) int { return x.IP.Compare(y.IP) })
 	for _, p := range rep.EmptyUnaffineBlocks {
 		cr.EmptyUnaffineBlocks = append(cr.EmptyUnaffineBlocks, p.String())
 	}
 	slices.Sort(cr.EmptyUnaffineBlocks)
-	for _, s := range []*[]string{&cr.DeadNodes, &cr.EmptyUnaffineBlocks, &cr.OrphanHandles, &cr.Inconsistencies, &cr.OverlappingBlocks} {
+	for _, s := range []*[]string{&cr.DeadNodes, &cr.EmptyUnaffineBlocks, &cr.OrphanHandles, &cr.Inconsistencies, &cr.OverlappingBlocks, &cr.BlocksOutsidePools} {
 		if *s == nil {
 			*s = []string{}
 		}
@@ -164,6 +166,7 @@ func toCheckReport(rep *ipam.GCReport, incons []string) *checkReport {
 	return cr
 }
 
+// printCheck prints a report for people; it changes nothing.
 func printCheck(w io.Writer, cr *checkReport) {
 	fmt.Fprintf(w, "Found %d allocations (%d without owner attributes, never reported as leaks).\n", cr.Allocations, cr.Unowned)
 	fmt.Fprintf(w, "Found %d leaked address(es)%s\n", len(cr.Leaks), listEnd(len(cr.Leaks)))
@@ -177,25 +180,16 @@ func printCheck(w io.Writer, cr *checkReport) {
 	for _, s := range cr.Inconsistencies {
 		fmt.Fprintf(w, "  %s\n", s)
 	}
-	if cr.OverlappingBlocks == nil {
-		cr.OverlappingBlocks = []string{}
-	}
 	fmt.Fprintf(w, "Found %d overlapping block problem(s)%s\n", len(cr.OverlappingBlocks), listEnd(len(cr.OverlappingBlocks)))
 	for _, s := range cr.OverlappingBlocks {
 		fmt.Fprintf(w, "  %s\n", s)
 	}
-	n := len(cr.Leaks) + len(cr.DeadNodes) + len(cr.EmptyUnaffineBlocks) + len(cr.OrphanHandles) + len(cr.Inconsistencies) + len(cr.OverlappingBlocks)
-	fmt.Fprintf(w, "Check complete; found %d problem(s).\n", n)
-}
-
-// undecodable describes the records a list left out because they cannot
-// be decoded: what they hold is unknown to every check.
-func undecodable(l *datastore.List) []string {
-	var out []string
-	for _, b := range l.Bad {
-		out = append(out, b.Error())
+	fmt.Fprintf(w, "Found %d block(s) outside every IP pool%s\n", len(cr.BlocksOutsidePools), listEnd(len(cr.BlocksOutsidePools)))
+	for _, s := range cr.BlocksOutsidePools {
+		fmt.Fprintf(w, "  %s\n", s)
 	}
-	return out
+	n := len(cr.Leaks) + len(cr.DeadNodes) + len(cr.EmptyUnaffineBlocks) + len(cr.OrphanHandles) + len(cr.Inconsistencies) + len(cr.OverlappingBlocks) + len(cr.BlocksOutsidePools)
+	fmt.Fprintf(w, "Check complete; found %d problem(s).\n", n)
 }
 
 // listEnd ends a "Found N ..." line: a colon when a list follows.
@@ -206,413 +200,23 @@ func listEnd(n int) string {
 	return "."
 }
 
-// inconsistencies checks the bookkeeping the leak check takes for granted:
-// each block's own structure, handles' per-block counts against the
-// blocks, and endpoints' addresses against IPAM; and, separately, blocks
-// that overlap (ipam.CheckOverlaps).
-func inconsistencies(ctx context.Context, c datastore.Client) (_, overlaps []string, _ error) {
-	var out []string
-	bl, err := c.List(ctx, v3.KindIPAMBlock, datastore.ListOptions{})
-	if err != nil {
-		return nil, nil, fmt.Errorf("listing IPAM blocks: %w", friendly(err))
-	}
-	out = append(out, undecodable(bl)...)
-	counts := map[string]map[string]int{} // handle -> block -> allocations
-	allocated := map[netip.Addr]bool{}
-	blocks := make([]*v3.IPAMBlock, 0, len(bl.Items))
-	for _, r := range bl.Items {
-		b := r.(*v3.IPAMBlock)
-		blocks = append(blocks, b)
-		out = append(out, ipam.CheckBlock(b)...)
-		cidr, err := ipam.BlockCIDR(b)
+// consistency lists what ipam.Check reads and runs it.
+func consistency(ctx context.Context, c datastore.Client) (ipam.Findings, error) {
+	var in ipam.CheckInput
+	for _, l := range []struct {
+		kind string
+		into **datastore.List
+	}{
+		{v3.KindIPAMBlock, &in.Blocks},
+		{v3.KindIPAMHandle, &in.Handles},
+		{v3.KindWorkloadEndpoint, &in.Endpoints},
+		{v3.KindIPPool, &in.Pools},
+	} {
+		got, err := c.List(ctx, l.kind, datastore.ListOptions{})
 		if err != nil {
-			continue
+			return ipam.Findings{}, fmt.Errorf("listing %ss: %w", l.kind, friendly(err))
 		}
-		for _, al := range ipam.Allocations(b) {
-			allocated[al.IP] = true
-			if counts[al.Handle] == nil {
-				counts[al.Handle] = map[string]int{}
-			}
-			counts[al.Handle][cidr.String()]++
-		}
+		*l.into = got
 	}
-	hl, err := c.List(ctx, v3.KindIPAMHandle, datastore.ListOptions{})
-	if err != nil {
-		return nil, nil, fmt.Errorf("listing IPAM handles: %w", friendly(err))
-	}
-	out = append(out, undecodable(hl)...)
-	seen := map[string]bool{}
-	for _, r := range hl.Items {
-		h := r.(*v3.IPAMHandle)
-		seen[h.Spec.HandleID] = true
-		got := counts[h.Spec.HandleID]
-		if len(got) == 0 {
-			continue // an orphan handle: reported by the leak check
-		}
-		for blk, n := range h.Spec.Block {
-			if n != 0 && got[blk] != n {
-				out = append(out, fmt.Sprintf("handle %s records %d address(es) in block %s, the block holds %d", h.Spec.HandleID, n, blk, got[blk]))
-			}
-		}
-		for blk, n := range got {
-			if _, ok := h.Spec.Block[blk]; !ok {
-				out = append(out, fmt.Sprintf("handle %s does not record block %s, which holds %d of its address(es)", h.Spec.HandleID, blk, n))
-			}
-		}
-	}
-	for h := range counts {
-		if h != "" && !seen[h] {
-			out = append(out, fmt.Sprintf("handle %s is used by allocations but has no IPAMHandle", h))
-		}
-	}
-	wl, err := c.List(ctx, v3.KindWorkloadEndpoint, datastore.ListOptions{})
-	if err != nil {
-		return nil, nil, fmt.Errorf("listing workload endpoints: %w", friendly(err))
-	}
-	pl, err := c.List(ctx, v3.KindIPPool, datastore.ListOptions{})
-	if err != nil {
-		return nil, nil, fmt.Errorf("listing IP pools: %w", friendly(err))
-	}
-	out = append(out, undecodable(wl)...)
-	out = append(out, undecodable(pl)...)
-	var ps []v3.IPPool
-	for _, r := range pl.Items {
-		ps = append(ps, *r.(*v3.IPPool))
-	}
-	pools := ipam.ParsePools(ps)
-	for _, r := range wl.Items {
-		w := r.(*v3.WorkloadEndpoint)
-		for _, n := range w.Spec.IPNetworks {
-			p, err := netip.ParsePrefix(n)
-			if err != nil {
-				continue
-			}
-			ip := p.Addr().Unmap()
-			if _, inPool := ipam.PoolFor(pools, ip); inPool && !allocated[ip] {
-				out = append(out, fmt.Sprintf("workload endpoint %s/%s uses %s, which IPAM has not allocated", w.Namespace, w.Name, ip))
-			}
-		}
-	}
-	slices.Sort(out)
-	return out, append(poolOverlapFindings(ps), ipam.CheckOverlaps(blocks)...), nil
-}
-
-// poolOverlapFindings names stored pools that overlap each other (written
-// past the datastore's check, or created at the same moment): the cause of
-// overlapping blocks.
-func poolOverlapFindings(ps []v3.IPPool) []string {
-	var out []string
-	var seen []*v3.IPPool
-	for i := range ps {
-		for _, fe := range v3.IPPoolOverlapErrors(&ps[i], seen) {
-			out = append(out, fe.Msg)
-		}
-		seen = append(seen, &ps[i])
-	}
-	return out
-}
-
-func newIPAMReleaseCmd(a *app) *cobra.Command {
-	var (
-		ips        []string
-		fromReport []string
-		force      bool
-		grace      time.Duration
-	)
-	cmd := &cobra.Command{
-		Use:   "release (--ip=ADDR... | --from-report=FILE)",
-		Short: "Free leaked addresses, re-checking each one first",
-		Long: `Free addresses whose owner is gone. Each address is checked again just
-before it is freed: an address whose pod or node exists again, or that was
-freed and handed to someone else since, is left alone. --from-report frees
-what ipam check -o reported (leaks, and the blocks of deleted nodes);
---ip frees single addresses, and refuses one whose owner still exists
-unless --force is given.`,
-		Example: `  calicoctl ipam check -o report.json
-  calicoctl ipam release --from-report=report.json
-  calicoctl ipam release --ip=10.244.0.5
-  calicoctl ipam release --ip=10.244.0.5 --force`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if (len(ips) == 0) == (len(fromReport) == 0) {
-				return fmt.Errorf("give exactly one of --ip=ADDR or --from-report=FILE (write a report with calicoctl ipam check -o FILE)")
-			}
-			var addrs []netip.Addr
-			for _, s := range ips {
-				ip, err := netip.ParseAddr(s)
-				if err != nil {
-					return fmt.Errorf("--ip=%q is not an IP address: give one like --ip=10.244.0.5", s)
-				}
-				addrs = append(addrs, ip.Unmap())
-			}
-			var files []*reportFile
-			for _, path := range fromReport {
-				f, err := readReport(path)
-				if err != nil {
-					return err
-				}
-				files = append(files, f)
-			}
-			c, err := a.client()
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			ctx := cmdContext(cmd)
-			al := ipam.New(c, ipam.Config{Logger: a.log()})
-			if len(files) > 0 {
-				rep, notes, err := releasePlan(ctx, c, al, files)
-				if err != nil {
-					return err
-				}
-				for _, n := range notes {
-					fmt.Fprintln(a.stdout, n)
-				}
-				if cmd.Flags().Changed("grace") {
-					rep.Grace = grace
-				}
-				return a.releaseReport(ctx, c, al, rep)
-			}
-			return a.releaseIPs(ctx, al, addrs, force)
-		},
-	}
-	cmd.Flags().StringSliceVar(&ips, "ip", nil, "address to free (repeatable, or comma-separated)")
-	cmd.Flags().StringArrayVar(&fromReport, "from-report", nil, "Release all leaked addresses from the report (Calico's or Tabby's ipam check -o; repeat to release only what every report lists).")
-	cmd.Flags().DurationVar(&grace, "grace", defaultGrace, "with --from-report: spare addresses whose handle is younger than this (default: the report's --grace, 1m for Calico's reports)")
-	cmd.Flags().BoolVar(&force, "force", false, "with --ip: free the address even if its owner still exists")
-	return cmd
-}
-
-func readReport(path string) (*reportFile, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("reading the report: %w (write one with calicoctl ipam check -o FILE)", err)
-	}
-	return parseReport(path, data)
-}
-
-func (a *app) releaseReport(ctx context.Context, c datastore.Client, al *ipam.Allocator, rep *ipam.GCReport) error {
-	freed, err := al.ReleaseLeaks(ctx, rep)
-	fmt.Fprintf(a.stdout, "Released %d of %d reported leak(s)%s\n", len(freed), len(rep.Leaks), listEnd(len(freed)))
-	done := map[netip.Addr]bool{}
-	for _, l := range freed {
-		done[l.IP] = true
-		fmt.Fprintf(a.stdout, "  %s (%s)\n", l.IP, l.Reason)
-	}
-	var kept []string
-	for _, l := range rep.Leaks {
-		if !done[l.IP] {
-			kept = append(kept, l.IP.String())
-		}
-	}
-	if len(kept) > 0 {
-		fmt.Fprintf(a.stdout, "Left alone (no longer leaked, or failed): %s\n", strings.Join(kept, ", "))
-	}
-	if len(rep.DeadNodes) > 0 {
-		// ReleaseLeaks skips a node that is back; say which still hold blocks.
-		holding, lerr := nodesHoldingBlocks(ctx, c, rep.DeadNodes)
-		if lerr != nil {
-			err = errors.Join(err, lerr)
-		}
-		fmt.Fprintf(a.stdout, "Released the blocks of deleted node(s) %s; still holding blocks: %s\n", strings.Join(rep.DeadNodes, ", "), joinOr(holding))
-	}
-	if n := len(rep.EmptyUnaffineBlocks) + len(rep.OrphanHandles); n > 0 {
-		fmt.Fprintf(a.stdout, "Re-checked and cleaned %d empty block(s) and %d unused handle(s).\n", len(rep.EmptyUnaffineBlocks), len(rep.OrphanHandles))
-	}
-	if err != nil {
-		return fmt.Errorf("some releases failed (run ipam check again and retry): %w", friendly(err))
-	}
-	return nil
-}
-
-// nodesHoldingBlocks returns which of nodes still have block affinities.
-func nodesHoldingBlocks(ctx context.Context, c datastore.Client, nodes []string) ([]string, error) {
-	l, err := c.List(ctx, v3.KindBlockAffinity, datastore.ListOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("listing block affinities: %w", err)
-	}
-	var out []string
-	for _, r := range l.Items {
-		n := r.(*v3.BlockAffinity).Spec.Node
-		if slices.Contains(nodes, n) && !slices.Contains(out, n) {
-			out = append(out, n)
-		}
-	}
-	slices.Sort(out)
-	return out, nil
-}
-
-// releaseIPs frees single addresses. Without force each must be a leak
-// (its owner gone) now; ReleaseLeaks then re-checks it once more and frees
-// it only if it still carries the same handle and sequence number.
-func (a *app) releaseIPs(ctx context.Context, al *ipam.Allocator, addrs []netip.Addr, force bool) error {
-	if force {
-		got, err := al.ReleaseIPs(ctx, addrs...)
-		for _, ip := range got {
-			fmt.Fprintf(a.stdout, "Released %s\n", ip)
-		}
-		if err != nil {
-			return fmt.Errorf("releasing: %w", friendly(err))
-		}
-		if len(got) < len(addrs) {
-			return fmt.Errorf("released %d of %d address(es): the others were not assigned", len(got), len(addrs))
-		}
-		return nil
-	}
-	rep, err := al.CheckLeaks(ctx, 0)
-	if err != nil {
-		return fmt.Errorf("checking the addresses: %w", friendly(err))
-	}
-	byIP := map[netip.Addr]ipam.Leak{}
-	for _, l := range rep.Leaks {
-		byIP[l.IP] = l
-	}
-	allocs, err := al.ListAllocations(ctx, func(x ipam.Allocated) bool { return slices.Contains(addrs, x.IP) })
-	if err != nil {
-		return fmt.Errorf("checking the addresses: %w", friendly(err))
-	}
-	assigned := map[netip.Addr]bool{}
-	for _, x := range allocs {
-		assigned[x.IP] = true
-	}
-	var problems []string
-	var leaks []ipam.Leak
-	for _, ip := range addrs {
-		l, ok := byIP[ip]
-		switch {
-		case !assigned[ip]:
-			problems = append(problems, fmt.Sprintf("%s is not assigned: nothing to release", ip))
-		case !ok:
-			problems = append(problems, fmt.Sprintf("%s is in use by a live owner (see calicoctl ipam show --ip=%s); add --force to release it anyway", ip, ip))
-		default:
-			leaks = append(leaks, l)
-		}
-	}
-	freed, err := al.ReleaseLeaks(ctx, &ipam.GCReport{Leaks: leaks})
-	for _, l := range freed {
-		fmt.Fprintf(a.stdout, "Released %s (%s)\n", l.IP, l.Reason)
-	}
-	if len(freed) < len(leaks) {
-		problems = append(problems, fmt.Sprintf("%d address(es) changed owner while releasing and were left alone", len(leaks)-len(freed)))
-	}
-	if err != nil {
-		problems = append(problems, friendly(err).Error())
-	}
-	if len(problems) > 0 {
-		return errors.New(strings.Join(problems, "; "))
-	}
-	return nil
-}
-
-func newIPAMConfigureCmd(a *app) *cobra.Command {
-	var (
-		strict      bool
-		maxBlocks   int32
-		persistence string
-		cooldown    int
-	)
-	cmd := &cobra.Command{
-		Use:   "configure --strictaffinity=true|false [--max-blocks-per-host=N]",
-		Short: "Change the cluster's IPAM settings (IPAMConfiguration default)",
-		Example: `  calicoctl ipam configure --strictaffinity=true
-  calicoctl ipam configure --max-blocks-per-host=4`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			setStrict := cmd.Flags().Changed("strictaffinity")
-			setMax := cmd.Flags().Changed("max-blocks-per-host")
-			setPersistence := cmd.Flags().Changed("kubevirt-ip-persistence")
-			setCooldown := cmd.Flags().Changed("ip-cooldown-seconds")
-			// Tabby's IPAM has neither KubeVirt address persistence nor IP
-			// cooldown: only the values that change nothing are accepted.
-			if setPersistence {
-				switch persistence {
-				case "Enabled":
-				case "Disabled":
-					return fmt.Errorf("--kubevirt-ip-persistence=Disabled is not supported by Tabby: its IPAM has no KubeVirt handling (leave it Enabled, the default)")
-				default:
-					return fmt.Errorf("invalid value for --kubevirt-ip-persistence. Use Enabled or Disabled")
-				}
-			}
-			if setCooldown && cooldown != 0 {
-				return fmt.Errorf("--ip-cooldown-seconds=%d is not supported by Tabby: its IPAM hands a released address out again at once (0 is the only value)", cooldown)
-			}
-			if !setStrict && !setMax && !setPersistence && !setCooldown {
-				return fmt.Errorf("nothing to change: pass --strictaffinity=true|false and/or --max-blocks-per-host=N")
-			}
-			if maxBlocks < 0 || maxBlocks > 1000000 {
-				return fmt.Errorf("--max-blocks-per-host=%d is out of range: give 0 (no limit) to 1000000", maxBlocks)
-			}
-			c, err := a.client()
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			ctx := cmdContext(cmd)
-			err = updateIPAMConfig(ctx, c, func(s *v3.IPAMConfigurationSpec) {
-				if setStrict {
-					s.StrictAffinity = strict
-				}
-				if setMax {
-					s.MaxBlocksPerHost = maxBlocks
-				}
-				if setPersistence {
-					s.KubeVirtVMAddressPersistence = nil // unset means Enabled
-				}
-				if setCooldown {
-					s.IPCooldownSeconds = 0
-				}
-			})
-			if err != nil {
-				return err
-			}
-			if setStrict {
-				fmt.Fprintf(a.stdout, "Successfully set StrictAffinity to: %t\n", strict)
-			}
-			if setMax {
-				fmt.Fprintf(a.stdout, "Successfully set MaxBlocksPerHost to: %d\n", maxBlocks)
-			}
-			if setPersistence {
-				fmt.Fprintln(a.stdout, "Successfully set KubeVirtVMAddressPersistence to:", persistence)
-			}
-			if setCooldown {
-				fmt.Fprintln(a.stdout, "Successfully set IPCooldownSeconds to:", cooldown)
-			}
-			return nil
-		},
-	}
-	cmd.Flags().BoolVar(&strict, "strictaffinity", false, "true: nodes never borrow addresses from other nodes' blocks")
-	cmd.Flags().Int32Var(&maxBlocks, "max-blocks-per-host", 0, "most blocks one node may claim (0: no limit)")
-	cmd.Flags().StringVar(&persistence, "kubevirt-ip-persistence", "", "Control whether KubeVirt VMs retain persistent IP addresses (Enabled|Disabled); Tabby: Enabled only.")
-	cmd.Flags().IntVar(&cooldown, "ip-cooldown-seconds", -1, "Set the minimum time between release and re-allocation of an IP address; Tabby: 0 only.")
-	return cmd
-}
-
-// updateIPAMConfig creates or changes IPAMConfiguration default with a
-// compare-and-swap, retrying lost races.
-func updateIPAMConfig(ctx context.Context, c datastore.Client, change func(*v3.IPAMConfigurationSpec)) error {
-	key := datastore.Key{Kind: v3.KindIPAMConfiguration, Name: "default"}
-	for attempt := 0; attempt < 5; attempt++ {
-		r, err := c.Get(ctx, key)
-		if isNotFound(err) {
-			info, _ := v3.LookupKind(v3.KindIPAMConfiguration)
-			cfg := info.New().(*v3.IPAMConfiguration)
-			cfg.Name = "default"
-			cfg.Default()
-			change(&cfg.Spec)
-			if _, err = c.Create(ctx, cfg); errors.Is(err, datastore.ErrAlreadyExists) {
-				continue
-			}
-		} else if err == nil {
-			cfg := r.(*v3.IPAMConfiguration)
-			change(&cfg.Spec)
-			if _, err = c.Update(ctx, cfg); errors.Is(err, datastore.ErrConflict) {
-				continue
-			}
-		}
-		if err != nil {
-			return fmt.Errorf("writing IPAMConfiguration default: %w", friendly(err))
-		}
-		return nil
-	}
-	return fmt.Errorf("writing IPAMConfiguration default: %w", friendly(datastore.ErrConflict))
+	return ipam.Check(in), nil
 }

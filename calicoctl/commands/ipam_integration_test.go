@@ -37,7 +37,7 @@ func newWorld(t *testing.T, b cliBackend) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := dsconfig.New(spec)
+	c, err := b.backends.New(spec)
 	if err != nil {
 		t.Fatal(err)
 	}

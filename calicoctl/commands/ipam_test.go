@@ -24,7 +24,7 @@ func TestReportRoundTrip(t *testing.T) {
 		Allocations:         9,
 		Grace:               90 * time.Second,
 	}
-	js, err := json.Marshal(toCheckReport(rep, []string{"x"}))
+	js, err := json.Marshal(toCheckReport(rep, ipam.Findings{Inconsistencies: []string{"x"}}))
 	if err != nil {
 		t.Fatal(err)
 	}

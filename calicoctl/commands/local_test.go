@@ -25,7 +25,7 @@ func runLocal(t *testing.T, stdin, birdOut string, birdErr error, args ...string
 	a := &app{
 		stdin: strings.NewReader(stdin), stdout: &out, stderr: &errOut,
 		getenv:        func(string) string { return "" },
-		newClient:     dsconfig.New,
+		newClient:     dsconfig.Backends{}.New,
 		defaultConfig: "/nonexistent/calicoctl.cfg",
 		procs:         func() [][]string { return localProcs },
 		birdc: func(_ context.Context, socket string, args ...string) ([]byte, error) {

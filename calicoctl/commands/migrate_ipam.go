@@ -3,89 +3,46 @@ package commands
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/netip"
-	"strconv"
 	"strings"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	v3 "github.com/tabbynet/tabby/api/v3"
 	"github.com/tabbynet/tabby/datastore"
+	"github.com/tabbynet/tabby/datastore/etcd/ipamformat"
 	"github.com/tabbynet/tabby/ipam"
 )
 
 // migrateIPAM is the IPAM section of `calicoctl datastore migrate export`:
 // Calico's backend key/value pairs (etcd key paths, libcalico-go model
-// values) as JSON, which `migrate import` turns back into the IPAM
-// resources of the Kubernetes datastore.
+// values, both as package ipamformat defines them for the etcd backend) as
+// JSON, which `migrate import` turns back into the IPAM resources of the
+// Kubernetes datastore.
 type migrateIPAM struct {
-	BlockAffinities []kvPair[modelAffinity] `json:"block_affinities,omitempty"`
-	IPAMBlocks      []kvPair[modelBlock]    `json:"blocks,omitempty"`
-	IPAMHandles     []kvPair[modelHandle]   `json:"handles,omitempty"`
-	IPAMConfig      *kvPair[modelConfig]    `json:"config,omitempty"`
+	BlockAffinities []kvPair `json:"block_affinities,omitempty"`
+	IPAMBlocks      []kvPair `json:"blocks,omitempty"`
+	IPAMHandles     []kvPair `json:"handles,omitempty"`
+	IPAMConfig      *kvPair  `json:"config,omitempty"`
 }
 
-// kvPair is libcalico-go's KVPair as Calico's migrate export writes it.
-type kvPair[T any] struct {
+// kvPair is libcalico-go's KVPair as Calico's migrate export writes it;
+// Value is the record's model JSON (ipamformat).
+type kvPair struct {
 	Key   string
-	Value *T
+	Value json.RawMessage
 	TTL   time.Duration
 }
 
-// The model types: libcalico-go's JSON for each IPAM record.
-type modelBlock struct {
-	CIDR                        string            `json:"cidr"`
-	Affinity                    *string           `json:"affinity"`
-	AffinityClaimTime           *metav1.Time      `json:"affinity_claim_time,omitempty"`
-	Allocations                 []*int            `json:"allocations"`
-	Unallocated                 []int             `json:"unallocated"`
-	Attributes                  []modelAttribute  `json:"attributes"`
-	Deleted                     bool              `json:"deleted"`
-	SequenceNumber              uint64            `json:"sequenceNumber"`
-	SequenceNumberForAllocation map[string]uint64 `json:"sequenceNumberForAllocation"`
-	// Older Calico's forms: the affinity's host alone, and a block-level
-	// strictAffinity (always false).
-	HostAffinity   *string `json:"hostAffinity,omitempty"`
-	StrictAffinity bool    `json:"strictAffinity,omitempty"`
-}
-
-type modelAttribute struct {
-	HandleID            *string           `json:"handle_id,omitempty"`
-	ActiveOwnerAttrs    map[string]string `json:"secondary,omitempty"`
-	AlternateOwnerAttrs map[string]string `json:"alternateOwnerAttrs,omitempty"`
-}
-
-type modelAffinity struct {
-	State   string `json:"state"`
-	Deleted bool   `json:"deleted"`
-}
-
-type modelHandle struct {
-	HandleID string         `json:"-"`
-	Block    map[string]int `json:"block"`
-	Deleted  bool           `json:"deleted"`
-}
-
-type modelConfig struct {
-	StrictAffinity               bool    `json:"strict_affinity,omitempty"`
-	AutoAllocateBlocks           bool    `json:"auto_allocate_blocks,omitempty"`
-	MaxBlocksPerHost             int     `json:"maxBlocksPerHost,omitempty"`
-	KubeVirtVMAddressPersistence *string `json:"kubeVirtVMAddressPersistence,omitempty"`
-	IPCooldownSeconds            int     `json:"ipCooldownSeconds,omitempty"`
-}
-
-const ipamKeyPrefix = "/calico/ipam/v2/"
-
-func ipv(p netip.Prefix) string {
-	if p.Addr().Is4() {
-		return "ipv4"
+// encodedPair is the pair for r at key.
+func encodedPair(key string, r v3.Resource) (kvPair, error) {
+	val, err := ipamformat.Encode(r)
+	if err != nil {
+		return kvPair{}, fmt.Errorf("%s %s: %w", v3.KindOf(r), r.GetName(), err)
 	}
-	return "ipv6"
+	return kvPair{Key: key, Value: val}, nil
 }
-
-func blockSegment(p netip.Prefix) string { return p.Addr().String() + "-" + strconv.Itoa(p.Bits()) }
 
 // pullIPAM reads every IPAM record, renaming nodes as nodeMap says (etcd
 // node name -> Kubernetes node name), as Calico's export does.
@@ -112,33 +69,29 @@ func pullIPAM(ctx context.Context, c datastore.Client, nodeMap map[string]string
 		return nil, err
 	}
 	for _, r := range blocks {
-		s := r.(*v3.IPAMBlock).Spec
-		p, err := netip.ParsePrefix(s.CIDR)
+		b := r.(*v3.IPAMBlock).DeepCopy()
+		p, err := netip.ParsePrefix(b.Spec.CIDR)
 		if err != nil {
 			return nil, fmt.Errorf("IPAM block %s: %w", r.GetName(), err)
 		}
-		mb := modelBlock{CIDR: s.CIDR, Affinity: s.Affinity, AffinityClaimTime: s.AffinityClaimTime, Allocations: s.Allocations,
-			Unallocated: s.Unallocated, Deleted: s.Deleted, SequenceNumber: s.SequenceNumber, SequenceNumberForAllocation: s.SequenceNumberForAllocation,
-			Attributes: make([]modelAttribute, len(s.Attributes)), StrictAffinity: s.DeprecatedStrictAffinity}
-		if mb.Allocations == nil {
-			mb.Allocations = []*int{}
+		if aff := b.Spec.Affinity; aff != nil && strings.HasPrefix(*aff, "host:") {
+			renamed := "host:" + rename(strings.TrimPrefix(*aff, "host:"))
+			b.Spec.Affinity = &renamed
 		}
-		if mb.Unallocated == nil {
-			mb.Unallocated = []int{}
-		}
-		if mb.Affinity != nil && strings.HasPrefix(*mb.Affinity, "host:") {
-			aff := "host:" + rename(strings.TrimPrefix(*mb.Affinity, "host:"))
-			mb.Affinity = &aff
-		}
-		for i, a := range s.Attributes {
-			ma := modelAttribute{HandleID: a.HandleID, ActiveOwnerAttrs: renamedNode(a.ActiveOwnerAttrs, rename), AlternateOwnerAttrs: renamedNode(a.AlternateOwnerAttrs, rename)}
-			if ma.HandleID != nil {
-				h := renamedHandle(*ma.HandleID, rename)
-				ma.HandleID = &h
+		for i, at := range b.Spec.Attributes {
+			at.ActiveOwnerAttrs = renamedNode(at.ActiveOwnerAttrs, rename)
+			at.AlternateOwnerAttrs = renamedNode(at.AlternateOwnerAttrs, rename)
+			if at.HandleID != nil {
+				h := renamedHandle(*at.HandleID, rename)
+				at.HandleID = &h
 			}
-			mb.Attributes[i] = ma
+			b.Spec.Attributes[i] = at
 		}
-		out.IPAMBlocks = append(out.IPAMBlocks, kvPair[modelBlock]{Key: ipamKeyPrefix + "assignment/" + ipv(p) + "/block/" + blockSegment(p), Value: &mb})
+		kv, err := encodedPair(ipamformat.BlockKey(p), b)
+		if err != nil {
+			return nil, err
+		}
+		out.IPAMBlocks = append(out.IPAMBlocks, kv)
 	}
 	affs, err := list(v3.KindBlockAffinity)
 	if err != nil {
@@ -152,31 +105,33 @@ func pullIPAM(ctx context.Context, c datastore.Client, nodeMap map[string]string
 		}
 		typ := s.Type
 		if typ == "" {
-			typ = "host"
+			typ = ipamformat.AffinityTypeHost
 		}
-		out.BlockAffinities = append(out.BlockAffinities, kvPair[modelAffinity]{
-			Key:   ipamKeyPrefix + typ + "/" + rename(s.Node) + "/" + ipv(p) + "/block/" + blockSegment(p),
-			Value: &modelAffinity{State: string(s.State), Deleted: s.Deleted}})
+		kv, err := encodedPair(ipamformat.AffinityKey(typ, rename(s.Node), p), r)
+		if err != nil {
+			return nil, err
+		}
+		out.BlockAffinities = append(out.BlockAffinities, kv)
 	}
 	handles, err := list(v3.KindIPAMHandle)
 	if err != nil {
 		return nil, err
 	}
 	for _, r := range handles {
-		s := r.(*v3.IPAMHandle).Spec
-		out.IPAMHandles = append(out.IPAMHandles, kvPair[modelHandle]{Key: ipamKeyPrefix + "handle/" + renamedHandle(s.HandleID, rename), Value: &modelHandle{Block: s.Block, Deleted: s.Deleted}})
+		kv, err := encodedPair(ipamformat.HandlePrefix+renamedHandle(r.(*v3.IPAMHandle).Spec.HandleID, rename), r)
+		if err != nil {
+			return nil, err
+		}
+		out.IPAMHandles = append(out.IPAMHandles, kv)
 	}
 	cr, err := c.Get(ctx, datastore.Key{Kind: v3.KindIPAMConfiguration, Name: "default"})
 	switch {
 	case err == nil:
-		s := cr.(*v3.IPAMConfiguration).Spec
-		mc := &modelConfig{StrictAffinity: s.StrictAffinity, AutoAllocateBlocks: s.AutoAllocateBlocks == nil || *s.AutoAllocateBlocks,
-			MaxBlocksPerHost: int(s.MaxBlocksPerHost), IPCooldownSeconds: int(s.IPCooldownSeconds)}
-		if s.KubeVirtVMAddressPersistence != nil {
-			v := string(*s.KubeVirtVMAddressPersistence)
-			mc.KubeVirtVMAddressPersistence = &v
+		kv, err := encodedPair(ipamformat.ConfigKey, cr)
+		if err != nil {
+			return nil, err
 		}
-		out.IPAMConfig = &kvPair[modelConfig]{Key: ipamKeyPrefix + "config", Value: mc}
+		out.IPAMConfig = &kv
 	case !isNotFound(err):
 		return nil, fmt.Errorf("reading IPAMConfiguration: %w", friendly(err))
 	}
@@ -209,75 +164,43 @@ func renamedNode(attrs map[string]string, rename func(string) string) map[string
 }
 
 // ipamResources turns an export's IPAM section into the IPAM resources
-// to create, refusing a key it cannot read rather than skipping it.
+// to create, reading each pair as the etcd backend reads its records
+// (ipamformat); a key or value it cannot read is refused, never skipped.
 func (m *migrateIPAM) ipamResources() ([]v3.Resource, error) {
 	var out []v3.Resource
-	newOf := func(kind string) v3.Resource {
+	add := func(kind string, kv kvPair) error {
 		info, _ := v3.LookupKind(kind)
-		return info.New()
-	}
-	for _, kv := range m.IPAMBlocks {
-		if kv.Value == nil {
-			return nil, fmt.Errorf("block %s has no value", kv.Key)
+		pk, ok, err := ipamformat.ParseKey(kind, kv.Key)
+		if err == nil && !ok {
+			err = errors.New("not where Calico keeps them")
 		}
-		p, err := netip.ParsePrefix(kv.Value.CIDR)
+		if err == nil && len(kv.Value) == 0 {
+			err = errors.New("no value")
+		}
+		var r v3.Resource
+		if err == nil {
+			r, err = ipamformat.Decode(info, pk, kv.Value)
+		}
 		if err != nil {
-			return nil, fmt.Errorf("block %s: %w", kv.Key, err)
+			return fmt.Errorf("%s %s: %w", kind, kv.Key, err)
 		}
-		b := newOf(v3.KindIPAMBlock).(*v3.IPAMBlock)
-		b.Name = ipam.BlockName(p)
-		v := kv.Value
-		b.Spec = v3.IPAMBlockSpec{CIDR: v.CIDR, Affinity: v.Affinity, AffinityClaimTime: v.AffinityClaimTime, Allocations: v.Allocations,
-			Unallocated: v.Unallocated, Deleted: v.Deleted, SequenceNumber: v.SequenceNumber, SequenceNumberForAllocation: v.SequenceNumberForAllocation,
-			DeprecatedStrictAffinity: v.StrictAffinity}
-		if b.Spec.Affinity == nil && v.HostAffinity != nil {
-			aff := "host:" + *v.HostAffinity
-			b.Spec.Affinity = &aff
-		}
-		for _, a := range v.Attributes {
-			b.Spec.Attributes = append(b.Spec.Attributes, v3.AllocationAttribute{HandleID: a.HandleID, ActiveOwnerAttrs: a.ActiveOwnerAttrs, AlternateOwnerAttrs: a.AlternateOwnerAttrs})
-		}
-		out = append(out, b)
+		out = append(out, r)
+		return nil
 	}
-	for _, kv := range m.BlockAffinities {
-		// /calico/ipam/v2/<type>/<node>/ipv4/block/<addr>-<bits>
-		parts := strings.Split(strings.TrimPrefix(kv.Key, ipamKeyPrefix), "/")
-		if len(parts) != 5 || parts[3] != "block" || kv.Value == nil {
-			return nil, fmt.Errorf("block affinity key %q is not /calico/ipam/v2/<type>/<node>/ipvN/block/<cidr>", kv.Key)
+	for _, group := range []struct {
+		kind string
+		kvs  []kvPair
+	}{{v3.KindIPAMBlock, m.IPAMBlocks}, {v3.KindBlockAffinity, m.BlockAffinities}, {v3.KindIPAMHandle, m.IPAMHandles}} {
+		for _, kv := range group.kvs {
+			if err := add(group.kind, kv); err != nil {
+				return nil, err
+			}
 		}
-		addr, bits, ok := strings.Cut(parts[4], "-")
-		n, err := strconv.Atoi(bits)
-		ip, perr := netip.ParseAddr(addr)
-		if !ok || err != nil || perr != nil {
-			return nil, fmt.Errorf("block affinity key %q: bad block %q", kv.Key, parts[4])
-		}
-		p := netip.PrefixFrom(ip, n)
-		ba := newOf(v3.KindBlockAffinity).(*v3.BlockAffinity)
-		ba.Name = ipam.AffinityName(parts[1], p)
-		ba.Spec = v3.BlockAffinitySpec{State: v3.BlockAffinityState(kv.Value.State), Node: parts[1], Type: parts[0], CIDR: p.String(), Deleted: kv.Value.Deleted}
-		out = append(out, ba)
 	}
-	for _, kv := range m.IPAMHandles {
-		id, ok := strings.CutPrefix(kv.Key, ipamKeyPrefix+"handle/")
-		if !ok || id == "" || kv.Value == nil {
-			return nil, fmt.Errorf("handle key %q is not /calico/ipam/v2/handle/<id>", kv.Key)
+	if m.IPAMConfig != nil {
+		if err := add(v3.KindIPAMConfiguration, *m.IPAMConfig); err != nil {
+			return nil, err
 		}
-		h := newOf(v3.KindIPAMHandle).(*v3.IPAMHandle)
-		h.Name = ipam.HandleName(id)
-		h.Spec = v3.IPAMHandleSpec{HandleID: id, Block: kv.Value.Block, Deleted: kv.Value.Deleted}
-		out = append(out, h)
-	}
-	if kv := m.IPAMConfig; kv != nil && kv.Value != nil {
-		cfg := newOf(v3.KindIPAMConfiguration).(*v3.IPAMConfiguration)
-		cfg.Name = "default"
-		auto := kv.Value.AutoAllocateBlocks
-		cfg.Spec = v3.IPAMConfigurationSpec{StrictAffinity: kv.Value.StrictAffinity, AutoAllocateBlocks: &auto,
-			MaxBlocksPerHost: int32(kv.Value.MaxBlocksPerHost), IPCooldownSeconds: int32(kv.Value.IPCooldownSeconds)}
-		if p := kv.Value.KubeVirtVMAddressPersistence; p != nil {
-			v := v3.VMAddressPersistence(*p)
-			cfg.Spec.KubeVirtVMAddressPersistence = &v
-		}
-		out = append(out, cfg)
 	}
 	return out, nil
 }

@@ -75,7 +75,11 @@ func TestMigrateIPAMImport(t *testing.T) {
 	}
 
 	cooling := strings.Replace(calicoIPAMSection, `"pod": "web"}}`, `"pod": "web"}, "releasedAt": "2026-01-01T00:00:00Z"}`, 1)
-	if _, err := decodeSection(t, cooling); err == nil || !strings.Contains(err.Error(), "releasedAt") {
+	mc, err := decodeSection(t, cooling)
+	if err == nil {
+		_, err = mc.ipamResources()
+	}
+	if err == nil || !strings.Contains(err.Error(), "releasedAt") {
 		t.Errorf("releasedAt: error %v, want a refusal naming it", err)
 	}
 	m.BlockAffinities[0].Key = "/calico/ipam/v2/host/node-a/block"

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/tabbynet/tabby/confd/bird"
 )
 
@@ -154,4 +156,21 @@ func (a *app) nodeStatus(ctx context.Context, socket string) error {
 	}
 	printNodeStatus(a.stdout, bgpPeers(bird.ParseProtocols(string(out))))
 	return nil
+}
+
+// newNodeStatusCmd is node status.
+func newNodeStatusCmd(a *app) *cobra.Command {
+	var socket string
+	status := &cobra.Command{
+		Use:   "status",
+		Short: "Show this node's BGP sessions, read from BIRD's control socket",
+		Example: `  calicoctl node status
+  calicoctl node status --bird-socket=/var/run/bird/bird.ctl`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.nodeStatus(cmdContext(cmd), socket)
+		},
+	}
+	status.Flags().StringVar(&socket, "bird-socket", "", "BIRD's control socket [default /var/run/calico/bird.ctl, else /var/run/bird/bird.ctl]")
+	return status
 }

@@ -4,11 +4,10 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
-	v3 "github.com/tabbynet/tabby/api/v3"
+	"github.com/tabbynet/tabby/datastore/dsconfig"
 )
 
 const (
@@ -50,7 +49,7 @@ func TestValidateOverlappingPools(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errOut bytes.Buffer
-			code := Execute(tc.args, &out, &errOut)
+			code := Execute(tc.args, &out, &errOut, dsconfig.Backends{})
 			if code != tc.wantCode {
 				t.Errorf("exit code %d, want %d (stderr %q)", code, tc.wantCode, errOut.String())
 			}
@@ -71,18 +70,5 @@ func TestCreateOverlappingPoolsWritesNothing(t *testing.T) {
 	if code != 1 || !strings.Contains(out, "nothing was changed") ||
 		!strings.Contains(out, `-: document 2 (IPPool "small"): spec.cidr: IPPool(small) CIDR overlaps with IPPool(big) CIDR 10.50.0.0/20`) {
 		t.Fatalf("exit %d:\n%s", code, out)
-	}
-}
-
-func TestPoolOverlapFindings(t *testing.T) {
-	mk := func(name, cidr string) v3.IPPool {
-		p := v3.IPPool{Spec: v3.IPPoolSpec{CIDR: cidr}}
-		p.Name = name
-		return p
-	}
-	got := poolOverlapFindings([]v3.IPPool{mk("big", "10.50.0.0/20"), mk("other", "10.60.0.0/16"), mk("small", "10.50.0.0/24")})
-	want := []string{"IPPool(small) CIDR overlaps with IPPool(big) CIDR 10.50.0.0/20"}
-	if !slices.Equal(got, want) {
-		t.Errorf("got %q, want %q", got, want)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tabbynet/tabby/datastore/dsconfig"
 )
 
 func TestValidate(t *testing.T) {
@@ -31,7 +33,7 @@ func TestValidate(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errOut bytes.Buffer
-			code := Execute(tc.args, &out, &errOut)
+			code := Execute(tc.args, &out, &errOut, dsconfig.Backends{})
 			if code != tc.wantCode {
 				t.Errorf("exit code %d, want %d (stderr %q)", code, tc.wantCode, errOut.String())
 			}

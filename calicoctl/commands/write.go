@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -25,13 +25,14 @@ type writeFlags struct {
 }
 
 // runWrite implements create/apply/replace/delete -f: read and validate
-// every document first, then write them in order and stop at the first
-// failure, saying exactly what was and was not done.
-func (a *app) runWrite(ctx context.Context, past string, flags *writeFlags, op writeOp) error {
+// every document first (nothing is written if one is invalid), then write
+// them in order, carrying on past a document that fails as Calico's do, and
+// report as Calico's for the verb.
+func (a *app) runWrite(ctx context.Context, verb string, flags *writeFlags, op writeOp) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	ins, err := a.readInputs(flags.files, inputOptions{validate: past != "deleted", recursive: flags.recursive, skipEmpty: flags.skipEmpty})
+	ins, err := a.readInputs(flags.files, inputOptions{validate: verb != "delete", recursive: flags.recursive, skipEmpty: flags.skipEmpty})
 	if err != nil {
 		return err
 	}
@@ -39,7 +40,7 @@ func (a *app) runWrite(ctx context.Context, past string, flags *writeFlags, op w
 		fmt.Fprintln(a.stdout, "No resources specified")
 		return nil
 	}
-	if past == "created" {
+	if verb == "create" {
 		// New pools overlapping each other: the datastore would take the
 		// first and refuse the second; refuse the lot before writing.
 		if err := inputPoolOverlaps(ins); err != nil {
@@ -51,21 +52,66 @@ func (a *app) runWrite(ctx context.Context, past string, flags *writeFlags, op w
 		return err
 	}
 	defer c.Close()
-	kind := singleKind(ins)
-	done := 0
+	res := writeResults{total: len(ins), kind: singleKind(ins)}
 	for _, in := range ins {
 		// Skipped resources (--skip-exists, --skip-not-exists) count as
 		// handled, as Calico counts them.
 		if _, err := op(ctx, c, in.r); err != nil {
-			if done > 0 {
-				fmt.Fprintf(a.stdout, "Partial success: %s the first %d out of %d %sresources:\n", past, done, len(ins), kindWord(kind))
-			}
-			return fmt.Errorf("%s: %w", in.where(), friendly(err))
+			res.errs = append(res.errs, fmt.Errorf("%s: %w", in.where(), friendly(err)))
+			continue
 		}
-		done++
+		res.handled++
 	}
-	fmt.Fprintln(a.stdout, successMessage(past, done, kind))
-	return nil
+	return a.report(verb, res)
+}
+
+// writeResults is what a multi-document write did.
+type writeResults struct {
+	total   int     // documents (or names) given
+	handled int     // written, or skipped on purpose
+	errs    []error // one per document that failed, in order
+	kind    string  // the one kind of every document; "" when mixed
+}
+
+// pastTense of the writing verbs, for Calico's messages.
+var pastTense = map[string]string{"create": "created", "apply": "applied", "replace": "replaced", "delete": "deleted"}
+
+// report prints and returns the outcome as Calico's calicoctl does: every
+// failure is reported and any makes the command fail. delete says how
+// many it deleted, then one "Failed to delete ..." line per failure;
+// create and apply say "failed to <verb> ..." when nothing was written,
+// else "Partial success: ..." (printed, with Calico's arithmetic, only
+// when the successes outnumber the failures) and "hit error: [...]".
+// replace reports as they do (Calico's replace counts a failed document as
+// replaced and names only the last error).
+func (a *app) report(verb string, r writeResults) error {
+	past := pastTense[verb]
+	if verb == "delete" {
+		if r.handled > 0 {
+			fmt.Fprintln(a.stdout, successMessage(past, r.handled, r.kind))
+		}
+		if len(r.errs) == 0 {
+			return nil
+		}
+		lines := make([]string, len(r.errs))
+		for i, err := range r.errs {
+			lines[i] = fmt.Sprintf("Failed to delete %sresource: %v", kindWord(r.kind), err)
+		}
+		return errors.New(strings.Join(lines, "\n"))
+	}
+	switch {
+	case len(r.errs) == 0:
+		fmt.Fprintln(a.stdout, successMessage(past, r.handled, r.kind))
+		return nil
+	case r.handled == 0 && r.total == 1:
+		return fmt.Errorf("failed to %s %sresource: %v", verb, kindWord(r.kind), r.errs)
+	case r.handled == 0:
+		return fmt.Errorf("failed to %s any %sresources: %v", verb, kindWord(r.kind), r.errs)
+	}
+	if r.handled-len(r.errs) > 0 {
+		fmt.Fprintf(a.stdout, "Partial success: %s the first %d out of %d %sresources:\n", past, r.handled, r.total, kindWord(r.kind))
+	}
+	return fmt.Errorf("hit error: %v", r.errs)
 }
 
 // singleKind is the one kind of all inputs, or "" when they mix kinds.
@@ -111,60 +157,6 @@ func friendly(err error) error {
 	return err
 }
 
-func opCreate(skipExists bool) writeOp {
-	return func(ctx context.Context, c datastore.Client, r v3.Resource) (bool, error) {
-		if err := v3.CheckUserWrite(v3.KindOf(r), "create or apply"); err != nil {
-			return false, err
-		}
-		_, err := c.Create(ctx, r)
-		if skipExists && errors.Is(err, datastore.ErrAlreadyExists) {
-			return true, nil
-		}
-		return false, err
-	}
-}
-
-// opApply creates or updates. With no resourceVersion in the input it
-// updates whatever is stored (retrying lost races); with one it is a
-// compare-and-swap on that version.
-func opApply(ctx context.Context, c datastore.Client, r v3.Resource) (bool, error) {
-	for attempt := 0; ; attempt++ {
-		cur, err := c.Get(ctx, datastore.KeyOf(r))
-		op := "apply or replace"
-		if errors.Is(err, datastore.ErrNotFound) {
-			op = "create or apply"
-		}
-		if err := v3.CheckUserWrite(v3.KindOf(r), op); err != nil {
-			return false, err
-		}
-		if errors.Is(err, datastore.ErrNotFound) {
-			if _, err = c.Create(ctx, r); errors.Is(err, datastore.ErrAlreadyExists) && attempt < 5 {
-				continue
-			}
-			return false, err
-		}
-		if err != nil {
-			return false, err
-		}
-		if err = updateFrom(ctx, c, r, cur); errors.Is(err, datastore.ErrConflict) && r.GetResourceVersion() == "" && attempt < 5 {
-			time.Sleep(time.Duration(attempt+1) * 20 * time.Millisecond)
-			continue
-		}
-		return false, err
-	}
-}
-
-func opReplace(ctx context.Context, c datastore.Client, r v3.Resource) (bool, error) {
-	if err := v3.CheckUserWrite(v3.KindOf(r), "apply or replace"); err != nil {
-		return false, err
-	}
-	cur, err := c.Get(ctx, datastore.KeyOf(r))
-	if err != nil {
-		return false, err
-	}
-	return false, updateFrom(ctx, c, r, cur)
-}
-
 // updateFrom writes r over cur, keeping cur's identity and version unless
 // the input pins a version.
 func updateFrom(ctx context.Context, c datastore.Client, r, cur v3.Resource) error {
@@ -176,68 +168,6 @@ func updateFrom(ctx context.Context, c datastore.Client, r, cur v3.Resource) err
 	u.SetCreationTimestamp(cur.GetCreationTimestamp())
 	_, err := c.Update(ctx, u)
 	return err
-}
-
-func opDelete(skipNotExists bool) writeOp {
-	return func(ctx context.Context, c datastore.Client, r v3.Resource) (bool, error) {
-		if err := v3.CheckUserWrite(v3.KindOf(r), "delete"); err != nil {
-			return false, err
-		}
-		_, err := c.Delete(ctx, datastore.KeyOf(r), datastore.DeleteOptions{ResourceVersion: r.GetResourceVersion()})
-		if skipNotExists && errors.Is(err, datastore.ErrNotFound) {
-			return true, nil
-		}
-		return false, err
-	}
-}
-
-func newCreateCmd(a *app) *cobra.Command {
-	f := &writeFlags{}
-	cmd := &cobra.Command{
-		Use:   "create -f FILENAME",
-		Short: "Create resources from files; fails for any that already exist",
-		Example: `  calicoctl create -f ippool.yaml
-  calicoctl create -f policies/ --skip-exists
-  cat pool.yaml | calicoctl create -f -`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.runWrite(cmd.Context(), "created", f, opCreate(f.skipExists))
-		},
-	}
-	addFileFlag(cmd, f)
-	cmd.Flags().BoolVar(&f.skipExists, "skip-exists", false, "leave resources that already exist alone instead of failing")
-	return cmd
-}
-
-func newApplyCmd(a *app) *cobra.Command {
-	f := &writeFlags{}
-	cmd := &cobra.Command{
-		Use:   "apply -f FILENAME",
-		Short: "Create resources, or update them if they exist",
-		Example: `  calicoctl apply -f ippool.yaml
-  calicoctl apply -f manifests/`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.runWrite(cmd.Context(), "applied", f, opApply)
-		},
-	}
-	addFileFlag(cmd, f)
-	return cmd
-}
-
-func newReplaceCmd(a *app) *cobra.Command {
-	f := &writeFlags{}
-	cmd := &cobra.Command{
-		Use:     "replace -f FILENAME",
-		Short:   "Replace existing resources; fails for any that do not exist",
-		Example: `  calicoctl replace -f ippool.yaml`,
-		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.runWrite(cmd.Context(), "replaced", f, opReplace)
-		},
-	}
-	addFileFlag(cmd, f)
-	return cmd
 }
 
 func addFileFlag(cmd *cobra.Command, f *writeFlags) {

@@ -7,8 +7,6 @@ import (
 	"encoding/json"
 	"maps"
 	"net"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -68,17 +66,7 @@ func TestPrivilegedEtcdModeReadsPodFromKubernetes(t *testing.T) {
 		}
 	}
 
-	// The plugin runs in the node namespace: its kubeconfig reaches the
-	// API server through a proxy listening there.
-	proxied := proxyInto(t, c.node, strings.TrimPrefix(k.URL(), "https://"))
-	kc, err := os.ReadFile(k.Kubeconfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubeconfig := filepath.Join(t.TempDir(), "calico-kubeconfig")
-	if err := os.WriteFile(kubeconfig, []byte(strings.Replace(string(kc), k.URL(), "https://"+proxied, 1)), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	kubeconfig := nodeKubeconfig(t, c.node, k)
 	var conf map[string]any
 	if err := json.Unmarshal(c.list.Plugins[0].Bytes, &conf); err != nil {
 		t.Fatal(err)

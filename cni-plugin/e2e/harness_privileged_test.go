@@ -154,11 +154,19 @@ func newCluster(t testing.TB, o clusterOpts) *cluster {
 	return c
 }
 
-func (c *cluster) createPool(name, cidr string) {
+func (c *cluster) createPool(name, cidr string) { c.createPoolSelecting(name, cidr, "") }
+
+// createPoolSelecting creates a pool with a namespaceSelector (for
+// workloads only: such a pool may not allow Tunnel).
+func (c *cluster) createPoolSelecting(name, cidr, namespaceSelector string) {
+	spec := v3.IPPoolSpec{CIDR: cidr, NamespaceSelector: namespaceSelector}
+	if namespaceSelector != "" {
+		spec.AllowedUses = []v3.IPPoolAllowedUse{v3.IPPoolAllowedUseWorkload}
+	}
 	_, err := c.client.Create(context.Background(), &v3.IPPool{
 		TypeMeta:   metav1.TypeMeta{Kind: v3.KindIPPool},
 		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec:       v3.IPPoolSpec{CIDR: cidr},
+		Spec:       spec,
 	})
 	if err != nil {
 		c.t.Fatal(err)
@@ -171,13 +179,17 @@ type pod struct {
 	res   *current.Result
 }
 
-func (c *cluster) newPod(name string) *pod {
+func (c *cluster) newPod(name string) *pod { return c.newPodIn("default", name) }
+
+// newPodIn is a pod of a namespace (its container ID is made of its name
+// only: names must differ across namespaces).
+func (c *cluster) newPodIn(namespace, name string) *pod {
 	n := netnstest.New(c.t)
 	return &pod{netns: n, rt: &libcni.RuntimeConf{
 		ContainerID: "cid-" + name + "-0123456789abcdef",
 		NetNS:       n.Path(),
 		IfName:      "eth0",
-		Args:        [][2]string{{"IgnoreUnknown", "1"}, {"K8S_POD_NAMESPACE", "default"}, {"K8S_POD_NAME", name}, {"K8S_POD_INFRA_CONTAINER_ID", "x"}},
+		Args:        [][2]string{{"IgnoreUnknown", "1"}, {"K8S_POD_NAMESPACE", namespace}, {"K8S_POD_NAME", name}, {"K8S_POD_INFRA_CONTAINER_ID", "x"}},
 	}}
 }
 

@@ -7,8 +7,6 @@ import (
 	"encoding/json"
 	"io"
 	"net"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -95,15 +93,7 @@ func TestPrivilegedKubernetesDatastore(t *testing.T) {
 		}
 	}
 
-	// The plugin runs inside the node namespace: give it a kubeconfig that
-	// reaches the API server through a proxy listening there.
-	proxied := proxyInto(t, node, strings.TrimPrefix(k.URL(), "https://"))
-	kc, err := os.ReadFile(k.Kubeconfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubeconfig := filepath.Join(t.TempDir(), "calico-kubeconfig")
-	os.WriteFile(kubeconfig, []byte(strings.Replace(string(kc), k.URL(), "https://"+proxied, 1)), 0o600)
+	kubeconfig := nodeKubeconfig(t, node, k)
 	conflist, _ := json.Marshal(map[string]any{"cniVersion": "1.0.0", "name": "k8s-pod-network", "plugins": []any{map[string]any{
 		"type": "calico", "datastore_type": "kubernetes", "kubernetes": map[string]any{"kubeconfig": kubeconfig},
 		"nodename": "node1", "ipam": map[string]any{"type": "calico-ipam"}, "policy": map[string]any{"type": "k8s"},

@@ -1,7 +1,10 @@
 // Package kubepods is the calico plugin's access to Pods in Kubernetes
-// datastore mode: it reads a pod's IPAM annotations and writes the
-// annotations Calico's plugin writes (podIP, podIPs, containerID), from
-// which the Kubernetes datastore derives the WorkloadEndpoint. It is kept
+// datastore mode: it reads a pod's IPAM annotations with its namespace's
+// pool annotations and labels (for pools' namespaceSelectors), and writes
+// the annotations Calico's plugin writes (podIP, podIPs, containerID),
+// from which the Kubernetes datastore derives the WorkloadEndpoint. In
+// etcd mode it reads the pod for its endpoint (ReaderFor) and, for
+// calico-ipam, the namespace's labels (NamespaceLabels). It is kept
 // out of package plugin so the etcd-mode binary does not link client-go's
 // typed clientset, whose start-up alone costs milliseconds per pod.
 package kubepods
@@ -14,6 +17,7 @@ import (
 	"net"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8stypes "k8s.io/apimachinery/pkg/types"
@@ -44,17 +48,55 @@ func For(c datastore.Client) (plugin.Pods, bool) {
 
 type pods struct{ kube kubernetes.Interface }
 
-// Request reads the pod's IPAM annotations (ipv4pools, ipv6pools, ipAddrs).
-func (p *pods) Request(ctx context.Context, namespace, name string) (ipam.PodRequest, error) {
-	pod, err := p.kube.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
+// Request reads the pod and its namespace (in parallel, one round trip):
+// the pod's IPAM annotations merged with the namespace's pool annotations
+// and the namespace's labels (for pools' namespaceSelectors).
+func (p *pods) Request(ctx context.Context, namespace, name string) (plugin.PodInfo, error) {
+	pod, ns, err := getPodAndNamespace(ctx, p.kube, namespace, name)
 	if err != nil {
-		return ipam.PodRequest{}, fmt.Errorf("reading pod %s/%s: %w", namespace, name, kubeErr(err))
+		return plugin.PodInfo{}, err
 	}
-	req, err := ipam.ParsePodAnnotations(pod.Annotations)
+	return ipamInputs(ns, pod)
+}
+
+// getPodAndNamespace reads a pod and its namespace in parallel.
+func getPodAndNamespace(ctx context.Context, kube kubernetes.Interface, namespace, name string) (*corev1.Pod, *corev1.Namespace, error) {
+	var ns *corev1.Namespace
+	var nsErr error
+	nsDone := make(chan struct{})
+	go func() {
+		defer close(nsDone)
+		ns, nsErr = kube.CoreV1().Namespaces().Get(ctx, namespace, metav1.GetOptions{})
+	}()
+	pod, err := kube.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
+	<-nsDone
 	if err != nil {
-		return ipam.PodRequest{}, fmt.Errorf("pod %s/%s annotations: %w", namespace, name, err)
+		return nil, nil, fmt.Errorf("reading pod %s/%s: %w", namespace, name, kubeErr(err))
 	}
-	return req, nil
+	if nsErr != nil {
+		// Calico's plugin fails the ADD the same way: without the
+		// namespace neither its pool annotations nor its labels (pools'
+		// namespaceSelectors) can be honoured.
+		return nil, nil, fmt.Errorf("failed to get namespace %s of pod %s: %w", namespace, name, kubeErr(nsErr))
+	}
+	return pod, ns, nil
+}
+
+// ipamInputs is what a pod and its namespace ask of IPAM, as Calico's
+// plugin reads them: the pod's annotations with the namespace's
+// ipv4pools/ipv6pools where the pod sets none, and the namespace's labels
+// (never nil: a namespace without labels has none, which is not the same
+// as labels unknown).
+func ipamInputs(ns *corev1.Namespace, pod *corev1.Pod) (plugin.PodInfo, error) {
+	req, err := ipam.ParsePodAnnotations(ipamAnnotations(ns.Annotations, pod.Annotations))
+	if err != nil {
+		return plugin.PodInfo{}, fmt.Errorf("pod %s/%s annotations: %w", pod.Namespace, pod.Name, err)
+	}
+	labels := ns.Labels
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	return plugin.PodInfo{Request: req, NamespaceLabels: labels}, nil
 }
 
 // Annotate records the pod's addresses on the pod, as Calico does.
@@ -116,11 +158,19 @@ func (p *pods) patch(ctx context.Context, namespace, name string, ann map[string
 }
 
 // kubeErr marks transport failures as the datastore being unavailable, so
-// the runtime is told to try again later (code 11).
+// the runtime is told to try again later (code 11), and a refusal of the
+// plugin's credentials or permissions (RBAC) as access denied (105).
 func kubeErr(err error) error {
+	api := []string{"the Kubernetes API"}
+	switch {
+	case apierrors.IsForbidden(err):
+		return &datastore.AccessError{Endpoints: api, Reason: "no permission: check the calico-cni-plugin ClusterRole", Err: err}
+	case apierrors.IsUnauthorized(err):
+		return &datastore.AccessError{Endpoints: api, Reason: "the plugin's credentials were refused: check its kubeconfig", Err: err}
+	}
 	var status apierrors.APIStatus
 	if errors.As(err, &status) {
 		return err
 	}
-	return &datastore.UnavailableError{Err: err}
+	return &datastore.UnavailableError{Endpoints: api, Err: err}
 }

@@ -16,6 +16,7 @@ import (
 	v3 "github.com/tabbynet/tabby/api/v3"
 	"github.com/tabbynet/tabby/cni-plugin/netconf"
 	"github.com/tabbynet/tabby/cni-plugin/plugin"
+	"github.com/tabbynet/tabby/datastore"
 	"github.com/tabbynet/tabby/datastore/kdd"
 	"github.com/tabbynet/tabby/ipam"
 )
@@ -25,6 +26,15 @@ import (
 // kubernetes.k8s_api_root overriding the server, as Calico's plugin reads
 // them). Install it as plugin.Plugin.PodReaderFor.
 func ReaderFor(conf *netconf.NetConf) (plugin.PodReader, error) {
+	kube, err := clientFor(conf)
+	if err != nil {
+		return nil, err
+	}
+	return &reader{kube: kube}, nil
+}
+
+// clientFor is a clientset for the network config's kubernetes section.
+func clientFor(conf *netconf.NetConf) (kubernetes.Interface, error) {
 	rc, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
 		&clientcmd.ClientConfigLoadingRules{ExplicitPath: conf.Kubernetes.Kubeconfig},
 		&clientcmd.ConfigOverrides{ClusterInfo: clientcmdapi.Cluster{Server: conf.Kubernetes.K8sAPIRoot}},
@@ -41,42 +51,61 @@ func ReaderFor(conf *netconf.NetConf) (plugin.PodReader, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
 	}
-	return &reader{kube: kube}, nil
+	return kube, nil
+}
+
+// NamespaceLabels reads the labels of a pod's namespace for pools'
+// namespaceSelectors, as Calico's calico-ipam does when its config
+// reaches Kubernetes (the Kubernetes datastore, a kubeconfig, or policy
+// type k8s): through the datastore's clientset, else the config's
+// kubeconfig. It returns nil, nil when the config does not reach
+// Kubernetes (the labels are then unknown, and matched as none).
+func NamespaceLabels(ctx context.Context, conf *netconf.NetConf, c datastore.Client, namespace string) (map[string]string, error) {
+	if namespace == "" {
+		return nil, nil
+	}
+	var kube kubernetes.Interface
+	if k, ok := c.(interface{ Kubernetes() kubernetes.Interface }); ok {
+		kube = k.Kubernetes()
+	} else if conf.Kubernetes.Kubeconfig != "" || conf.Policy.PolicyType == "k8s" {
+		var err error
+		if kube, err = clientFor(conf); err != nil {
+			return nil, err
+		}
+	} else {
+		return nil, nil
+	}
+	ns, err := kube.CoreV1().Namespaces().Get(ctx, namespace, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("failed to get namespace %s: %w", namespace, kubeErr(err))
+	}
+	if ns.Labels == nil {
+		return map[string]string{}, nil
+	}
+	return ns.Labels, nil
 }
 
 type reader struct{ kube kubernetes.Interface }
 
-// Read gets the pod and its namespace (in parallel): the pod's IPAM
-// annotations, with the namespace's ipv4pools/ipv6pools used where the pod
-// has none (as Calico's plugin does), and the endpoint fields the
+// Read gets the pod and its namespace (in parallel): the IPAM inputs
+// (ipamInputs: the pod's annotations, the namespace's pools where the pod
+// has none, the namespace's labels), and the endpoint fields the
 // Kubernetes datastore derives from a pod (kdd.PodToWorkloadEndpoint, so
 // labels, profiles, service account and ports are the same in both
 // modes).
 func (r *reader) Read(ctx context.Context, namespace, name string) (plugin.PodInfo, error) {
-	var ns *corev1.Namespace
-	var nsErr error
-	nsDone := make(chan struct{})
-	go func() {
-		defer close(nsDone)
-		ns, nsErr = r.kube.CoreV1().Namespaces().Get(ctx, namespace, metav1.GetOptions{})
-	}()
-	pod, err := r.kube.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
-	<-nsDone
+	pod, ns, err := getPodAndNamespace(ctx, r.kube, namespace, name)
 	if err != nil {
-		return plugin.PodInfo{}, fmt.Errorf("reading pod %s/%s: %w", namespace, name, kubeErr(err))
+		return plugin.PodInfo{}, err
 	}
-	if nsErr != nil {
-		return plugin.PodInfo{}, fmt.Errorf("reading namespace %s of pod %s: %w", namespace, name, kubeErr(nsErr))
-	}
-	req, err := ipam.ParsePodAnnotations(ipamAnnotations(ns.Annotations, pod.Annotations))
+	info, err := ipamInputs(ns, pod)
 	if err != nil {
-		return plugin.PodInfo{}, fmt.Errorf("pod %s/%s annotations: %w", namespace, name, err)
+		return plugin.PodInfo{}, err
 	}
-	wep, err := endpointFields(pod)
-	if err != nil {
+	if info.Endpoint, err = endpointFields(pod); err != nil {
 		return plugin.PodInfo{}, fmt.Errorf("pod %s/%s: %w", namespace, name, err)
 	}
-	return plugin.PodInfo{Request: req, Endpoint: wep}, nil
+	return info, nil
 }
 
 // ipamAnnotations merges the IPAM annotations as Calico's plugin does: the

@@ -1,8 +1,18 @@
 package kubepods
 
 import (
+	"errors"
 	"maps"
+	"slices"
+	"strings"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/tabbynet/tabby/datastore"
 )
 
 // TestIPAMAnnotations: the namespace's pool lists apply unless the pod
@@ -23,5 +33,55 @@ func TestIPAMAnnotations(t *testing.T) {
 		if got := ipamAnnotations(tc.ns, tc.pod); !maps.Equal(got, tc.want) {
 			t.Errorf("%s: got %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestIPAMInputs: a pod and its namespace give IPAM the merged pool
+// annotations and the namespace's labels, never nil (a namespace without
+// labels has none: not the same as labels unknown).
+func TestIPAMInputs(t *testing.T) {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "v",
+		Labels:      map[string]string{"ns": "v"},
+		Annotations: map[string]string{"cni.projectcalico.org/ipv4pools": `["pool3"]`, "cni.projectcalico.org/ipv6pools": `["pool6"]`}}}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "v",
+		Annotations: map[string]string{"cni.projectcalico.org/ipv6pools": `["mine"]`}}}
+	info, err := ipamInputs(ns, pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(info.Request.IPv4Pools, []string{"pool3"}) || !slices.Equal(info.Request.IPv6Pools, []string{"mine"}) {
+		t.Errorf("pools v4 %v v6 %v, want the namespace's v4 and the pod's v6", info.Request.IPv4Pools, info.Request.IPv6Pools)
+	}
+	if !maps.Equal(info.NamespaceLabels, map[string]string{"ns": "v"}) {
+		t.Errorf("namespace labels %v", info.NamespaceLabels)
+	}
+	info, err = ipamInputs(&corev1.Namespace{}, pod)
+	if err != nil || info.NamespaceLabels == nil {
+		t.Errorf("namespace without labels: labels %#v, err %v", info.NamespaceLabels, err)
+	}
+	// A namespace annotation that is not a JSON list fails the ADD, as
+	// Calico's plugin fails it.
+	ns.Annotations["cni.projectcalico.org/ipv4pools"] = "pool3"
+	if _, err := ipamInputs(ns, pod); err == nil {
+		t.Error("a malformed namespace ipv4pools annotation was accepted")
+	}
+}
+
+// TestKubeErr: the API server refusing the plugin is access denied (CNI
+// 105, naming what to fix), not an internal error; a transport failure
+// is the datastore being unavailable (11); other API answers pass as is.
+func TestKubeErr(t *testing.T) {
+	gr := schema.GroupResource{Resource: "namespaces"}
+	if err := kubeErr(apierrors.NewForbidden(gr, "v", errors.New("RBAC"))); !errors.Is(err, datastore.ErrAccessDenied) || !strings.Contains(err.Error(), "ClusterRole") {
+		t.Errorf("forbidden: %v", err)
+	}
+	if err := kubeErr(apierrors.NewUnauthorized("expired")); !errors.Is(err, datastore.ErrAccessDenied) {
+		t.Errorf("unauthorized: %v", err)
+	}
+	if err := kubeErr(errors.New("connection refused")); !errors.Is(err, datastore.ErrUnavailable) {
+		t.Errorf("transport: %v", err)
+	}
+	if err := kubeErr(apierrors.NewNotFound(gr, "v")); errors.Is(err, datastore.ErrUnavailable) || errors.Is(err, datastore.ErrAccessDenied) || !apierrors.IsNotFound(err) {
+		t.Errorf("not found: %v", err)
 	}
 }

@@ -283,24 +283,23 @@ func (p *Plugin) readPod(ctx context.Context, c *call) (PodInfo, error) {
 	return r.Read(ctx, c.id.namespace, c.id.pod)
 }
 
-// ipam reads the pod's IPAM annotations (Kubernetes mode, or etcd mode
-// with a kubeconfig, where the rest of the pod is kept for its endpoint)
-// in parallel with warming the allocator's view, then assigns the pod's
-// addresses.
+// ipam reads the pod's IPAM inputs (Kubernetes mode, or etcd mode with a
+// kubeconfig, where the rest of the pod is kept for its endpoint): its
+// annotations, its namespace's pool annotations and labels, in parallel
+// with warming the allocator's view; then it assigns the pod's addresses.
 func (p *Plugin) ipam(ctx context.Context, c *call, a *skel.CmdArgs, client datastore.Client, alloc *ipam.Allocator, tm *phaseTimer) ([]net.IPNet, error) {
-	var req ipam.PodRequest
+	var info PodInfo
 	var reqErr error
 	reqDone := make(chan struct{})
 	go func() {
 		defer close(reqDone)
 		if pods, ok := p.pods(client, c); ok {
-			req, reqErr = pods.Request(ctx, c.id.namespace, c.id.pod)
+			info, reqErr = pods.Request(ctx, c.id.namespace, c.id.pod)
 			return
 		}
 		if readsPodFromKubernetes(c.conf, c.id.orchestrator) {
-			var info PodInfo
 			info, reqErr = p.readPod(ctx, c)
-			req, c.podEndpoint = info.Request, info.Endpoint
+			c.podEndpoint = info.Endpoint
 		}
 	}()
 	var warmErr error
@@ -338,5 +337,5 @@ func (p *Plugin) ipam(ctx context.Context, c *call, a *skel.CmdArgs, client data
 		return nil, warmErr
 	}
 	tm.mark("read")
-	return p.assign(ctx, c, a, alloc, req)
+	return p.assign(ctx, c, a, alloc, info)
 }

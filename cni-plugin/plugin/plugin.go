@@ -71,11 +71,12 @@ func (p *Plugin) pods(client datastore.Client, c *call) (Pods, bool) {
 	return p.PodsFor(client)
 }
 
-// New returns a Plugin with production dependencies.
-func New() *Plugin {
+// New returns a Plugin with production dependencies, its datastore
+// clients built from the backends the binary links in.
+func New(backends dsconfig.Backends) *Plugin {
 	return &Plugin{
 		Hostname:  os.Hostname,
-		NewClient: clientFor,
+		NewClient: clientFor(backends),
 		HostNS:    ns.GetCurrentNS,
 		Timeout:   30 * time.Second,
 		HintDir:   hintDir(),
@@ -83,16 +84,18 @@ func New() *Plugin {
 }
 
 // clientFor builds the datastore client the network config names.
-func clientFor(c *netconf.NetConf) (datastore.Client, error) {
-	spec := c.DatastoreSpec(os.Getenv)
-	// A pod ADD should fail fast when the datastore is down: the
-	// runtime retries, and a healthy datastore answers in milliseconds.
-	spec.RequestTimeout = 3 * time.Second
-	client, err := dsconfig.New(spec)
-	if err != nil {
-		return nil, netconf.DatastoreConfigError(err)
+func clientFor(backends dsconfig.Backends) func(*netconf.NetConf) (datastore.Client, error) {
+	return func(c *netconf.NetConf) (datastore.Client, error) {
+		spec := c.DatastoreSpec(os.Getenv)
+		// A pod ADD should fail fast when the datastore is down: the
+		// runtime retries, and a healthy datastore answers in milliseconds.
+		spec.RequestTimeout = 3 * time.Second
+		client, err := backends.New(spec)
+		if err != nil {
+			return nil, netconf.DatastoreConfigError(err)
+		}
+		return client, nil
 	}
-	return client, nil
 }
 
 // Funcs returns skel's callbacks.
@@ -201,7 +204,7 @@ func parseIPAMConf(stdin []byte) (cniipam.Conf, error) {
 
 // assign gets the pod's addresses: in-process for calico-ipam, through the
 // configured plugin otherwise. release undoes it.
-func (p *Plugin) assign(ctx context.Context, c *call, a *skel.CmdArgs, alloc *ipam.Allocator, pod ipam.PodRequest) ([]net.IPNet, error) {
+func (p *Plugin) assign(ctx context.Context, c *call, a *skel.CmdArgs, alloc *ipam.Allocator, pod PodInfo) ([]net.IPNet, error) {
 	if c.conf.IPAM.Type != CalicoIPAM {
 		r, err := invoke.DelegateAdd(ctx, c.conf.IPAM.Type, a.StdinData, p.Exec)
 		if err != nil {
@@ -220,11 +223,12 @@ func (p *Plugin) assign(ctx context.Context, c *call, a *skel.CmdArgs, alloc *ip
 		}
 		return out, nil
 	}
-	req := cniipam.Request{Network: c.conf.Name, ContainerID: a.ContainerID, IfName: a.IfName, Node: c.node, Conf: c.ipam}
+	req := cniipam.Request{Network: c.conf.Name, ContainerID: a.ContainerID, IfName: a.IfName, Node: c.node, Conf: c.ipam,
+		NamespaceLabels: pod.NamespaceLabels}
 	if c.id.orchestrator == "k8s" {
 		req.Namespace, req.Pod = c.id.namespace, c.id.pod
 	}
-	ips, err := cniipam.Assign(ctx, alloc, req, pod)
+	ips, err := cniipam.Assign(ctx, alloc, req, pod.Request)
 	if err != nil {
 		return nil, err
 	}

@@ -13,8 +13,10 @@ import (
 // mode (implemented by cni-plugin/kubepods, linked only into the binary
 // that serves that mode).
 type Pods interface {
-	// Request reads the pod's IPAM annotations.
-	Request(ctx context.Context, namespace, pod string) (ipam.PodRequest, error)
+	// Request reads the pod's IPAM inputs: its annotations merged with
+	// its namespace's pool annotations, and the namespace's labels (its
+	// Endpoint is not set).
+	Request(ctx context.Context, namespace, pod string) (PodInfo, error)
 	// Annotate records the pod's addresses and container on the pod.
 	Annotate(ctx context.Context, namespace, pod, containerID string, addrs []net.IPNet) error
 	// Owner returns the container that last annotated the pod.
@@ -33,10 +35,16 @@ type PodReader interface {
 	Read(ctx context.Context, namespace, pod string) (PodInfo, error)
 }
 
-// PodInfo is what a pod gives its WorkloadEndpoint and its IPAM request.
+// PodInfo is what a pod and its namespace give its WorkloadEndpoint and
+// its IPAM request.
 type PodInfo struct {
-	// Request holds the pod's IPAM annotations.
+	// Request holds the pod's IPAM annotations, with the namespace's
+	// ipv4pools/ipv6pools where the pod sets none (Calico's precedence:
+	// pod, then namespace, then the CNI config's ipv4_pools/ipv6_pools).
 	Request ipam.PodRequest
+	// NamespaceLabels are the labels of the pod's namespace, matched
+	// against pools' namespaceSelectors (nil when not read).
+	NamespaceLabels map[string]string
 	// Endpoint carries the fields derived from the pod as Calico derives
 	// them (labels with projectcalico.org/namespace, orchestrator and
 	// serviceaccount; profiles kns.<ns> and ksa.<ns>.<sa>; the service

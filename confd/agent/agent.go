@@ -119,9 +119,8 @@ func RunWith(ctx context.Context, args []string, getenv func(string) string, std
 		}
 	}
 
-	dsconfig.NewKubernetesClient = kdd.FromSpec
-
-	dsconfig.NewEtcdTransport = etcdlib.New // long-running: etcd's client library
+	// Long-running: etcd's client library.
+	backends := dsconfig.Backends{Kubernetes: kdd.FromSpec, EtcdTransport: etcdlib.New}
 	cfgFile, explicit := o.configFile, o.configFile != ""
 	if !explicit {
 		cfgFile = dsconfig.DefaultConfigFile
@@ -130,7 +129,7 @@ func RunWith(ctx context.Context, args []string, getenv func(string) string, std
 	if err != nil {
 		return err
 	}
-	client, err := dsconfig.New(spec)
+	client, err := backends.New(spec)
 	if err != nil {
 		return fmt.Errorf("connecting to the datastore: %w", err)
 	}

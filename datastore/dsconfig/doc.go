@@ -2,5 +2,6 @@
 // Calico's components are told: a CalicoAPIConfig file
 // (/etc/calico/calicoctl.cfg) and/or environment variables (DATASTORE_TYPE,
 // ETCD_ENDPOINTS, KUBECONFIG, K8S_API_ENDPOINT, ...), environment winning
-// field by field. New builds the matching datastore.Client.
+// field by field. Backends.New builds the matching datastore.Client from
+// the backends the calling binary links in.
 package dsconfig

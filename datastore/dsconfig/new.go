@@ -7,18 +7,24 @@ import (
 	"github.com/tabbynet/tabby/datastore/etcd"
 )
 
-// NewKubernetesClient builds the Kubernetes-API client. It is a variable
-// so the kdd backend can be linked in by the binaries that need it
-// without this package importing client-go.
-var NewKubernetesClient func(Spec) (datastore.Client, error)
+// Backends are the datastore implementations a binary links in. Each
+// main (or agent) builds its value once and passes it on; nothing here is
+// package state, so agents that share a process (calico-node runs felix
+// and confd together) cannot race on it.
+type Backends struct {
+	// Kubernetes builds the Kubernetes-API client (kdd.FromSpec). nil:
+	// the kubernetes datastore is not built into this binary (this
+	// package does not import client-go).
+	Kubernetes func(Spec) (datastore.Client, error)
+	// EtcdTransport is the etcd connection: long-running components use
+	// etcdlib.New (etcd's client library); nil, the hand-written
+	// transport is used (the CNI plugin, whose once-per-pod start must
+	// not pay for grpc-go's initialisation).
+	EtcdTransport etcd.NewTransportFunc
+}
 
-// NewEtcdTransport is the etcd connection of the binaries that set it:
-// long-running components set etcdlib.New (etcd's client library); left
-// nil, the hand-written transport is used (the CNI plugin, whose
-// once-per-pod start must not pay for grpc-go's initialisation).
-var NewEtcdTransport etcd.NewTransportFunc
-
-// EtcdConfig is the etcd client configuration the spec describes.
+// EtcdConfig is the etcd client configuration the spec describes, with
+// no transport chosen (Backends.New sets it).
 func (s Spec) EtcdConfig() etcd.Config {
 	return etcd.Config{
 		Endpoints: s.Endpoints(), DiscoverySrv: s.EtcdDiscoverySrv,
@@ -27,23 +33,25 @@ func (s Spec) EtcdConfig() etcd.Config {
 			CA: s.EtcdCACert, Cert: s.EtcdCert, Key: s.EtcdKey,
 		},
 		Username: s.EtcdUsername, Password: s.EtcdPassword,
-		RequestTimeout: s.RequestTimeout, NewTransport: NewEtcdTransport,
+		RequestTimeout: s.RequestTimeout,
 	}
 }
 
-// New builds the client the spec describes.
-func New(s Spec) (datastore.Client, error) {
+// New builds the client the spec describes from the backends b.
+func (b Backends) New(s Spec) (datastore.Client, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
 	switch s.DatastoreType {
 	case TypeEtcdV3:
-		return etcd.New(s.EtcdConfig())
+		cfg := s.EtcdConfig()
+		cfg.NewTransport = b.EtcdTransport
+		return etcd.New(cfg)
 	case TypeKubernetes:
-		if NewKubernetesClient == nil {
+		if b.Kubernetes == nil {
 			return nil, fmt.Errorf("the kubernetes datastore is not built into this binary")
 		}
-		return NewKubernetesClient(s)
+		return b.Kubernetes(s)
 	}
 	return nil, fmt.Errorf("datastoreType %q is not supported", s.DatastoreType)
 }

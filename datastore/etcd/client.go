@@ -19,6 +19,7 @@ import (
 	"github.com/tabbynet/tabby/api/selector"
 	v3 "github.com/tabbynet/tabby/api/v3"
 	"github.com/tabbynet/tabby/datastore"
+	"github.com/tabbynet/tabby/datastore/etcd/ipamformat"
 	"github.com/tabbynet/tabby/datastore/etcd/kvpb"
 )
 
@@ -176,7 +177,7 @@ func kindInfo(kind string) (v3.KindInfo, error) {
 // encode renders an object for storage: its resource version is not
 // stored (it is the key's mod-revision).
 func encode(r v3.Resource) ([]byte, error) {
-	if isIPAMModelKind(v3.KindOf(r)) {
+	if ipamformat.IsIPAMKind(v3.KindOf(r)) {
 		return encodeIPAM(r)
 	}
 	c := r.DeepCopyObject().(v3.Resource)
@@ -187,7 +188,7 @@ func encode(r v3.Resource) ([]byte, error) {
 // decode reads the object stored in kv; a value that cannot be decoded
 // yields a datastore.BadRecord.
 func decode(info v3.KindInfo, kv kvpb.KeyValue) (v3.Resource, error) {
-	if isIPAMModelKind(info.Kind) {
+	if ipamformat.IsIPAMKind(info.Kind) {
 		return decodeIPAMKV(info, kv)
 	}
 	obj := info.New()
@@ -236,9 +237,9 @@ func prepareWrite(op string, r v3.Resource) (v3.Resource, string, func(error) (v
 	k := datastore.KeyOf(obj)
 	fail := func(err error) (v3.Resource, error) { return nil, &datastore.OpError{Op: op, Key: k, Err: err} }
 	info, err := kindInfo(k.Kind)
-	if err == nil && isIPAMModelKind(info.Kind) {
+	if err == nil && ipamformat.IsIPAMKind(info.Kind) {
 		var key string
-		if key, err = ipamEtcdKey(obj); err == nil {
+		if key, err = ipamformat.Key(obj); err == nil {
 			return obj, key, fail, nil
 		}
 	} else if err == nil {
@@ -280,7 +281,7 @@ func (c *Client) Create(ctx context.Context, r v3.Resource) (v3.Resource, error)
 		return fail(datastore.ErrAlreadyExists)
 	}
 	obj.SetResourceVersion(strconv.FormatInt(int64(resp.Header.Revision), 10))
-	if isIPAMModelKind(v3.KindOf(obj)) {
+	if ipamformat.IsIPAMKind(v3.KindOf(obj)) {
 		// The uid reading it back gives (derived, not stored).
 		obj.SetUID(derivedUID(key, int64(resp.Header.Revision)))
 	}
@@ -309,7 +310,7 @@ func (c *Client) Update(ctx context.Context, r v3.Resource) (v3.Resource, error)
 	}
 	ctx, cancel := c.reqCtx(ctx)
 	defer cancel()
-	if ts := obj.GetCreationTimestamp(); !isIPAMModelKind(v3.KindOf(obj)) && (obj.GetUID() == "" || ts.IsZero()) {
+	if ts := obj.GetCreationTimestamp(); !ipamformat.IsIPAMKind(v3.KindOf(obj)) && (obj.GetUID() == "" || ts.IsZero()) {
 		// Identity fields are immutable: take them from the stored object.
 		info, _ := v3.LookupKind(v3.KindOf(obj)) // known: prepareWrite checked it
 		cur, err := c.getRaw(ctx, info, key)
@@ -496,7 +497,7 @@ func (c *Client) List(ctx context.Context, kind string, opts datastore.ListOptio
 	ctx, cancel := c.reqCtx(ctx)
 	defer cancel()
 	keep := func(obj v3.Resource) bool { return sel.Evaluate(obj.GetLabels()) }
-	if isIPAMModelKind(kind) {
+	if ipamformat.IsIPAMKind(kind) {
 		kvs, rev, err := c.readRanges(ctx, ipamListOps(kind, ""))
 		if err != nil {
 			return fail(err)
@@ -522,7 +523,7 @@ func (c *Client) ListPages(ctx context.Context, kind string, pageSize int, page 
 	if err != nil {
 		return fail(err)
 	}
-	if isIPAMModelKind(kind) || pageSize <= 0 {
+	if ipamformat.IsIPAMKind(kind) || pageSize <= 0 {
 		l, err := c.List(ctx, kind, datastore.ListOptions{})
 		if err != nil {
 			return err
@@ -630,7 +631,7 @@ func (c *Client) Watch(ctx context.Context, kind string, opts datastore.WatchOpt
 	wctx, cancel := context.WithCancel(ctx)
 	w := &watcher{cancel: cancel, out: make(chan datastore.Event, 64)}
 	prefix := listPrefix(info, opts.Namespace)
-	if isIPAMModelKind(kind) {
+	if ipamformat.IsIPAMKind(kind) {
 		prefix = ipamWatchPrefix(kind)
 	}
 	go w.run(wctx, info, prefix, from, c)
@@ -678,8 +679,8 @@ func (w *watcher) run(ctx context.Context, info v3.KindInfo, prefix string, from
 // that cannot be decoded yields an EventUndecodable; a deletion whose
 // previous value cannot be decoded carries what is known of it (stub).
 func decodeEvent(info v3.KindInfo, ev kvpb.WatchEvent) (out datastore.Event, ok bool) {
-	if isIPAMModelKind(info.Kind) {
-		if _, owned, _ := parseIPAMKey(info.Kind, string(ev.Kv.Key)); !owned {
+	if ipamformat.IsIPAMKind(info.Kind) {
+		if _, owned, _ := ipamformat.ParseKey(info.Kind, string(ev.Kv.Key)); !owned {
 			return out, false // another IPAM kind's key under the watched prefix
 		}
 	}

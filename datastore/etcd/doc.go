@@ -16,7 +16,7 @@
 // etcdserverpb messages of package kvpb; keys, encoding, CAS, errors and
 // watch decoding above it are shared. Two transports:
 //   - etcdlib (etcd's client library): every long-running component
-//     (felix, confd, calicoctl) sets it through dsconfig.NewEtcdTransport.
+//     (felix, confd, calicoctl) passes it in dsconfig.Backends.
 //   - the hand-written one here (gateway.go, grpcwire.go, auth.go): unary
 //     calls as gRPC over HTTP/2 with hand-encoded messages, watches through
 //     etcd's JSON gateway. The calico CNI plugin, started once per pod,

@@ -9,20 +9,21 @@ import (
 
 	v3 "github.com/tabbynet/tabby/api/v3"
 	"github.com/tabbynet/tabby/datastore"
+	"github.com/tabbynet/tabby/datastore/etcd/ipamformat"
 	"github.com/tabbynet/tabby/datastore/etcd/kvpb"
 )
 
 // decodeIPAMKV decodes an IPAM record in Calico's model format; a key
 // outside Calico's layout or a value that does not decode is a BadRecord.
 func decodeIPAMKV(info v3.KindInfo, kv kvpb.KeyValue) (v3.Resource, error) {
-	pk, _, err := parseIPAMKey(info.Kind, string(kv.Key))
-	if err == nil && pk.name == "" {
+	pk, _, err := ipamformat.ParseKey(info.Kind, string(kv.Key))
+	if err == nil && pk.Name == "" {
 		err = fmt.Errorf("%q is not a key of %s in Calico's layout", kv.Key, info.Kind)
 	}
 	if err != nil {
 		return nil, badRecord(info, kv, err)
 	}
-	obj, err := decodeIPAM(info, pk, kv.Value)
+	obj, err := ipamformat.Decode(info, pk, kv.Value)
 	if err != nil {
 		return nil, badRecord(info, kv, fmt.Errorf("decoding stored %s (Calico's model format): %w", info.Kind, err))
 	}

@@ -14,6 +14,7 @@ import (
 
 	v3 "github.com/tabbynet/tabby/api/v3"
 	"github.com/tabbynet/tabby/datastore"
+	"github.com/tabbynet/tabby/datastore/etcd/ipamformat"
 	"github.com/tabbynet/tabby/datastore/etcd/kvpb"
 )
 
@@ -128,7 +129,7 @@ func TestIPAMCodecFixtures(t *testing.T) {
 			if err != nil || !contains(strings.Join(keys, " "), tc.key) {
 				t.Errorf("keys of name %q = %q, %v; want %s among them", got.GetName(), keys, err, tc.key)
 			}
-			if k, err := ipamEtcdKey(got); err != nil || k != tc.key {
+			if k, err := ipamformat.Key(got); err != nil || k != tc.key {
 				t.Errorf("write key = %q, %v; want %s", k, err, tc.key)
 			}
 			enc, err := encode(got)
@@ -204,57 +205,9 @@ func TestIPAMCodecRefuses(t *testing.T) {
 	}
 	for _, tc := range names {
 		t.Run(tc.name, func(t *testing.T) {
-			if k, err := ipamEtcdKey(tc.obj); !errors.Is(err, errBadName) {
-				t.Errorf("ipamEtcdKey = %q, %v; want errBadName", k, err)
+			if k, err := ipamformat.Key(tc.obj); !errors.Is(err, ipamformat.ErrBadName) {
+				t.Errorf("ipamformat.Key = %q, %v; want ipamformat.ErrBadName", k, err)
 			}
 		})
-	}
-}
-
-// TestIPAMNames: v3 names and etcd keys of blocks and affinities map both
-// ways, for IPv4 and IPv6 and node names with dashes and dots.
-func TestIPAMNames(t *testing.T) {
-	for _, tc := range []struct{ cidr, name, seg string }{
-		{"10.1.54.64/26", "10-1-54-64-26", "10.1.54.64-26"},
-		{"fd00:10:244::/122", "fd00-10-244---122", "fd00:10:244::-122"},
-		{"fd00::1:0/122", "fd00--1-0-122", "fd00::1:0-122"},
-		{"2001:db8:1:2:3:4:5:0/122", "2001-db8-1-2-3-4-5-0-122", "2001:db8:1:2:3:4:5:0-122"},
-		{"::/122", "---122", "::-122"},
-	} {
-		p, err := parseBlockName(tc.name)
-		if err != nil || p.String() != tc.cidr {
-			t.Errorf("parseBlockName(%q) = %v, %v; want %s", tc.name, p, err, tc.cidr)
-			continue
-		}
-		if blockName(p) != tc.name || blockKeySegment(p) != tc.seg {
-			t.Errorf("%s: name %q segment %q, want %q %q", tc.cidr, blockName(p), blockKeySegment(p), tc.name, tc.seg)
-		}
-		if q, err := parseBlockKeySegment(tc.seg); err != nil || q != p {
-			t.Errorf("parseBlockKeySegment(%q) = %v, %v", tc.seg, q, err)
-		}
-	}
-	for _, bad := range []string{"10-1-54-64", "10-1-54-65-26", "1-2-3-4-5-26", "x", "::ffff-1-2-3-4-128", "10-1-054-64-26"} {
-		if p, err := parseBlockName(bad); err == nil {
-			t.Errorf("parseBlockName(%q) = %v, want an error", bad, p)
-		}
-	}
-	// An affinity name stands for each split whose tail is a block name,
-	// in both type folders.
-	got := affinityKeyCandidates("node-1.example-10-1-54-64-26")
-	want := []string{
-		"/calico/ipam/v2/host/node-1.example/ipv4/block/10.1.54.64-26",
-		"/calico/ipam/v2/virtual/node-1.example/ipv4/block/10.1.54.64-26",
-	}
-	if d := cmp.Diff(want, got); d != "" {
-		t.Errorf("candidates (-want +got):\n%s", d)
-	}
-	// IPv6 with "::" can split two ways: both are candidates.
-	got = affinityKeyCandidates("n-1-1---128")
-	want = []string{
-		"/calico/ipam/v2/host/n/ipv6/block/1:1::-128", "/calico/ipam/v2/virtual/n/ipv6/block/1:1::-128",
-		"/calico/ipam/v2/host/n-1/ipv6/block/1::-128", "/calico/ipam/v2/virtual/n-1/ipv6/block/1::-128",
-	}
-	if d := cmp.Diff(want, got); d != "" {
-		t.Errorf("ambiguous candidates (-want +got):\n%s", d)
 	}
 }

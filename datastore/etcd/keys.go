@@ -6,11 +6,12 @@ import (
 
 	v3 "github.com/tabbynet/tabby/api/v3"
 	"github.com/tabbynet/tabby/datastore"
+	"github.com/tabbynet/tabby/datastore/etcd/ipamformat"
 )
 
 const (
 	resourcePrefix = "/calico/resources/v3/projectcalico.org/"
-	ipamPrefix     = "/calico/ipam/v2/"
+	ipamPrefix     = ipamformat.Prefix
 )
 
 // kindPrefix is the folder holding every object of a kind (not for the
@@ -36,7 +37,7 @@ func keyFor(info v3.KindInfo, k datastore.Key) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if info.Kind == v3.KindBlockAffinity && len(keys) == len(affinityTypes) {
+	if info.Kind == v3.KindBlockAffinity && len(keys) == len(ipamformat.AffinityTypes) {
 		return keys[0], nil
 	}
 	if len(keys) != 1 {
@@ -55,7 +56,7 @@ func keysFor(info v3.KindInfo, k datastore.Key) ([]string, error) {
 	if strings.Contains(k.Name, "/") || strings.Contains(k.Namespace, "/") {
 		return nil, fmt.Errorf("names may not contain '/'")
 	}
-	if isIPAMModelKind(info.Kind) {
+	if ipamformat.IsIPAMKind(info.Kind) {
 		if k.Namespace != "" {
 			return nil, fmt.Errorf("%s is cluster-scoped: no namespace allowed", info.Kind)
 		}
@@ -85,13 +86,13 @@ func resourceKeyFor(info v3.KindInfo, k datastore.Key) (string, error) {
 // keyFromStorage returns the key of the object stored at etcd key ekey
 // under info's folder, as far as the etcd key tells.
 func keyFromStorage(info v3.KindInfo, ekey string) datastore.Key {
-	if isIPAMModelKind(info.Kind) {
-		pk, _, err := parseIPAMKey(info.Kind, ekey)
-		if err != nil || pk.name == "" {
+	if ipamformat.IsIPAMKind(info.Kind) {
+		pk, _, err := ipamformat.ParseKey(info.Kind, ekey)
+		if err != nil || pk.Name == "" {
 			// Not a key of Calico's layout: name it by its path.
 			return datastore.Key{Kind: info.Kind, Name: strings.TrimPrefix(ekey, ipamPrefix)}
 		}
-		return datastore.Key{Kind: info.Kind, Name: pk.name}
+		return datastore.Key{Kind: info.Kind, Name: pk.Name}
 	}
 	rest := strings.TrimPrefix(ekey, kindPrefix(info))
 	k := datastore.Key{Kind: info.Kind, Name: rest}

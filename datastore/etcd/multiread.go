@@ -7,6 +7,7 @@ import (
 
 	v3 "github.com/tabbynet/tabby/api/v3"
 	"github.com/tabbynet/tabby/datastore"
+	"github.com/tabbynet/tabby/datastore/etcd/ipamformat"
 	"github.com/tabbynet/tabby/datastore/etcd/kvpb"
 )
 
@@ -50,7 +51,7 @@ func (c *Client) ReadMany(ctx context.Context, reqs []datastore.ReadRequest) ([]
 			for _, key := range keys {
 				ops = append(ops, kvpb.GetOp(key))
 			}
-		case isIPAMModelKind(info.Kind):
+		case ipamformat.IsIPAMKind(info.Kind):
 			if strings.Contains(r.NamePrefix, "/") {
 				fail(fmt.Errorf("%w: a name prefix may not contain '/'", datastore.ErrInvalid))
 				continue

@@ -13,8 +13,8 @@ import (
 )
 
 // FromSpec builds a client from a component's datastore configuration.
-// Binaries that support the Kubernetes datastore install it as
-// dsconfig.NewKubernetesClient.
+// Binaries that support the Kubernetes datastore pass it as
+// dsconfig.Backends.Kubernetes.
 func FromSpec(s dsconfig.Spec) (datastore.Client, error) {
 	rc, err := RESTConfig(s)
 	if err != nil {

@@ -24,8 +24,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/tabbynet/tabby/internal/pprofmux"
-
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -41,7 +39,9 @@ import (
 	"github.com/tabbynet/tabby/felix/dataplane"
 	"github.com/tabbynet/tabby/felix/epstatus"
 	"github.com/tabbynet/tabby/felix/health"
+	"github.com/tabbynet/tabby/felix/ifacewatch"
 	"github.com/tabbynet/tabby/felix/rules"
+	"github.com/tabbynet/tabby/lib/pprofmux"
 )
 
 // Options are what the caller of Run decides; the rest is configuration
@@ -113,87 +113,183 @@ func localSources(o Options) (getenv func(string) string, env, file map[string]s
 // exits so that felix is restarted, as Calico's is), and an error at
 // start for settings Calico's felix dies on (FELIX_CHAININSERTMODE=bogus).
 func Run(ctx context.Context, o Options) error {
-	getenv, env, file, err := localSources(o)
+	b, err := boot(o)
 	if err != nil {
 		return err
 	}
-	local, err := felixconfig.Resolve(felixconfig.Sources{Env: env, File: file})
+	if b.logs != nil {
+		defer b.logs.Close()
+	}
+	getenv, env, file, local, log, logs, reg := b.getenv, b.env, b.file, b.local, b.log, b.logs, b.reg
+	st := &settingsState{env: env, file: file, log: log, metric: newProblemMetric(reg), logs: logs, getenv: getenv}
+	st.report(local)
+
+	// Long-running: etcd's client library.
+	backends := dsconfig.Backends{Kubernetes: kdd.FromSpec, EtcdTransport: etcdlib.New}
+	spec, err := dsconfig.Load("/etc/calico/calicoctl.cfg", false, datastoreEnv(getenv, file))
 	if err != nil {
 		return err
 	}
-	cfg, err := fromSettings(local, getenv)
+	client, err := backends.New(spec)
 	if err != nil {
+		return fmt.Errorf("connecting to the datastore: %w", err)
+	}
+	defer client.Close()
+	cfg, ok, err := settle(ctx, st, client, b.cfg.hostname)
+	if !ok || err != nil {
 		return err
 	}
-	log := o.Logger
-	var logs *logOutputs
-	if log == nil {
+	steadyGC := applyGoRuntime(cfg, log)
+	runCtx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	st.restart = stop
+	err = runFelix(runCtx, felixRun{o: o, cfg: cfg, st: st, log: log, reg: reg, client: client, steadyGC: steadyGC,
+		datastoreType: string(spec.DatastoreType)})
+	if cause := context.Cause(runCtx); ctx.Err() == nil && cause != nil && !errors.Is(cause, context.Canceled) {
+		return cause
+	}
+	return err
+}
+
+// booted is felix's local configuration (environment and config file),
+// its logger and its metrics registry: what Run has before the datastore.
+type booted struct {
+	getenv    func(string) string
+	env, file map[string]string
+	local     *felixconfig.Settings
+	cfg       config
+	log       *slog.Logger
+	logs      *logOutputs // nil when the caller gave the logger
+	reg       *prometheus.Registry
+}
+
+// boot reads the local configuration and makes the logger (unless the
+// caller gave one) and the registry.
+func boot(o Options) (booted, error) {
+	var b booted
+	var err error
+	if b.getenv, b.env, b.file, err = localSources(o); err != nil {
+		return b, err
+	}
+	if b.local, err = felixconfig.Resolve(felixconfig.Sources{Env: b.env, File: b.file}); err != nil {
+		return b, err
+	}
+	if b.cfg, err = fromSettings(b.local, b.getenv); err != nil {
+		return b, err
+	}
+	b.log = o.Logger
+	if b.log == nil {
 		stderr := o.Stderr
 		if stderr == nil {
 			stderr = os.Stderr
 		}
 		var ferr error
-		log, logs, ferr = newLogger(stderr, cfg.logScreen, cfg.logFilePath, cfg.logFile)
-		defer logs.Close()
-		slog.SetDefault(log)
+		b.log, b.logs, ferr = newLogger(stderr, b.cfg.logScreen, b.cfg.logFilePath, b.cfg.logFile)
+		slog.SetDefault(b.log)
 		// client-go (the Kubernetes datastore's informers) logs through klog.
-		klog.SetSlogLogger(log)
+		klog.SetSlogLogger(b.log)
 		if ferr != nil {
-			log.Error("felix logs to the screen only", "logFilePath", cfg.logFilePath, "error", ferr)
+			b.log.Error("felix logs to the screen only", "logFilePath", b.cfg.logFilePath, "error", ferr)
 		}
 	}
-	reg := o.Registry
-	if reg == nil {
-		reg = prometheus.NewRegistry()
+	b.reg = o.Registry
+	if b.reg == nil {
+		b.reg = prometheus.NewRegistry()
 	}
-	st := &settingsState{env: env, file: file, log: log, metric: newProblemMetric(reg), logs: logs, getenv: getenv}
-	st.report(local)
+	return b, nil
+}
 
-	dsconfig.NewKubernetesClient = kdd.FromSpec
-	dsconfig.NewEtcdTransport = etcdlib.New // long-running: etcd's client library
-	spec, err := dsconfig.Load("/etc/calico/calicoctl.cfg", false, datastoreEnv(getenv, file))
+// settle waits for the datastore's FelixConfigurations and resolves the
+// settings with them; ok is false when ctx ended while waiting.
+func settle(ctx context.Context, st *settingsState, client datastore.Client, hostname string) (cfg config, ok bool, err error) {
+	global, nodeSpec, err := fetchSpecs(ctx, client, hostname, st.log)
 	if err != nil {
-		return err
-	}
-	client, err := dsconfig.New(spec)
-	if err != nil {
-		return fmt.Errorf("connecting to the datastore: %w", err)
-	}
-	defer client.Close()
-	global, nodeSpec, err := fetchSpecs(ctx, client, cfg.hostname, log)
-	if err != nil {
-		return nil // stopped while waiting for the datastore
+		return cfg, false, nil // stopped while waiting for the datastore
 	}
 	settings, err := st.resolve(global, nodeSpec)
 	st.report(settings)
 	if err != nil {
-		return err
+		return cfg, false, err
 	}
-	if cfg, err = fromSettings(settings, getenv); err != nil {
-		return err
+	if cfg, err = fromSettings(settings, st.getenv); err != nil {
+		return cfg, false, err
 	}
-	if logs != nil {
-		logs.screen.Set(calicoLevel(cfg.logScreen))
-		logs.file.Set(calicoLevel(cfg.logFile))
+	if st.logs != nil {
+		st.logs.screen.Set(calicoLevel(cfg.logScreen))
+		st.logs.file.Set(calicoLevel(cfg.logFile))
 	}
 	st.current, st.cfg, st.global, st.node = settings, cfg, global, nodeSpec
 	st.rc = rulesConfig(cfg, settings)
-	steadyGC := applyGoRuntime(cfg, log)
-	runCtx, stop := context.WithCancelCause(ctx)
-	defer stop(nil)
-	st.restart = stop
+	return cfg, true, nil
+}
 
-	runner := dataplane.ExecRunner{NetnsPath: cfg.netnsPath}
-	v4, v6, err := dataplane.BackendsFor(runCtx, runner, cfg.iptablesBackend)
+// felixRun is what runFelix wires together.
+type felixRun struct {
+	o             Options
+	cfg           config
+	st            *settingsState
+	log           *slog.Logger
+	reg           *prometheus.Registry
+	client        datastore.Client
+	steadyGC      func()
+	datastoreType string
+}
+
+// runFelix starts the dataplane, the route manager, the interface
+// address watcher, the calculation, the health checks and the HTTP
+// servers, and runs the calculation until ctx ends.
+func runFelix(ctx context.Context, r felixRun) error {
+	cfg, log := r.cfg, r.log
+	dp, dpLoop, versions, status, err := newDataplane(ctx, r)
 	if err != nil {
 		return err
 	}
+	rm, closeRoutes, err := newRouteManager(cfg, log, r.reg)
+	if err != nil {
+		return err
+	}
+	defer closeRoutes()
+	go func() { _ = rm.Run(ctx) }()
+	calcLoop := health.NewLoop(nil)
+	calcHang := hangAfter(ctx, cfg.calcHangAfter, "calculation", log)
+	dcfg := daemon.Config{NodeName: cfg.hostname, Rules: r.st.rc, IPVersions: versions,
+		Dataplane: dp, Logger: log, Metrics: daemon.NewMetrics(r.reg), Routes: rm, EndpointStatus: endpointStatus(status),
+		RulesConfig: func(global, node *v3.FelixConfigurationSpec) rules.Config {
+			calcHang() // within the computation, as Calico's calculation graph hangs
+			return r.st.onDatastore(global, node)
+		}, Health: calcLoop}
+	if r.o.Health != nil {
+		dcfg.Heartbeat = func() { r.o.Health.Heartbeat("calculation") }
+	}
+	d := daemon.New(dcfg)
+	go func() {
+		err := ifacewatch.Watch(ctx, ifacewatch.Config{NetnsPath: cfg.netnsPath, Report: d.OnHostInterfaces, Logger: log})
+		if err != nil {
+			log.Error("cannot watch the interface addresses; host endpoints by expectedIPs stay unrendered", "error", err)
+		}
+	}()
+	stopServers := startHealthAndServers(ctx, r, dp, map[string]*health.Loop{"calculation": calcLoop, "dataplane": dpLoop})
+	defer stopServers()
+	log.Info("felix starting", "node", cfg.hostname, "datastore", r.datastoreType, "ipv6", cfg.ipv6)
+	return d.Run(ctx, daemon.NewSyncer(r.client, d))
+}
+
+// newDataplane makes the iptables/ipset dataplane (and the endpoint
+// status reporter it tells what it applied): its backend found, the other
+// backend cleaned, its metrics registered.
+func newDataplane(ctx context.Context, r felixRun) (*dataplane.Dataplane, *health.Loop, []int, *epstatus.Reporter, error) {
+	cfg, log := r.cfg, r.log
+	runner := dataplane.ExecRunner{NetnsPath: cfg.netnsPath}
+	v4, v6, err := dataplane.BackendsFor(ctx, runner, cfg.iptablesBackend)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
 	log.Info("iptables backend", "save", v4.Save, "restore", v4.Restore)
-	cleanupOtherBackend(runCtx, runner, v4, log)
-	calcLoop, dpLoop := health.NewLoop(nil), health.NewLoop(nil)
+	cleanupOtherBackend(ctx, runner, v4, log)
+	dpLoop := health.NewLoop(nil)
 	var dpRunner dataplane.Runner = runner
 	if cfg.dataplaneHangAfter > 0 {
-		dpRunner = hangingRunner{Runner: runner, hang: hangAfter(runCtx, cfg.dataplaneHangAfter, "dataplane", log)}
+		dpRunner = hangingRunner{Runner: runner, hang: hangAfter(ctx, cfg.dataplaneHangAfter, "dataplane", log)}
 	}
 	dpCfg := dataplane.Config{Runner: dpRunner, V4: v4, RefreshInterval: cfg.refreshInterval, Logger: log,
 		Health: dpLoop, AppendHooks: cfg.chainAppend}
@@ -203,112 +299,107 @@ func Run(ctx context.Context, o Options) error {
 		versions = append(versions, 6)
 	}
 	if cfg.goMetrics {
-		reg.MustRegister(collectors.NewGoCollector())
+		r.reg.MustRegister(collectors.NewGoCollector())
 	}
 	if cfg.processMetrics {
-		reg.MustRegister(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		r.reg.MustRegister(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
-	dpCfg.Metrics = dataplane.NewMetrics(reg)
-	if err := datastore.RegisterMetrics(reg); err != nil {
-		return err
+	dpCfg.Metrics = dataplane.NewMetrics(r.reg)
+	if err := datastore.RegisterMetrics(r.reg); err != nil {
+		return nil, nil, nil, nil, err
 	}
 	var status *epstatus.Reporter
 	if cfg.statusPrefix != "" {
 		status = epstatus.NewReporter(cfg.statusPrefix, log)
 		dpCfg.OnApplied = status.Applied
-		go func() { _ = status.Run(runCtx) }()
+		go func() { _ = status.Run(ctx) }()
 	}
-	if o.Health != nil {
-		dpCfg.Heartbeat = func() { o.Health.Heartbeat("dataplane") }
+	if r.o.Health != nil {
+		dpCfg.Heartbeat = func() { r.o.Health.Heartbeat("dataplane") }
 	}
-	dp := dataplane.New(dpCfg)
-	rm, closeRoutes, err := newRouteManager(cfg, log, reg)
-	if err != nil {
-		return err
-	}
-	defer closeRoutes()
-	go func() { _ = rm.Run(runCtx) }()
-	calcHang := hangAfter(runCtx, cfg.calcHangAfter, "calculation", log)
-	dcfg := daemon.Config{NodeName: cfg.hostname, Rules: st.rc, IPVersions: versions,
-		Dataplane: dp, Logger: log, Metrics: daemon.NewMetrics(reg), Routes: rm, EndpointStatus: endpointStatus(status),
-		RulesConfig: func(global, node *v3.FelixConfigurationSpec) rules.Config {
-			calcHang() // within the computation, as Calico's calculation graph hangs
-			return st.onDatastore(global, node)
-		}, Health: calcLoop}
-	if o.Health != nil {
-		dcfg.Heartbeat = func() { o.Health.Heartbeat("calculation") }
-	}
-	d := daemon.New(dcfg)
+	return dataplane.New(dpCfg), dpLoop, versions, status, nil
+}
 
+// startHealthAndServers starts the datastore probe, the health checker
+// (served, or handed to the embedding agent), the metrics and debug
+// servers, and the return of the start-up's memory once the dataplane is
+// in sync; it returns what shuts the servers down.
+func startHealthAndServers(ctx context.Context, r felixRun, dp *dataplane.Dataplane, loops map[string]*health.Loop) (stop func()) {
+	cfg, log := r.cfg, r.log
 	dsProbe := &health.Probe{Name: "datastore", Interval: 10 * time.Second, Log: log, Probe: func(ctx context.Context) error {
-		_, err := client.Get(ctx, datastore.Key{Kind: v3.KindFelixConfiguration, Name: "default"})
+		_, err := r.client.Get(ctx, datastore.Key{Kind: v3.KindFelixConfiguration, Name: "default"})
 		if errors.Is(err, datastore.ErrNotFound) {
 			return nil
 		}
 		return err
 	}}
-	go dsProbe.Run(runCtx)
+	go dsProbe.Run(ctx)
 	// released: the first sync's memory has gone back to the system
 	// (releaseStartupMemory); felix is ready only then, so that what it
 	// holds when ready is what it needs.
 	var released atomic.Bool
-	checker := &health.Checker{Timeout: cfg.watchdogTimeout, Log: log,
-		Loops: map[string]*health.Loop{"calculation": calcLoop, "dataplane": dpLoop},
+	checker := &health.Checker{Timeout: cfg.watchdogTimeout, Log: log, Loops: loops,
 		Ready: map[string]health.Check{"datastore": dsProbe.Check, "dataplane": func() (bool, string) {
-			if !dp.InSync() {
-				return false, "not in sync yet"
+			if ok, why := dp.Ready(); !ok {
+				return false, why
 			}
 			if !released.Load() {
 				return false, "in sync; returning the start-up's memory"
 			}
 			return true, ""
 		}}}
-	if o.Health != nil {
+	if r.o.Health != nil {
 		// The embedding agent serves health: felix's readiness includes
 		// the datastore probe; its loops tick the agent's heartbeats.
-		o.Health.Ready(func() bool { ok, _ := checker.ReadyNow(); return ok })
+		r.o.Health.Ready(func() bool { ok, _ := checker.ReadyNow(); return ok })
 	}
+	go func() {
+		releaseStartupMemory(ctx, dp.InSync, r.steadyGC, log)
+		released.Store(true)
+	}()
+	return serve(httpServers(cfg, checker, r.reg, r.o.Health == nil), log)
+}
+
+// httpServers are felix's health (unless the embedding agent serves it),
+// metrics and debug (Calico's DebugPort: Go's profiling handlers) servers,
+// as configured.
+func httpServers(cfg config, checker *health.Checker, reg *prometheus.Registry, ownHealth bool) []*http.Server {
 	var servers []*http.Server
-	if cfg.healthEnabled && o.Health == nil {
+	add := func(host string, port int, h http.Handler) {
+		servers = append(servers, &http.Server{Addr: net.JoinHostPort(host, strconv.Itoa(port)), Handler: h, ReadHeaderTimeout: 5 * time.Second})
+	}
+	if cfg.healthEnabled && ownHealth {
 		mux := http.NewServeMux()
 		checker.Register(mux)
-		servers = append(servers, &http.Server{Addr: net.JoinHostPort(cfg.healthHost, strconv.Itoa(cfg.healthPort)),
-			Handler: mux, ReadHeaderTimeout: 5 * time.Second})
+		add(cfg.healthHost, cfg.healthPort, mux)
 	}
 	if cfg.metricsEnabled {
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-		servers = append(servers, &http.Server{Addr: net.JoinHostPort(cfg.metricsHost, strconv.Itoa(cfg.metricsPort)),
-			Handler: mux, ReadHeaderTimeout: 5 * time.Second})
+		add(cfg.metricsHost, cfg.metricsPort, mux)
 	}
 	if cfg.debugPort != 0 {
-		// Calico's DebugPort: Go's profiling handlers, for whoever
-		// investigates felix's CPU and memory.
-		servers = append(servers, &http.Server{Addr: net.JoinHostPort(cfg.debugHost, strconv.Itoa(cfg.debugPort)),
-			Handler: pprofmux.New(), ReadHeaderTimeout: 5 * time.Second})
+		add(cfg.debugHost, cfg.debugPort, pprofmux.New())
 	}
+	return servers
+}
+
+// serve starts the servers; the function returned shuts them down.
+func serve(servers []*http.Server, log *slog.Logger) (stop func()) {
 	for _, srv := range servers {
 		go func() {
 			if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				log.Error("http server failed", "addr", srv.Addr, "error", err)
 			}
 		}()
-		defer func() {
+	}
+	return func() {
+		for _, srv := range servers {
 			sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			defer cancel()
 			_ = srv.Shutdown(sctx)
-		}()
+			cancel()
+		}
 	}
-	go func() {
-		releaseStartupMemory(runCtx, dp.InSync, steadyGC, log)
-		released.Store(true)
-	}()
-	log.Info("felix starting", "node", cfg.hostname, "datastore", spec.DatastoreType, "ipv6", cfg.ipv6)
-	err = d.Run(runCtx, daemon.NewSyncer(client, d))
-	if cause := context.Cause(runCtx); ctx.Err() == nil && cause != nil && !errors.Is(cause, context.Canceled) {
-		return cause
-	}
-	return err
 }
 
 // startupGCPercent is the garbage collector's target while felix starts

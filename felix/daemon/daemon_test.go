@@ -3,6 +3,7 @@ package daemon_test
 import (
 	"context"
 	"log/slog"
+	"net/netip"
 	"slices"
 	"strings"
 	"testing"
@@ -124,27 +125,35 @@ func TestFelixConfigurationChangesRendering(t *testing.T) {
 }
 
 // TestHostEndpointByExpectedIPs: a host endpoint without an interface
-// name is rendered on the interface holding its expected IP, and follows
+// name is rendered on the interface holding its expected IP (the
+// addresses come from the watcher, through OnHostInterfaces), and follows
 // the address when it moves to another interface.
 func TestHostEndpointByExpectedIPs(t *testing.T) {
 	k := fake.NewKernel()
-	k.SetInterfaceAddrs(map[string][]string{"lo": {"127.0.0.1/8"}, "eth1": {"192.168.51.1/24"}, "eth2": {"192.168.52.1/24"}})
 	log := slog.New(slog.DiscardHandler)
 	dp := dataplane.New(dataplane.Config{Runner: k, V4: dataplane.BackendDefaultV4, Logger: log})
 	d := daemon.New(daemon.Config{NodeName: ct.Node, Rules: rules.DefaultConfig(), Dataplane: dp,
-		Debounce: time.Millisecond, Logger: log, HostInterfaceInterval: 10 * time.Millisecond})
+		Debounce: time.Millisecond, Logger: log})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx, nil) }()
 	defer func() { cancel(); <-done }()
 
+	addrs := func(m map[string]string) map[string][]netip.Addr {
+		out := map[string][]netip.Addr{}
+		for iface, a := range m {
+			out[iface] = []netip.Addr{netip.MustParseAddr(a)}
+		}
+		return out
+	}
+	d.OnHostInterfaces(addrs(map[string]string{"lo": "127.0.0.1", "eth1": "192.168.51.1", "eth2": "192.168.52.1"}))
 	d.OnUpdates(updates(ct.HEP("node1-ip", ct.Node, "", map[string]string{"role": "node"}, "192.168.51.1")))
 	d.OnStatusUpdated(datastore.StatusInSync)
 	waitFor(t, "the host endpoint on eth1", func() bool { return slices.Contains(k.Chains(4), "cali-fh-eth1") })
 	if slices.Contains(k.Chains(4), "cali-fh-eth2") {
 		t.Fatal("eth2 does not hold the expected IP but got host endpoint chains")
 	}
-	k.SetInterfaceAddrs(map[string][]string{"eth1": {"192.168.51.9/24"}, "eth2": {"192.168.51.1/24"}})
+	d.OnHostInterfaces(addrs(map[string]string{"eth1": "192.168.51.9", "eth2": "192.168.51.1"}))
 	waitFor(t, "the host endpoint to follow its IP to eth2", func() bool {
 		c := k.Chains(4)
 		return slices.Contains(c, "cali-fh-eth2") && !slices.Contains(c, "cali-fh-eth1")

@@ -23,6 +23,7 @@ import (
 	ct "github.com/tabbynet/tabby/felix/calc/calctest"
 	"github.com/tabbynet/tabby/felix/dataplane"
 	fake "github.com/tabbynet/tabby/felix/dataplane/testing"
+	"github.com/tabbynet/tabby/felix/infra"
 	"github.com/tabbynet/tabby/felix/rules"
 )
 
@@ -169,7 +170,7 @@ func referenceRulesets(objs []any, versions []int) []*rules.Ruleset {
 	byName := func(a, b interface{ GetName() string }) int { return strings.Compare(a.GetName(), b.GetName()) }
 	slices.SortFunc(pools, func(a, b *v3.IPPool) int { return byName(a, b) })
 	slices.SortFunc(nodes, func(a, b *v3.Node) int { return byName(a, b) })
-	nat, tunnels := natAndTunnels(pools, nodes)
+	nat, tunnels := rulesInfra(infra.Derive(pools, nodes))
 	rc := failsafeFromConfig(global, node)
 	res := calc.Compute(in)
 	var out []*rules.Ruleset
@@ -440,7 +441,7 @@ func TestRecomputeLoadsBeforeInSync(t *testing.T) {
 	if d.Recompute() {
 		t.Fatal("Recompute computed before the snapshot was complete")
 	}
-	if got := d.engine.Count(v3.KindWorkloadEndpoint); got == 0 {
+	if got := d.calc.engine.Count(v3.KindWorkloadEndpoint); got == 0 {
 		t.Fatal("nothing loaded before the snapshot was complete")
 	}
 	d.OnUpdates(ups[half:])

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -69,10 +70,31 @@ type Dataplane struct {
 
 	// inSync is true after a successful apply until the next failure.
 	inSync atomic.Bool
+	// unprogrammed say which objects the last apply could not program
+	// (for readiness); guarded by statusMu.
+	statusMu     sync.Mutex
+	unprogrammed []string
 }
 
-// InSync reports whether the last apply succeeded (for readiness).
+// InSync reports whether the last apply succeeded: everything desired
+// is programmed (for readiness).
 func (d *Dataplane) InSync() bool { return d.inSync.Load() }
+
+// Ready is InSync with the reason when not: which objects could not be
+// programmed (their rules fail closed meanwhile), or that no apply has
+// succeeded yet.
+func (d *Dataplane) Ready() (bool, string) {
+	d.statusMu.Lock()
+	bad := slices.Clone(d.unprogrammed)
+	d.statusMu.Unlock()
+	if len(bad) > 0 {
+		return false, strings.Join(bad, "; ") + " (the rules depending on them drop their traffic until then; retrying)"
+	}
+	if !d.inSync.Load() {
+		return false, "not in sync yet"
+	}
+	return true, ""
+}
 
 // New returns a Dataplane; nothing runs until Apply or Run.
 func New(cfg Config) *Dataplane {
@@ -92,23 +114,33 @@ func New(cfg Config) *Dataplane {
 	}
 	d := &Dataplane{cfg: cfg, log: cfg.Logger, sets: NewIPSets(cfg.Runner), kick: make(chan struct{}, 1)}
 	d.sets.members, d.sets.filler = members, filler
-	d.v4 = newTables(cfg.V4, cfg.Runner)
+	d.sets.failed = d.newFailures()
+	d.v4 = d.newTables(cfg.V4)
 	if cfg.V6 != (Backend{}) {
-		d.v6 = newTables(cfg.V6, cfg.Runner)
-	}
-	for _, t := range append(slices.Clone(d.v4), d.v6...) {
-		t.appendHooks = cfg.AppendHooks
+		d.v6 = d.newTables(cfg.V6)
 	}
 	return d
+}
+
+// newFailures tracks failed objects, retried from MinBackoff up to six
+// times MaxBackoff (a retry of a failed set reads every set again).
+func (d *Dataplane) newFailures() *failures {
+	return newFailures(d.cfg.MinBackoff, 6*d.cfg.MaxBackoff)
 }
 
 // tableNames are the tables felix programs, in apply order.
 var tableNames = []string{"raw", "mangle", "filter"}
 
-func newTables(b Backend, run Runner) []*Table {
+func (d *Dataplane) newTable(name string, b Backend) *Table {
+	t := NewTable(name, b, d.cfg.Runner)
+	t.appendHooks, t.failed = d.cfg.AppendHooks, d.newFailures()
+	return t
+}
+
+func (d *Dataplane) newTables(b Backend) []*Table {
 	ts := make([]*Table, len(tableNames))
 	for i, name := range tableNames {
-		ts[i] = NewTable(name, b, run)
+		ts[i] = d.newTable(name, b)
 	}
 	return ts
 }
@@ -116,10 +148,10 @@ func newTables(b Backend, run Runner) []*Table {
 // addTables appends a driver for each table of rs beyond the standard
 // ones (nat, for NAT outgoing) the first time it has content; once there
 // it stays, so its chains are removed when the content goes.
-func addTables(tables []*Table, b Backend, run Runner, rs *rules.Ruleset) []*Table {
+func (d *Dataplane) addTables(tables []*Table, b Backend, rs *rules.Ruleset) []*Table {
 	for _, nt := range rs.Tables() {
 		if !slices.ContainsFunc(tables, func(t *Table) bool { return t.name == nt.Name }) {
-			tables = append(tables, NewTable(nt.Name, b, run))
+			tables = append(tables, d.newTable(nt.Name, b))
 		}
 	}
 	return tables
@@ -138,21 +170,24 @@ func setDesired(tables []*Table, rs *rules.Ruleset) {
 }
 
 // applyTables applies each table of one IP version, summing the stats.
-// A table whose stale chains could not be deleted does not stop the
-// others; that error is returned at the end.
-func (d *Dataplane) applyTables(ctx context.Context, tables []*Table, ipVersion int) (Stats, error) {
+// A table whose stale chains could not be deleted, or some of whose
+// chains could not be programmed, does not stop the others. Rules
+// matching the failed ipsets fail closed.
+func (d *Dataplane) applyTables(ctx context.Context, tables []*Table, ipVersion int, failedSets []string) (Stats, error) {
 	var sum Stats
 	for _, t := range tables {
+		t.SetFailedSets(failedSets)
 		st, err := t.Apply(ctx)
 		sum.ChainsWritten += st.ChainsWritten
 		sum.ChainsDeleted += st.ChainsDeleted
 		sum.HooksFixed += st.HooksFixed
 		sum.Restores += st.Restores
-		if err != nil {
-			if !errors.Is(err, ErrStaleChainsKept) {
-				return sum, err
-			}
+		switch {
+		case err == nil, errors.Is(err, ErrUnprogrammed):
+		case errors.Is(err, ErrStaleChainsKept):
 			d.log.Warn("iptables: keeping stale chains", "ipVersion", ipVersion, "table", t.name, "error", err)
+		default:
+			return sum, err
 		}
 	}
 	return sum, nil
@@ -235,37 +270,15 @@ type Result struct {
 
 // Apply takes the latest desired state and reconciles the kernel: ipsets
 // first (so new rules find their sets), then the iptables tables, then the
-// removal of sets no rule uses any more.
+// removal of sets no rule uses any more. Objects that could not be
+// programmed do not stop the rest: the error then wraps ErrUnprogrammed
+// and names them, and the rules that depend on them fail closed.
 func (d *Dataplane) Apply(ctx context.Context) (Result, error) {
 	var res Result
-	d.mu.Lock()
-	pending, setUpdates := d.pending, d.setUpdates
-	d.pending, d.setUpdates = nil, nil
-	if pending != nil {
-		d.takenGen = d.pendGen
-	}
-	d.mu.Unlock()
-	if pending != nil {
-		for _, up := range setUpdates {
-			d.sets.Update(up.specs, up.versions, up.changes)
-		}
-		for _, rs := range pending {
-			switch rs.IPVersion {
-			case 4:
-				d.v4 = addTables(d.v4, d.cfg.V4, d.cfg.Runner, rs)
-				setDesired(d.v4, rs)
-			case 6:
-				if d.v6 == nil {
-					continue
-				}
-				d.v6 = addTables(d.v6, d.cfg.V6, d.cfg.Runner, rs)
-				setDesired(d.v6, rs)
-			}
-		}
-	}
+	d.takePending()
 	setsStart := time.Now()
 	sets, err := d.sets.applyUpdates(ctx)
-	if err != nil {
+	if err != nil && !errors.Is(err, ErrUnprogrammed) {
 		return res, err
 	}
 	res.SetsTook = time.Since(setsStart)
@@ -274,6 +287,7 @@ func (d *Dataplane) Apply(ctx context.Context) (Result, error) {
 	if sets.fillFailed != nil {
 		d.log.Warn("ipsets: filling new sets in-process failed; written by ipset restore instead", "error", sets.fillFailed)
 	}
+	failedSets := d.sets.FailedSets()
 	// IPv4 and IPv6 tables are independent: restore them at the same
 	// time (the kernel serialises the commits themselves, the processes
 	// and their parsing overlap).
@@ -281,13 +295,13 @@ func (d *Dataplane) Apply(ctx context.Context) (Result, error) {
 	if d.v6 != nil {
 		go func() {
 			var err error
-			res.V6, err = d.applyTables(ctx, d.v6, 6)
+			res.V6, err = d.applyTables(ctx, d.v6, 6, failedSets)
 			v6Err <- err
 		}()
 	} else {
 		v6Err <- nil
 	}
-	res.V4, err = d.applyTables(ctx, d.v4, 4)
+	res.V4, err = d.applyTables(ctx, d.v4, 4, failedSets)
 	if err = errors.Join(err, <-v6Err); err != nil {
 		return res, err
 	}
@@ -299,9 +313,99 @@ func (d *Dataplane) Apply(ctx context.Context) (Result, error) {
 		d.log.Warn("ipsets: keeping stale sets", "error", err)
 	}
 	if d.cfg.OnApplied != nil {
+		// Also with objects unprogrammed: what depends on them fails
+		// closed, everything else of this generation is in place.
 		d.cfg.OnApplied(d.takenGen)
 	}
-	return res, nil
+	return res, d.settleFailures()
+}
+
+// takePending hands the latest SetDesired to the drivers.
+func (d *Dataplane) takePending() {
+	d.mu.Lock()
+	pending, setUpdates := d.pending, d.setUpdates
+	d.pending, d.setUpdates = nil, nil
+	if pending != nil {
+		d.takenGen = d.pendGen
+	}
+	d.mu.Unlock()
+	if pending == nil {
+		return
+	}
+	for _, up := range setUpdates {
+		d.sets.Update(up.specs, up.versions, up.changes)
+	}
+	for _, rs := range pending {
+		switch rs.IPVersion {
+		case 4:
+			d.v4 = d.addTables(d.v4, d.cfg.V4, rs)
+			setDesired(d.v4, rs)
+		case 6:
+			if d.v6 == nil {
+				continue
+			}
+			d.v6 = d.addTables(d.v6, d.cfg.V6, rs)
+			setDesired(d.v6, rs)
+		}
+	}
+}
+
+// settleFailures logs and counts the objects that failed in this apply,
+// records which are unprogrammed now (for Ready), and returns an error
+// naming them (nil when there are none).
+func (d *Dataplane) settleFailures() error {
+	type driver struct {
+		kind string
+		f    *failures
+	}
+	drivers := []driver{{"ipset", d.sets.failed}}
+	for v, tables := range map[int][]*Table{4: d.v4, 6: d.v6} {
+		for _, t := range tables {
+			drivers = append(drivers, driver{fmt.Sprintf("IPv%d %s chain", v, t.name), t.failed})
+		}
+	}
+	var bad []string
+	counts := map[string]int{"ipset": 0, "chain": 0}
+	for _, dr := range drivers {
+		metricKind := "chain"
+		if dr.kind == "ipset" {
+			metricKind = "ipset"
+		}
+		for _, f := range dr.f.drain() {
+			d.log.Error("dataplane object could not be programmed; the rules depending on it drop their traffic until it is",
+				"kind", dr.kind, "name", f.name, "error", f.err, "retryIn", f.retryIn)
+			if m := d.cfg.Metrics; m != nil {
+				m.ObjectFailures.WithLabelValues(metricKind).Inc()
+			}
+		}
+		counts[metricKind] += len(dr.f.objs)
+		bad = append(bad, dr.f.describe(dr.kind)...)
+	}
+	slices.Sort(bad)
+	if m := d.cfg.Metrics; m != nil {
+		for kind, n := range counts {
+			m.Unprogrammed.WithLabelValues(kind).Set(float64(n))
+		}
+	}
+	d.statusMu.Lock()
+	d.unprogrammed = bad
+	d.statusMu.Unlock()
+	if len(bad) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %s", ErrUnprogrammed, strings.Join(bad, "; "))
+}
+
+// nextObjectRetry is when the earliest failed object is due for a retry
+// (zero without failed objects).
+func (d *Dataplane) nextObjectRetry() time.Time {
+	next := d.sets.failed.nextRetry()
+	for _, t := range append(slices.Clone(d.v4), d.v6...) {
+		if r := t.failed.nextRetry(); !r.IsZero() && (next.IsZero() || r.Before(next)) {
+			next = r
+		}
+	}
+	return next
 }
 
 // withoutTimes is r without its durations: what it did.
@@ -320,7 +424,9 @@ func (d *Dataplane) Generation() uint64 {
 
 // Run applies on every SetDesired, re-reads the kernel every
 // RefreshInterval, and after a failure retries with exponential backoff
-// from a full resync. It returns when ctx is done.
+// from a full resync. Objects that could not be programmed (see Apply)
+// are retried on their own backoff, without holding up other changes.
+// It returns when ctx is done.
 func (d *Dataplane) Run(ctx context.Context) error {
 	var refresh <-chan time.Time
 	if d.cfg.RefreshInterval > 0 {
@@ -329,7 +435,7 @@ func (d *Dataplane) Run(ctx context.Context) error {
 		refresh = t.C
 	}
 	backoff := d.cfg.MinBackoff
-	var retry <-chan time.Time
+	var retry, objRetry <-chan time.Time
 	beat := time.NewTicker(10 * time.Second)
 	defer beat.Stop()
 	for {
@@ -342,6 +448,7 @@ func (d *Dataplane) Run(ctx context.Context) error {
 		case <-beat.C:
 			continue
 		case <-d.kick:
+		case <-objRetry:
 		case <-refresh:
 			d.InvalidateCaches()
 		case <-retry:
@@ -363,7 +470,11 @@ func (d *Dataplane) Run(ctx context.Context) error {
 		}
 		d.inSync.Store(err == nil)
 		d.record(res, err, time.Since(start))
-		if err != nil {
+		objRetry = nil
+		if next := d.nextObjectRetry(); !next.IsZero() {
+			objRetry = time.After(max(time.Until(next), time.Millisecond))
+		}
+		if err != nil && !errors.Is(err, ErrUnprogrammed) {
 			d.InvalidateCaches()
 			d.log.Error("dataplane sync failed; retrying from a full resync", "error", err, "retryIn", backoff)
 			retry = time.After(backoff)
@@ -371,15 +482,21 @@ func (d *Dataplane) Run(ctx context.Context) error {
 			continue
 		}
 		backoff = d.cfg.MinBackoff
-		if did := res.withoutTimes(); did != (Result{}) {
-			d.log.Info("dataplane synced", "duration", time.Since(start),
-				"setsDuration", res.SetsTook, "tablesDuration", res.TablesTook,
-				"chainsWritten", res.V4.ChainsWritten+res.V6.ChainsWritten,
-				"chainsDeleted", res.V4.ChainsDeleted+res.V6.ChainsDeleted,
-				"hooksFixed", res.V4.HooksFixed+res.V6.HooksFixed,
-				"setsWritten", res.SetsWritten, "setsDeleted", res.SetsDeleted)
-		}
+		d.logSynced(res, time.Since(start))
 	}
+}
+
+// logSynced logs an apply that changed something.
+func (d *Dataplane) logSynced(res Result, took time.Duration) {
+	if did := res.withoutTimes(); did == (Result{}) {
+		return
+	}
+	d.log.Info("dataplane synced", "duration", took,
+		"setsDuration", res.SetsTook, "tablesDuration", res.TablesTook,
+		"chainsWritten", res.V4.ChainsWritten+res.V6.ChainsWritten,
+		"chainsDeleted", res.V4.ChainsDeleted+res.V6.ChainsDeleted,
+		"hooksFixed", res.V4.HooksFixed+res.V6.HooksFixed,
+		"setsWritten", res.SetsWritten, "setsDeleted", res.SetsDeleted)
 }
 
 // String describes a Result.
@@ -404,7 +521,7 @@ func (d *Dataplane) record(res Result, err error, took time.Duration) {
 	if res.SetsDeleted > 0 {
 		m.Restores.WithLabelValues("ipset").Inc()
 	}
-	if err != nil {
+	if err != nil && !errors.Is(err, ErrUnprogrammed) {
 		m.Failures.Inc()
 		m.IntFailures.Inc()
 		return

@@ -11,14 +11,25 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/tabbynet/tabby/felix/calc"
 	"github.com/tabbynet/tabby/felix/rules"
 )
 
 // IPSets reconciles the ipsets felix owns (names starting cali4 or cali6)
-// in one network namespace, both IP versions. Not safe for concurrent use;
-// Dataplane serialises it.
+// in one network namespace, both IP versions. Each apply plans the change
+// (planSets, pure) and then writes it: through IPSetMembers when it only
+// adds and deletes members, else one `ipset -exist restore`. A set the
+// kernel refuses does not stop the others: a failed write is re-planned
+// from a fresh read of the kernel and written again, and if it fails
+// again written set by set (by halves), and the sets that still fail are
+// recorded as failed (FailedSets), retried with backoff, and left for the
+// iptables driver to fail closed (their rules drop). Desired and actual
+// states are separate: a desired state is never changed once made (a
+// renderer's change makes a new one), and the actual one says which
+// desired state the kernel was last written from. Not safe for
+// concurrent use; Dataplane serialises it.
 type IPSets struct {
 	run Runner
 	// members, when the runner can, writes an apply that only changes
@@ -29,25 +40,45 @@ type IPSets struct {
 	filler IPSetFiller
 
 	desired map[string]*setState
-	actual  map[string]*setState // nil: unknown
+	actual  map[string]*kernelSet // nil: unknown, read before the next apply
+	failed  *failures
+	now     func() time.Time
 }
 
+// setState is one desired set. It is not modified once made (but for
+// members, a memo of spec).
 type setState struct {
 	typ, family string
-	// members is the content as a set (normalised); for a desired state
-	// it is nil until memberSet builds it from spec.
-	members map[string]bool
-	spec    calc.MemberList // the desired spec's members, to skip rebuilding unchanged sets
+	// spec are the members as rendered.
+	spec calc.MemberList
 	// version is the renderer's version of the members (0: none).
 	version uint64
-	// ops are the members changed by patch in a desired state that also
-	// stands for the kernel's (actual[name] == desired[name]), each with
-	// whether the kernel has it: the kernel differs from members in (at
-	// most) these until the next ApplyUpdates.
-	ops map[string]bool
-	// patched says ops came from a renderer's change (counted in
-	// ApplyUpdates' result).
-	patched bool
+	// viaChanges says the renderer reached this state from its version
+	// since by changing the members in touched (and nothing else), so
+	// that a kernel written from that version needs only those looked at.
+	viaChanges bool
+	since      uint64
+	touched    []string
+	// members are spec's members in kernel form (see kernelForm), built
+	// on first use.
+	members map[string]bool
+}
+
+// kernelSet is what the kernel holds in one set: the members of the
+// desired state it was last written from (from), or, read from the
+// kernel, members.
+type kernelSet struct {
+	typ, family string
+	from        *setState
+	members     map[string]bool
+}
+
+// memberSet is the kernel's members as a set.
+func (k *kernelSet) memberSet() map[string]bool {
+	if k.from != nil {
+		return k.from.memberSet()
+	}
+	return k.members
 }
 
 // NewIPSets returns the ipset driver. When run also implements
@@ -57,7 +88,8 @@ type setState struct {
 func NewIPSets(run Runner) *IPSets {
 	m, _ := run.(IPSetMembers)
 	f, _ := run.(IPSetFiller)
-	return &IPSets{run: run, members: m, filler: f, desired: map[string]*setState{}}
+	return &IPSets{run: run, members: m, filler: f, desired: map[string]*setState{},
+		failed: newFailures(0, 0), now: time.Now}
 }
 
 // maxInProcessMembers bounds the member changes of an apply written
@@ -152,136 +184,81 @@ func (s *IPSets) SetDesired(specs []rules.IPSetSpec) { s.Update(specs, nil, nil)
 // changes are a renderer's (rules.Ruleset.IPSetVersions/IPSetChanges, of
 // all families): a set whose version is the one desired now is unchanged,
 // and one whose change leads from the version desired now is updated by
-// the change alone; any other set is compared with the desired members.
+// the change alone; any other set is compared with the kernel's members.
 func (s *IPSets) Update(specs []rules.IPSetSpec, versions map[string]uint64, changes map[string]rules.IPSetChange) {
 	next := make(map[string]*setState, len(specs))
 	for _, sp := range specs {
-		v := versions[sp.Name]
-		if old, ok := s.desired[sp.Name]; ok && old.typ == string(sp.Type) && old.family == sp.Family {
-			if v != 0 && old.version == v {
-				next[sp.Name] = old
-				continue
-			}
-			if ch, ok := changes[sp.Name]; ok && v != 0 && old.version == ch.Since {
-				s.patch(sp.Name, old, ch)
-				old.version, old.spec = v, sp.Members
-				next[sp.Name] = old
-				continue
-			}
-			if v == 0 && old.version == 0 && old.spec.Equal(sp.Members) {
-				next[sp.Name] = old
-				continue
-			}
-		}
-		// The members as a set are built when first needed (a compare
-		// or a patch): a set only ever written whole never needs them.
-		next[sp.Name] = &setState{typ: string(sp.Type), family: sp.Family, spec: sp.Members, version: v}
-	}
-	// A patched state no longer desired as it is still stands for the
-	// kernel's content: undo its patches so that it does again.
-	for name, old := range s.desired {
-		if next[name] != old && len(old.ops) > 0 {
-			old.memberSet()
-			for m, had := range old.ops {
-				if had {
-					old.members[m] = true
-				} else {
-					delete(old.members, m)
-				}
-			}
-			old.ops = nil
-		}
+		next[sp.Name] = s.nextState(sp, versions[sp.Name], changes)
 	}
 	s.desired = next
+	s.failed.keepOnly(func(name string) bool { return next[name] != nil })
 }
 
-// memberSet is st's members as a set, built from spec on first use.
+// nextState is the desired state of set sp at version v (0: none), given
+// the one desired until now and the renderer's changes.
+func (s *IPSets) nextState(sp rules.IPSetSpec, v uint64, changes map[string]rules.IPSetChange) *setState {
+	old, ok := s.desired[sp.Name]
+	fresh := &setState{typ: string(sp.Type), family: sp.Family, spec: sp.Members, version: v}
+	if !ok || old.typ != fresh.typ || old.family != fresh.family {
+		return fresh
+	}
+	if v != 0 && old.version == v {
+		return old
+	}
+	if v == 0 && old.version == 0 && old.spec.Equal(sp.Members) {
+		return old
+	}
+	ch, ok := changes[sp.Name]
+	if !ok || v == 0 || old.version != ch.Since {
+		return fresh
+	}
+	fresh.viaChanges, fresh.since = true, old.version
+	// While the kernel has not been written from old, the changes since
+	// the version it may hold go on counting.
+	if have := s.actual[sp.Name]; old.viaChanges && (have == nil || have.from != old) {
+		fresh.since, fresh.touched = old.since, slices.Clip(old.touched)
+	}
+	fresh.touched = append(append(fresh.touched, ch.Removed...), ch.Added...)
+	if len(fresh.touched) > max(256, sp.Members.Len()/4) {
+		// Cheaper to compare than to look each one up.
+		fresh.viaChanges, fresh.since, fresh.touched = false, 0, nil
+	}
+	return fresh
+}
+
+// memberSet is st's members in kernel form, as a set, built on first use.
 func (st *setState) memberSet() map[string]bool {
 	if st.members == nil {
 		st.members = make(map[string]bool, st.spec.Len())
-		for m := range st.spec.All() {
-			st.members[normalise(m)] = true
+		for m := range st.kernelMembers() {
+			st.members[m] = true
 		}
 	}
 	return st.members
 }
 
-// sorted is st's members in order, normalised: from spec (sorted already)
-// while no set of them was built.
-func (st *setState) sorted() iter.Seq[string] {
-	if st.members != nil {
-		return slices.Values(slices.Sorted(maps.Keys(st.members)))
-	}
+// kernelMembers yields st's members in kernel form, in spec's order (a
+// /0's halves may repeat a member given as well; ipset -exist does not
+// mind).
+func (st *setState) kernelMembers() iter.Seq[string] {
 	return func(yield func(string) bool) {
 		for m := range st.spec.All() {
-			if !yield(normalise(m)) {
+			a, b := kernelForm(st.typ, m)
+			if !yield(a) || (b != "" && !yield(b)) {
 				return
 			}
 		}
 	}
 }
 
-// count is the number of st's members.
-func (st *setState) count() int {
-	if st.members != nil {
-		return len(st.members)
-	}
-	return st.spec.Len()
-}
-
-// patch applies a renderer's member change to the desired state st of
-// set name; when st also stands for the kernel's content, the change is
-// kept as the kernel's to-do.
-func (s *IPSets) patch(name string, st *setState, ch rules.IPSetChange) {
-	shared := s.actual != nil && s.actual[name] == st
-	if shared && st.ops == nil {
-		st.ops = map[string]bool{}
-	}
-	st.patched = true
-	// Without a set of the members, st.spec (replaced by the caller with
-	// the changed list) stands for them: only the kernel's to-do is kept.
-	note := func(m string) {
-		if _, seen := st.ops[m]; shared && !seen {
-			st.ops[m] = st.has(m)
-		}
-	}
-	for _, m := range ch.Removed {
-		m = normalise(m)
-		note(m)
-		if st.members != nil {
-			delete(st.members, m)
-		}
-	}
-	for _, m := range ch.Added {
-		m = normalise(m)
-		note(m)
-		if st.members != nil {
-			st.members[m] = true
-		}
-	}
-}
-
-// has says whether m (normalised) is one of st's members.
-func (st *setState) has(m string) bool {
-	if st.members != nil {
-		return st.members[m]
-	}
-	// The members are spec's, normalised: m is one if spec holds it as
-	// it is or with the prefix length normalise takes off.
-	if normalise(m) == m && st.spec.Has(m) {
-		return true
-	}
-	if strings.Contains(m, ":") {
-		return st.spec.Has(m + "/128")
-	}
-	return st.spec.Has(m + "/32")
-}
+// count is the number of st's members (for a set's hash size).
+func (st *setState) count() int { return st.spec.Len() }
 
 // InvalidateCache makes the next apply read the kernel's sets first.
 func (s *IPSets) InvalidateCache() { s.actual = nil }
 
-func parseIPSetSave(out []byte) map[string]*setState {
-	sets := map[string]*setState{}
+func parseIPSetSave(out []byte) map[string]*kernelSet {
+	sets := map[string]*kernelSet{}
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	sc.Buffer(make([]byte, 1<<20), 1<<26)
 	for sc.Scan() {
@@ -291,7 +268,7 @@ func parseIPSetSave(out []byte) map[string]*setState {
 		}
 		switch f[0] {
 		case "create":
-			st := &setState{typ: f[2], family: "inet", members: map[string]bool{}}
+			st := &kernelSet{typ: f[2], family: "inet", members: map[string]bool{}}
 			for i := 3; i+1 < len(f); i++ {
 				if f[i] == "family" {
 					st.family = f[i+1]
@@ -321,22 +298,9 @@ func (s *IPSets) read(ctx context.Context) error {
 
 func (s *IPSets) restore(ctx context.Context, script string) error {
 	if _, err := s.run.Run(ctx, "ipset", []string{"-exist", "restore"}, []byte(script)); err != nil {
-		s.actual = nil
 		return fmt.Errorf("restoring ipsets: %w", err)
 	}
 	return nil
-}
-
-// newMembers is the number of members of the desired sets the kernel does
-// not have.
-func (s *IPSets) newMembers() int {
-	n := 0
-	for name, want := range s.desired {
-		if _, ok := s.actual[name]; !ok {
-			n += want.count()
-		}
-	}
-	return n
 }
 
 // fill writes the members of the sets just created (fills) through the
@@ -364,11 +328,16 @@ func (s *IPSets) fill(ctx context.Context, fills []IPSetMemberUpdate) (filled bo
 
 // ApplyUpdates creates and updates the desired sets (stale ones stay until
 // ApplyDeletions, after iptables stopped using them). It returns the
-// number of sets written.
+// number of sets written. Sets the kernel refused are in an error
+// wrapping ErrUnprogrammed (and FailedSets); the others were written.
 func (s *IPSets) ApplyUpdates(ctx context.Context) (int, error) {
 	a, err := s.applyUpdates(ctx)
 	return a.written, err
 }
+
+// FailedSets are the desired sets that could not be programmed (sorted):
+// rules using them must fail closed.
+func (s *IPSets) FailedSets() []string { return s.failed.names() }
 
 // setsApplied describes what one applyUpdates wrote.
 type setsApplied struct {
@@ -385,174 +354,148 @@ type setsApplied struct {
 	fillFailed error
 }
 
+// plan plans the next write at now (failed sets not due are left alone).
+func (s *IPSets) plan(now time.Time) setsPlan {
+	return planSets(s.desired, s.actual, func(name string, st *setState) bool { return s.failed.skip(name, st, now) })
+}
+
 // applyUpdates is ApplyUpdates, saying more about what it wrote.
 func (s *IPSets) applyUpdates(ctx context.Context) (setsApplied, error) {
 	if err := s.read(ctx); err != nil {
 		return setsApplied{}, err
 	}
-	var b strings.Builder
-	written := 0
-	// onlyMembers stays true while the script only adds and deletes
-	// members of sets the kernel has, which updates says again for
-	// IPSetMembers.
-	onlyMembers := true
-	var updates []IPSetMemberUpdate
-	changes := 0
-	member := func(name string, st *setState, del, add []string) {
-		updates = append(updates, IPSetMemberUpdate{Set: name, Type: calc.IPSetType(st.typ), Family: st.family, Del: del, Add: add})
-		changes += len(del) + len(add)
+	now := s.now()
+	p := s.plan(now)
+	done, err := s.write(ctx, &p)
+	if err == nil {
+		s.commit(&p)
+		return done, nil
 	}
-	// Leftover scratch sets of an interrupted sync.
-	for _, name := range slices.Sorted(maps.Keys(s.actual)) {
-		if isTemp(name) {
-			onlyMembers = false
-			fmt.Fprintf(&b, "destroy %s\n", name)
-		}
+	// The kernel may hold part of the write: read it again.
+	s.actual = nil
+	if ctx.Err() != nil {
+		return setsApplied{}, err
 	}
-	tmp, patched := 0, 0
-	inSync := map[string]bool{} // content already right: adopt the desired state as actual
-	// fills: the members of the sets created here, when the filler
-	// writes them after the restore that creates the sets.
-	var fills []IPSetMemberUpdate
-	if s.filler != nil && s.newMembers() >= batchFill {
-		fills = []IPSetMemberUpdate{}
-	}
-	for _, name := range slices.Sorted(maps.Keys(s.desired)) {
-		want := s.desired[name]
-		have, ok := s.actual[name]
-		if ok && have == want {
-			// Written from this very desired state, not re-read since:
-			// only the changes patched in since are missing.
-			var add, del []string
-			for _, m := range slices.Sorted(maps.Keys(want.ops)) {
-				switch now := want.has(m); {
-				case now && !want.ops[m]:
-					add = append(add, m)
-					writeMember(&b, "add", name, m)
-				case !now && want.ops[m]:
-					del = append(del, m)
-					writeMember(&b, "del", name, m)
-				}
-			}
-			if len(add)+len(del) > 0 {
-				written++
-				if want.patched {
-					patched++
-				}
-				member(name, want, del, add)
-			}
-			continue
-		}
-		spec := rules.IPSetSpec{Type: calc.IPSetType(want.typ), Family: want.family}
-		create := spec.CreateLine
-		switch {
-		case !ok && fills != nil:
-			onlyMembers = false
-			written++
-			fmt.Fprintf(&b, "%s\n", sized(create(name), want.count()))
-			fills = append(fills, IPSetMemberUpdate{Set: name, Type: calc.IPSetType(want.typ), Family: want.family, Add: slices.Collect(want.sorted())})
-		case !ok:
-			onlyMembers = false
-			written++
-			fmt.Fprintf(&b, "%s\n", sized(create(name), want.count()))
-			for m := range want.sorted() {
-				writeMember(&b, "add", name, m)
-			}
-		case have.typ != want.typ || have.family != want.family:
-			// Cannot swap across types: replace (fails, and is retried,
-			// while iptables still references the old set).
-			onlyMembers = false
-			written++
-			fmt.Fprintf(&b, "destroy %s\n%s\n", name, sized(create(name), want.count()))
-			for m := range want.sorted() {
-				writeMember(&b, "add", name, m)
-			}
-		default:
-			var add, del []string
-			haveSet := have.memberSet()
-			for m := range want.memberSet() {
-				if !haveSet[m] {
-					add = append(add, m)
-				}
-			}
-			for m := range have.memberSet() {
-				if !want.members[m] {
-					del = append(del, m)
-				}
-			}
-			if len(add) == 0 && len(del) == 0 {
-				inSync[name] = true
-				continue
-			}
-			written++
-			if len(add)+len(del) <= 16 || len(add)+len(del) <= len(want.members)/4 {
-				slices.Sort(del)
-				slices.Sort(add)
-				for _, m := range del {
-					writeMember(&b, "del", name, m)
-				}
-				for _, m := range add {
-					writeMember(&b, "add", name, m)
-				}
-				member(name, want, del, add)
-				continue
-			}
-			// A big change: build the new content aside and swap it in, so
-			// the rules see the old or the new set, never a mixture.
-			onlyMembers = false
-			t := tempName(want.family, tmp)
-			tmp++
-			fmt.Fprintf(&b, "%s\n", sized(create(t), want.count()))
-			for m := range want.sorted() {
-				writeMember(&b, "add", t, m)
-			}
-			fmt.Fprintf(&b, "swap %s %s\ndestroy %s\n", t, name, t)
-		}
-	}
-	for name := range inSync {
-		s.actual[name] = s.desired[name]
-		s.desired[name].ops, s.desired[name].patched = nil, false
-	}
-	if b.Len() == 0 {
+	return s.recover(ctx, err, now)
+}
+
+// write executes plan p.
+func (s *IPSets) write(ctx context.Context, p *setsPlan) (setsApplied, error) {
+	if p.empty() {
 		return setsApplied{}, nil
 	}
-	done := setsApplied{written: written, patched: patched}
-	if onlyMembers && s.members != nil && changes <= maxInProcessMembers {
-		err := s.members.UpdateIPSetMembers(ctx, updates)
-		switch {
-		case err == nil:
+	done := setsApplied{written: len(p.ops)}
+	for i := range p.ops {
+		if p.ops[i].patched {
+			done.patched++
+		}
+	}
+	if only, n := p.onlyMembers(); only && s.members != nil && n <= maxInProcessMembers {
+		err := s.members.UpdateIPSetMembers(ctx, p.memberUpdates())
+		if err == nil {
 			done.inProcess = true
-		case !errors.Is(err, ErrMembersUnsupported):
-			// As for a failed restore: the kernel may hold part of the
-			// changes; the next apply reads it again.
-			s.actual = nil
+			return done, nil
+		}
+		if !errors.Is(err, ErrMembersUnsupported) {
 			return setsApplied{}, fmt.Errorf("updating ipset members: %w", err)
 		}
 	}
-	if !done.inProcess {
-		if err := s.restore(ctx, b.String()); err != nil {
-			return setsApplied{}, err
-		}
-	}
-	filled, failed, err := s.fill(ctx, fills)
-	if err != nil {
+	fill := s.filler != nil && p.newMembers() >= batchFill
+	if err := s.restore(ctx, p.script(fill)); err != nil {
 		return setsApplied{}, err
 	}
-	done.filled, done.fillFailed = filled, failed
-	// The kernel now holds exactly the desired sets; desired states are
-	// modified only through patch, which keeps what the kernel then lacks
-	// in ops, so they can stand for the actual ones.
-	for name, want := range s.desired {
-		s.actual[name] = want
-		want.ops, want.patched = nil, false
-	}
-	for name := range s.actual {
-		if isTemp(name) {
-			delete(s.actual, name)
+	if fill {
+		var err error
+		if done.filled, done.fillFailed, err = s.fill(ctx, p.fills()); err != nil {
+			return setsApplied{}, err
 		}
 	}
 	return done, nil
 }
+
+// commit records that plan p was written: the kernel's sets are now the
+// desired states the plan wrote (or found in place).
+func (s *IPSets) commit(p *setsPlan) {
+	for _, name := range p.temps {
+		delete(s.actual, name)
+	}
+	adopt := func(name string, st *setState) {
+		s.actual[name] = &kernelSet{typ: st.typ, family: st.family, from: st}
+		s.failed.programmed(name)
+	}
+	for i := range p.ops {
+		adopt(p.ops[i].name, p.ops[i].want)
+	}
+	for _, name := range p.same {
+		adopt(name, s.desired[name])
+	}
+}
+
+// recover follows a failed write (first): the kernel, read again, may
+// hold part of it or have changed behind felix's back, so the apply is
+// planned again and written with one ipset restore; if that fails too,
+// the plan is written by halves until each failing set is alone, so that
+// one set the kernel refuses does not stop the others. The sets that
+// still fail are recorded as failed (retried with backoff) and named in
+// the error, which wraps ErrUnprogrammed when everything else was
+// written.
+func (s *IPSets) recover(ctx context.Context, first error, now time.Time) (setsApplied, error) {
+	if err := s.read(ctx); err != nil {
+		return setsApplied{}, errors.Join(first, err)
+	}
+	p := s.plan(now)
+	if err := s.restore(ctx, p.script(false)); err == nil {
+		s.commit(&p)
+		return setsApplied{written: len(p.ops)}, nil
+	}
+	if len(p.temps) > 0 {
+		_ = s.restore(ctx, (&setsPlan{temps: p.temps}).script(false))
+	}
+	failed := map[string]error{}
+	var try func(ops []setOp)
+	try = func(ops []setOp) {
+		err := s.restore(ctx, (&setsPlan{ops: ops}).script(false))
+		switch {
+		case err == nil:
+		case len(ops) == 1 || ctx.Err() != nil:
+			for _, op := range ops {
+				failed[op.name] = err
+			}
+		default:
+			try(ops[:len(ops)/2])
+			try(ops[len(ops)/2:])
+		}
+	}
+	try(p.ops)
+	// What a failed set holds now is not known: read the kernel again
+	// before the next plan.
+	s.actual = nil
+	if ctx.Err() != nil {
+		return setsApplied{}, errors.Join(first, ctx.Err())
+	}
+	var names []string
+	for _, op := range p.ops {
+		if err, bad := failed[op.name]; bad {
+			s.failed.failed(op.name, op.want, err, now)
+			names = append(names, op.name)
+		} else {
+			s.failed.programmed(op.name)
+		}
+	}
+	for _, name := range p.same {
+		s.failed.programmed(name)
+	}
+	done := setsApplied{written: len(p.ops) - len(names)}
+	if len(names) == 0 {
+		return done, nil
+	}
+	return done, fmt.Errorf("%w: ipsets %s: %v", ErrUnprogrammed, strings.Join(names, ", "), failed[names[0]])
+}
+
+// ErrUnprogrammed says some objects (ipsets, chains) could not be
+// programmed; everything else was. They are retried with backoff, and
+// the rules that depend on them fail closed meanwhile.
+var ErrUnprogrammed = errors.New("could not be programmed")
 
 // ApplyDeletions destroys the owned sets that are no longer desired.
 func (s *IPSets) ApplyDeletions(ctx context.Context) (int, error) {

@@ -44,22 +44,28 @@ func TestSized(t *testing.T) {
 	}
 }
 
-// TestSetStateHasAsMemberSet: a desired set answers membership from its
-// member list (has) exactly as from the set of its normalised members.
-func TestSetStateHasAsMemberSet(t *testing.T) {
+// TestListHasAsMemberSet: a member list answers whether its kernel form
+// holds a member (listHas) exactly as the set of its members in kernel
+// form does, /0 networks (held as two /1s) included.
+func TestListHasAsMemberSet(t *testing.T) {
 	spec := calc.SortedMembers([]string{"10.0.0.1/32", "10.0.0.2", "10.1.0.0/16", "10.2.0.0/32x", "fd00::1/128", "fd00::2", "fd00:1::/64",
-		"10.0.0.3,tcp:80", "fd00::3,udp:53", "10.0.0.4/32/32"})
-	lazy := &setState{spec: spec}
-	built := &setState{spec: spec}
-	built.memberSet()
-	for _, m := range []string{"10.0.0.1", "10.0.0.1/32", "10.0.0.2", "10.0.0.2/32", "10.1.0.0/16", "10.1.0.0", "10.2.0.0/32x",
-		"fd00::1", "fd00::1/128", "fd00::2", "fd00:1::/64", "fd00:1::", "10.0.0.3,tcp:80", "10.0.0.3,tcp:80/128", "fd00::3,udp:53",
-		"10.0.0.4/32", "10.0.0.4", "10.9.9.9", ""} {
-		if lazy.has(m) != built.members[m] {
-			t.Errorf("has(%q) = %v, the member set says %v", m, lazy.has(m), built.members[m])
+		"10.0.0.3,tcp:80", "fd00::3,udp:53", "0.0.0.0/0", "::/0", "0.0.0.0/1"})
+	st := &setState{typ: string(calc.HashNet), spec: spec}
+	built := st.memberSet()
+	for _, m := range []string{"10.0.0.1", "10.0.0.2", "10.1.0.0/16", "10.2.0.0/32x",
+		"fd00::1", "fd00::2", "fd00:1::/64", "10.0.0.3,tcp:80", "fd00::3,udp:53",
+		"10.9.9.9", "", "0.0.0.0/1", "128.0.0.0/1", "::/1", "8000::/1"} {
+		if listHas(st.typ, spec, m) != built[m] {
+			t.Errorf("listHas(%q) = %v, the member set says %v", m, listHas(st.typ, spec, m), built[m])
 		}
 	}
-	if lazy.members != nil {
-		t.Fatal("has built the member set")
+	for _, m := range []string{"0.0.0.0/0", "::/0"} {
+		if built[m] {
+			t.Errorf("the kernel form holds %s", m)
+		}
+	}
+	ports := &setState{typ: string(calc.HashIPPort), spec: calc.Members("10.0.0.1,icmp:8/0")}
+	if !ports.memberSet()["10.0.0.1,icmp:8/0"] {
+		t.Error("an ICMP code 0 port member was taken for a /0 network")
 	}
 }

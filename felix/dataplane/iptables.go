@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/tabbynet/tabby/felix/rules"
 )
@@ -29,7 +30,15 @@ var (
 )
 
 // Table reconciles felix's chains in one iptables table (see the package
-// comment). It is not safe for concurrent use; Dataplane serialises it.
+// comment). Each apply plans the change (planTable, pure) and executes it
+// as one transaction. A chain the kernel refuses does not stop the
+// others: a failed transaction is retried without stale-chain deletions,
+// then re-planned from a fresh read of the table and written chain by
+// chain (by halves); the chains that still fail are recorded as failed,
+// retried with backoff, and replaced meanwhile by a chain that drops
+// everything (dropChain). Rules that match an ipset the ipset driver
+// could not program fail closed (failClosed, see SetFailedSets). It is
+// not safe for concurrent use; Dataplane serialises it.
 type Table struct {
 	name    string
 	backend Backend
@@ -48,6 +57,11 @@ type Table struct {
 	// since (Apply then has nothing to do).
 	last  []rules.Chain
 	clean bool
+	// failedSets are the ipsets that could not be programmed; failed
+	// are this table's chains that could not be.
+	failedSets map[string]bool
+	failed     *failures
+	now        func() time.Time
 }
 
 type tableState struct {
@@ -59,16 +73,19 @@ type tableState struct {
 	base map[string][]string
 }
 
-// desiredChain is one chain's rules, rendered and hashed once.
+// desiredChain is one chain's rules, rendered and hashed once. It is not
+// modified once made (but for sets, a memo).
 type desiredChain struct {
 	rules  []rules.Rule
 	hashed []rules.HashedRule
 	hashes []string
+	sets   []string // the ipsets the rules match (usedSets)
 }
 
 // NewTable returns a driver for table ("filter") using backend's binaries.
 func NewTable(table string, backend Backend, run Runner) *Table {
-	return &Table{name: table, backend: backend, run: run, desired: map[string]*desiredChain{}}
+	return &Table{name: table, backend: backend, run: run, desired: map[string]*desiredChain{},
+		failed: newFailures(0, 0), now: time.Now}
 }
 
 // SetDesired replaces the desired chains and hooks. Chains whose rules are
@@ -87,14 +104,10 @@ func (t *Table) SetDesired(chains []rules.Chain, hooks []rules.Hook) {
 			next[c.Name] = old
 			continue
 		}
-		d := &desiredChain{rules: c.Rules, hashed: c.Hashed()}
-		d.hashes = make([]string, len(d.hashed))
-		for j, r := range d.hashed {
-			d.hashes[j] = r.Hash
-		}
-		next[c.Name] = d
+		next[c.Name] = newDesiredChain(*c)
 	}
 	t.desired = next
+	t.failed.keepOnly(func(name string) bool { return next[name] != nil })
 	// Rendered chains come sorted by name; sort only if not.
 	if !slices.IsSorted(names) {
 		slices.Sort(names)
@@ -190,156 +203,205 @@ type Stats struct {
 	Restores                                 int
 }
 
-// Apply brings the table to the desired state with at most one restore.
-func (t *Table) Apply(ctx context.Context) (Stats, error) {
-	var st Stats
-	if t.clean && t.actual != nil {
-		return st, nil
+// SetFailedSets names the ipsets that could not be programmed: the rules
+// matching them fail closed (see failClosed) until they are programmed.
+func (t *Table) SetFailedSets(names []string) {
+	if len(names) == 0 && len(t.failedSets) == 0 {
+		return
 	}
-	if t.actual == nil {
-		out, err := t.run.Run(ctx, t.backend.Save, []string{"-t", t.name}, nil)
-		if err != nil {
-			return st, fmt.Errorf("reading table %s: %w", t.name, err)
-		}
-		t.actual = parseSave(t.name, out)
+	next := make(map[string]bool, len(names))
+	for _, n := range names {
+		next[n] = true
 	}
-	var decl, body, tail strings.Builder
-	// What the table holds after a successful restore: the actual state
-	// with the written chains replaced and the stale ones gone, applied in
-	// place at the end so that an unchanged table costs no copy.
-	written := map[string][]string{}
-	nextBase := map[string][]string{}
+	if !maps.Equal(next, t.failedSets) {
+		t.failedSets, t.clean = next, false
+	}
+}
 
-	for _, name := range t.names {
-		want := t.desired[name]
-		if have, ok := t.actual.chains[name]; ok && sameHashes(have, want.hashes) {
-			continue
-		}
-		written[name] = want.hashes
-		st.ChainsWritten++
-		fmt.Fprintf(&decl, ":%s - [0:0]\n", name)
-		for _, r := range want.hashed {
-			fmt.Fprintf(&body, "-A %s %s\n", name, r.Spec)
-		}
-	}
-	var stale []string
-	for name := range t.actual.chains {
-		if _, ok := t.desired[name]; !ok {
-			stale = append(stale, name)
-		}
-	}
-	slices.Sort(stale)
-	for _, name := range stale {
-		st.ChainsDeleted++
-		fmt.Fprintf(&decl, ":%s - [0:0]\n", name)
-		fmt.Fprintf(&tail, "-X %s\n", name)
-	}
+// FailedChains are the chains that could not be programmed (sorted).
+func (t *Table) FailedChains() []string { return t.failed.names() }
 
-	// Hooks: exactly one felix rule per base chain, at the top. Base
-	// chains are read only for their cali-hashed rules.
-	var hookLines strings.Builder
-	wantHook := map[string]rules.HashedRule{}
-	for _, h := range t.hooks {
-		wantHook[h.Base] = h.Rule()
+// chain is what stands for desired chain name at now: the desired chain,
+// with the rules matching failed ipsets failing closed; or, while the
+// chain itself fails and its retry is not due, a chain dropping all.
+func (t *Table) chain(name string, now time.Time) *desiredChain {
+	d := t.desired[name]
+	if t.failed.has(name) && t.failed.skip(name, d, now) {
+		return dropChain(t.name, name)
 	}
-	bases := map[string]bool{}
-	for b := range wantHook {
-		bases[b] = true
-	}
-	for b, hs := range t.actual.base {
-		if slices.ContainsFunc(hs, func(h string) bool { return h != "" }) {
-			bases[b] = true
+	if len(t.failedSets) > 0 {
+		if fc := failClosed(t.name, name, d, t.failedSets); fc != nil {
+			return fc
 		}
 	}
-	for _, b := range slices.Sorted(maps.Keys(bases)) {
-		have := t.actual.base[b]
-		want, wanted := wantHook[b]
-		ours := 0
-		for _, h := range have {
-			if h != "" {
-				ours++
-			}
-		}
-		newBase := slices.Clone(have)
-		pos := 0
-		if t.appendHooks {
-			pos = len(have) - 1
-		}
-		if wanted && ours == 1 && len(have) > 0 && have[pos] == want.Hash {
-			nextBase[b] = newBase
-			continue
-		}
-		st.HooksFixed++
-		for i := len(have) - 1; i >= 0; i-- {
-			if have[i] != "" {
-				fmt.Fprintf(&hookLines, "-D %s %d\n", b, i+1)
-				newBase = slices.Delete(newBase, i, i+1)
-			}
-		}
-		switch {
-		case wanted && t.appendHooks:
-			fmt.Fprintf(&hookLines, "-A %s %s\n", b, want.Spec)
-			newBase = append(newBase, want.Hash)
-		case wanted:
-			fmt.Fprintf(&hookLines, "-I %s 1 %s\n", b, want.Spec)
-			newBase = slices.Insert(newBase, 0, want.Hash)
-		}
-		nextBase[b] = newBase
+	return d
+}
+
+// plan plans the next apply at now.
+func (t *Table) plan(now time.Time, keepStale bool) tablePlan {
+	return planTable(planInput{
+		table: t.name, actual: t.actual, names: t.names,
+		chain:  func(name string) *desiredChain { return t.chain(name, now) },
+		wanted: func(name string) bool { return t.desired[name] != nil },
+		hooks:  t.hooks, appendHooks: t.appendHooks, keepStale: keepStale,
+	})
+}
+
+// commit records that plan p is in the kernel.
+func (t *Table) commit(p *tablePlan) {
+	for _, w := range p.writes {
+		t.actual.chains[w.name] = w.chain.hashes
 	}
-	for b, hs := range t.actual.base {
-		if _, ok := nextBase[b]; !ok {
-			nextBase[b] = hs
-		}
-	}
-	commit := func(deleted []string) {
-		maps.Copy(t.actual.chains, written)
-		for _, name := range deleted {
+	for _, name := range p.stale {
+		if p.keepStale {
+			t.actual.chains[name] = []string{}
+		} else {
 			delete(t.actual.chains, name)
 		}
-		t.actual.base = nextBase
 	}
+	t.actual.base = p.nextBase
+}
 
-	if decl.Len() == 0 && hookLines.Len() == 0 && tail.Len() == 0 {
-		commit(nil)
-		t.clean = true
-		return st, nil
+func (t *Table) read(ctx context.Context) error {
+	if t.actual != nil {
+		return nil
 	}
-	var tx strings.Builder
-	fmt.Fprintf(&tx, "*%s\n", t.name)
-	tx.WriteString(decl.String())
-	// Hooks go before the chain bodies so a deleted old hook never points
-	// at a chain being removed, and after the declarations so a new hook's
-	// target exists.
-	tx.WriteString(hookLines.String())
-	tx.WriteString(body.String())
-	tx.WriteString(tail.String())
-	tx.WriteString("COMMIT\n")
-	t.lastRestore = tx.String()
-	st.Restores++
-	err := t.restore(ctx, tx.String())
-	if err != nil && tail.Len() > 0 {
-		// Deleting a stale chain fails while something felix does not own
-		// still jumps to it; that must not block every other update. Retry
-		// without the deletions: the stale chains stay, empty, and are
-		// tried again on the next resync.
-		retry := strings.Replace(tx.String(), tail.String(), "", 1)
+	out, err := t.run.Run(ctx, t.backend.Save, []string{"-t", t.name}, nil)
+	if err != nil {
+		return fmt.Errorf("reading table %s: %w", t.name, err)
+	}
+	t.actual = parseSave(t.name, out)
+	return nil
+}
+
+// Apply brings the table to the desired state, with one restore when all
+// goes well. Chains that could not be programmed are in an error wrapping
+// ErrUnprogrammed (and FailedChains); everything else was applied.
+func (t *Table) Apply(ctx context.Context) (Stats, error) {
+	if t.clean && t.actual != nil {
+		return Stats{}, nil
+	}
+	if err := t.read(ctx); err != nil {
+		return Stats{}, err
+	}
+	now := t.now()
+	p := t.plan(now, false)
+	st := p.stats()
+	if !p.empty() {
 		st.Restores++
-		if err2 := t.restore(ctx, retry); err2 == nil {
-			t.lastRestore = retry
-			for _, name := range stale {
-				written[name] = []string{}
-			}
-			st.ChainsDeleted = 0
-			commit(nil)
-			return st, fmt.Errorf("%w: %v", ErrStaleChainsKept, err)
+		if err := t.restore(ctx, p.text()); err != nil {
+			return t.retry(ctx, err, now, st, len(p.stale) > 0)
 		}
 	}
-	if err != nil {
-		t.actual = nil
-		return st, fmt.Errorf("restoring table %s: %w", t.name, err)
+	t.commit(&p)
+	t.settle(now)
+	t.clean = len(t.failed.objs) == 0
+	return st, nil
+}
+
+// settle forgets the failures of the chains retried at now that the
+// kernel now holds as desired.
+func (t *Table) settle(now time.Time) {
+	for _, name := range t.failed.names() {
+		if !t.failed.skip(name, t.desired[name], now) && sameHashes(t.actual.chains[name], t.chain(name, now).hashes) {
+			t.failed.programmed(name)
+		}
 	}
-	commit(stale)
-	t.clean = true
+}
+
+// retry follows a failed transaction (first). Deleting a stale chain
+// fails while something felix does not own still jumps to it, which must
+// not block every other update: the apply is planned again keeping stale
+// chains (flushed; their deletion is tried again on the next apply). If
+// that is not it, see isolate.
+func (t *Table) retry(ctx context.Context, first error, now time.Time, st Stats, hadStale bool) (Stats, error) {
+	if hadStale {
+		p := t.plan(now, true)
+		st.Restores++
+		if err := t.restore(ctx, p.text()); err == nil {
+			t.commit(&p)
+			t.settle(now)
+			rs := p.stats()
+			rs.Restores = st.Restores
+			return rs, fmt.Errorf("%w: %v", ErrStaleChainsKept, first)
+		}
+	}
+	t.actual = nil
+	if ctx.Err() != nil {
+		return st, fmt.Errorf("restoring table %s: %w", t.name, first)
+	}
+	return t.isolate(ctx, first, now, st)
+}
+
+// isolate reads the table again (it may have changed behind felix's
+// back) and writes the plan in parts: the chains it creates first
+// (empty), then the chain bodies by halves until each failing chain is
+// alone, then, with the failing chains recorded as failed (and so planned
+// as drop-all chains), the rest (hooks, failed chains, stale chains) in a
+// last transaction. Only that one failing, or a read, is an error of the
+// table as a whole.
+func (t *Table) isolate(ctx context.Context, first error, now time.Time, st Stats) (Stats, error) {
+	fail := func(err error) (Stats, error) {
+		t.actual = nil
+		return st, fmt.Errorf("restoring table %s: %w", t.name, errors.Join(first, err))
+	}
+	if err := t.read(ctx); err != nil {
+		return fail(err)
+	}
+	p := t.plan(now, true)
+	st.Restores++
+	if err := t.restore(ctx, declareText(t.name, p.writes, t.actual)); err != nil {
+		return fail(err)
+	}
+	for _, w := range p.writes {
+		if _, ok := t.actual.chains[w.name]; !ok {
+			t.actual.chains[w.name] = []string{}
+		}
+	}
+	failed := map[string]error{}
+	var try func(ws []chainWrite)
+	try = func(ws []chainWrite) {
+		if len(ws) == 0 {
+			return
+		}
+		st.Restores++
+		err := t.restore(ctx, writesText(t.name, ws))
+		switch {
+		case err == nil:
+			for _, w := range ws {
+				t.actual.chains[w.name] = w.chain.hashes
+			}
+		case len(ws) == 1 || ctx.Err() != nil:
+			for _, w := range ws {
+				failed[w.name] = err
+			}
+		default:
+			try(ws[:len(ws)/2])
+			try(ws[len(ws)/2:])
+		}
+	}
+	try(p.writes)
+	if ctx.Err() != nil {
+		return fail(ctx.Err())
+	}
+	names := slices.Sorted(maps.Keys(failed))
+	for _, name := range names {
+		t.failed.failed(name, t.desired[name], failed[name], now)
+	}
+	last := t.plan(now, true)
+	if !last.empty() {
+		st.Restores++
+		if err := t.restore(ctx, last.text()); err != nil {
+			return fail(err)
+		}
+	}
+	t.commit(&last)
+	t.settle(now)
+	st.ChainsWritten = len(p.writes)
+	st.HooksFixed = p.hooksFixed
+	if len(names) > 0 {
+		return st, fmt.Errorf("%w: table %s chains %s: %v", ErrUnprogrammed, t.name, strings.Join(names, ", "), failed[names[0]])
+	}
 	return st, nil
 }
 
@@ -348,6 +410,7 @@ func (t *Table) Apply(ctx context.Context) (Stats, error) {
 var ErrStaleChainsKept = errors.New("applied, but stale chains could not be deleted")
 
 func (t *Table) restore(ctx context.Context, text string) error {
+	t.lastRestore = text
 	_, err := t.run.Run(ctx, t.backend.Restore, []string{"--noflush", "--wait", "10"}, []byte(text))
 	return err
 }

@@ -22,6 +22,10 @@ type Metrics struct {
 	Failures        prometheus.Counter
 	RulesProgrammed prometheus.Gauge
 	SetsProgrammed  prometheus.Gauge
+	// ObjectFailures counts failed attempts to program one object, by
+	// kind (ipset, chain); Unprogrammed is how many are unprogrammed now.
+	ObjectFailures *prometheus.CounterVec
+	Unprogrammed   *prometheus.GaugeVec
 
 	// Calico's.
 	ApplyTime          prometheus.Summary // felix_int_dataplane_apply_time_seconds
@@ -62,6 +66,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		SetsProgrammed: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "felix_dataplane_ipsets", Help: "ipsets felix has programmed.",
 		}),
+		ObjectFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "felix_dataplane_object_failures_total",
+			Help: "Failed attempts to program one ipset or chain (the rest of the dataplane is still programmed; rules depending on it drop).",
+		}, []string{"kind"}),
+		Unprogrammed: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "felix_dataplane_unprogrammed_objects",
+			Help: "ipsets and chains felix could not program and is retrying (their rules fail closed).",
+		}, []string{"kind"}),
 		ApplyTime: prometheus.NewSummary(prometheus.SummaryOpts{Name: "felix_int_dataplane_apply_time_seconds",
 			Help:       "Time in seconds for each incremental update to the dataplane (after the initial resync).",
 			Objectives: calicoObjectives}),
@@ -85,11 +97,15 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Summary of time taken to fork/exec child processes", Objectives: calicoObjectives}),
 		initialResyncStart: time.Now(),
 	}
-	reg.MustRegister(m.ApplySeconds, m.Restores, m.Failures, m.RulesProgrammed, m.SetsProgrammed,
+	reg.MustRegister(m.ApplySeconds, m.Restores, m.Failures, m.RulesProgrammed, m.SetsProgrammed, m.ObjectFailures, m.Unprogrammed,
 		m.ApplyTime, m.IntFailures, m.InitialResync, m.RestoreCalls, m.RestoreErrors, m.SaveCalls, m.SaveErrors,
 		m.IptablesRules, m.IptablesChains, m.IPSetCalls, m.IPSetErrors, m.IPSetsCalico, m.IPSetsTotal, m.ExecTimeMicros)
 	// Calico exports the error counters from the start (the dashboard adds
 	// their rates); labelled gauges get their series once programmed.
+	for _, kind := range []string{"ipset", "chain"} {
+		m.ObjectFailures.WithLabelValues(kind)
+		m.Unprogrammed.WithLabelValues(kind)
+	}
 	return m
 }
 

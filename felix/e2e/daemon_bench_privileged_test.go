@@ -95,6 +95,9 @@ type applyResult struct {
 	err error
 }
 
+// Generation implements daemon.Dataplane (no endpoint status here).
+func (s *signallingDataplane) Generation() uint64 { return s.dp.Generation() }
+
 func (s *signallingDataplane) SetDesired(rs ...*rules.Ruleset) {
 	s.mu.Lock()
 	s.pending = rs

@@ -17,6 +17,7 @@ import (
 	"github.com/tabbynet/tabby/felix/calc"
 	ct "github.com/tabbynet/tabby/felix/calc/calctest"
 	"github.com/tabbynet/tabby/felix/dataplane"
+	"github.com/tabbynet/tabby/felix/ifacewatch"
 	"github.com/tabbynet/tabby/felix/rules"
 	"github.com/tabbynet/tabby/internal/netnstest"
 )
@@ -95,7 +96,7 @@ func (h *hostNet) apply(t *testing.T, objs ...any) {
 		t.Fatalf("problems: %v", res.Problems)
 	}
 	cfg := rules.DefaultConfig()
-	ifaces, err := h.dp.HostInterfaces(context.Background())
+	ifaces, err := ifacewatch.Read(h.node.Path())
 	if err != nil {
 		t.Fatal(err)
 	}

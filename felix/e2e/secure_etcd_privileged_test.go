@@ -27,9 +27,6 @@ import (
 // restarted (every connection made again), felix still follows the
 // store.
 func TestPrivilegedDaemonWithSecuredEtcd(t *testing.T) {
-	prev := dsconfig.NewEtcdTransport
-	dsconfig.NewEtcdTransport = etcdlib.New
-	t.Cleanup(func() { dsconfig.NewEtcdTransport = prev })
 
 	t.Run("tls-with-rotation", func(t *testing.T) {
 		e := testservers.StartEtcdTLS(t)
@@ -77,7 +74,7 @@ func policyFollowed(t *testing.T, admin datastore.Client, env map[string]string,
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := dsconfig.New(spec)
+	c, err := dsconfig.Backends{EtcdTransport: etcdlib.New}.New(spec)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,14 +2,13 @@ package routes
 
 import (
 	"cmp"
-	"crypto/sha256"
 	"fmt"
-	"net"
 	"net/netip"
 	"slices"
 	"strings"
 
 	v3 "github.com/tabbynet/tabby/api/v3"
+	"github.com/tabbynet/tabby/felix/infra"
 	"github.com/tabbynet/tabby/ipam"
 )
 
@@ -17,144 +16,108 @@ import (
 type Input struct {
 	// ThisNode is the name of the node being programmed.
 	ThisNode string
-	Nodes    []*v3.Node
-	Blocks   []*v3.IPAMBlock
-	Pools    []*v3.IPPool
+	// Cluster is the Nodes and IP pools as felix reads them (the same
+	// reading the policy path's tunnel rules use); nil is none.
+	Cluster *infra.Cluster
+	Blocks  []*v3.IPAMBlock
 	// Workloads are the WorkloadEndpoints; this node's give the local
 	// routes (address -> its host-side interface), as the CNI writes them.
 	Workloads []*v3.WorkloadEndpoint
 }
 
-// pool is a pool's CIDR and encapsulation.
-type pool struct {
-	cidr  netip.Prefix
-	ipip  v3.IPIPMode
-	vxlan v3.VXLANMode
-}
-
-// famInfo is a node's address of one IP version (with its subnet's
-// length) and its VTEP of that version.
-type famInfo struct {
-	addr     netip.Prefix
-	vtepAddr netip.Addr
-	vtepMAC  net.HardwareAddr
-}
-
-// nodeInfo is what a node contributes to routes.
-type nodeInfo struct {
-	v4, v6   famInfo
-	ipipAddr netip.Addr
-}
-
-func (n nodeInfo) fam(v6 bool) famInfo {
-	if v6 {
-		return n.v6
-	}
-	return n.v4
-}
-
 // Compute returns the desired routing state of in.ThisNode. It is pure
 // and deterministic; input it cannot use is reported and skipped.
+//
+// Local workload routes never depend on this node's own Node resource:
+// without an address (no Node yet, or none recorded) the node keeps its
+// pods' routes and gets no tunnel devices and no routes to other nodes
+// (which need its address to choose between direct and encapsulated).
 func Compute(in Input) (Desired, []Problem) {
-	var d Desired
-	var probs []Problem
-	bad := func(kind, name, format string, args ...any) {
-		probs = append(probs, Problem{Kind: kind, Name: name, Reason: fmt.Sprintf(format, args...)})
+	c := computation{in: in, cl: in.Cluster}
+	if c.cl == nil {
+		c.cl = infra.Derive(nil, nil)
 	}
+	for _, p := range c.cl.Pools {
+		c.d.Pools = append(c.d.Pools, p.CIDR)
+	}
+	c.localRoutes()
+	if me, ok := c.cl.Node(in.ThisNode); ok && me.HasAddress() {
+		c.me = me
+		c.tunnelDevices()
+		c.blockRoutes()
+		c.vtepNeighbors()
+	}
+	slices.SortFunc(c.d.Routes, func(a, b Route) int { return infra.ComparePrefix(a.Dst, b.Dst) })
+	// Two nodes claiming one block: keep the first (sorted) only.
+	c.d.Routes = slices.CompactFunc(c.d.Routes, func(a, b Route) bool { return a.Dst == b.Dst })
+	return c.d, c.probs
+}
 
-	var pools []pool
-	anyIPIP := false
-	anyVXLAN := map[bool]bool{} // by v6
-	for _, p := range in.Pools {
-		cidr, err := netip.ParsePrefix(p.Spec.CIDR)
-		if err != nil {
-			bad(v3.KindIPPool, p.Name, "cidr %q: %v", p.Spec.CIDR, err)
+// computation is one run of Compute.
+type computation struct {
+	in    Input
+	cl    *infra.Cluster
+	me    *infra.Node // this node, when it has an address
+	d     Desired
+	probs []Problem
+}
+
+func (c *computation) bad(kind, name, format string, args ...any) {
+	c.probs = append(c.probs, Problem{Kind: kind, Name: name, Reason: fmt.Sprintf(format, args...)})
+}
+
+// localRoutes are this node's workload addresses on their host-side
+// interfaces, as the CNI writes them.
+func (c *computation) localRoutes() {
+	for _, w := range c.in.Workloads {
+		if w.Spec.Node != c.in.ThisNode || w.Spec.InterfaceName == "" {
 			continue
 		}
-		pl := pool{cidr: cidr.Masked(), ipip: p.Spec.IPIPMode, vxlan: p.Spec.VXLANMode}
-		if cidr.Addr().Is6() {
-			pl.ipip = "" // IPIP is IPv4 only
+		for _, n := range w.Spec.IPNetworks {
+			p, err := infra.ParsePrefix(n)
+			if err != nil {
+				c.bad(v3.KindWorkloadEndpoint, w.Namespace+"/"+w.Name, "ipNetworks %q: %v", n, err)
+				continue
+			}
+			c.d.Routes = append(c.d.Routes, Route{Dst: p.Masked(), Dev: w.Spec.InterfaceName, Workload: true, Node: c.in.ThisNode})
 		}
-		pools = append(pools, pl)
-		d.Pools = append(d.Pools, pl.cidr)
-		anyIPIP = anyIPIP || encaps(string(pl.ipip))
-		anyVXLAN[cidr.Addr().Is6()] = anyVXLAN[cidr.Addr().Is6()] || encaps(string(pl.vxlan))
 	}
-	slices.SortFunc(d.Pools, comparePrefix)
+}
 
-	nodes := map[string]nodeInfo{}
-	for _, n := range in.Nodes {
-		info, err := parseNode(n)
-		if err != nil {
-			bad(v3.KindNode, n.Name, "%v", err)
-			continue
-		}
-		nodes[n.Name] = info
-	}
-	me, haveMe := nodes[in.ThisNode]
-	if !haveMe {
-		// Without our own address nothing can be decided (subnets, VTEP).
-		return d, append(probs, Problem{Kind: v3.KindNode, Name: in.ThisNode, Reason: "this node has no Node resource with an address yet"})
-	}
-	vteps := map[bool]**VTEP{false: &d.VXLAN, true: &d.VXLANv6}
+// tunnelDevices sets this node's VTEPs and tunl0 address for the
+// encapsulations its pools use.
+func (c *computation) tunnelDevices() {
 	for _, v6 := range []bool{false, true} {
-		if !anyVXLAN[v6] {
+		if !c.cl.UsesVXLAN(&v6) {
 			continue
 		}
-		f := me.fam(v6)
-		if f.vtepAddr.IsValid() && f.addr.IsValid() {
-			*vteps[v6] = &VTEP{Addr: f.vtepAddr, MAC: f.vtepMAC, Parent: f.addr.Addr()}
+		f := c.me.Fam(v6)
+		if f.VTEP.IsValid() && f.Addr.IsValid() {
+			*c.vtep(v6) = &VTEP{Addr: f.VTEP, MAC: f.VTEPMAC, Parent: f.Addr.Addr()}
 		} else {
-			bad(v3.KindNode, in.ThisNode, "a pool uses IPv%d VXLAN but this node has no IPv%d VXLAN tunnel address or no IPv%d address yet", ipVersion(v6), ipVersion(v6), ipVersion(v6))
+			c.bad(v3.KindNode, c.in.ThisNode, "a pool uses IPv%d VXLAN but this node has no IPv%d VXLAN tunnel address or no IPv%d address yet", ipVersion(v6), ipVersion(v6), ipVersion(v6))
 		}
 	}
-	if anyIPIP {
-		if me.ipipAddr.IsValid() {
-			d.IPIP = me.ipipAddr
+	if c.cl.UsesIPIP() {
+		if c.me.IPIPAddr.IsValid() {
+			c.d.IPIP = c.me.IPIPAddr
 		} else {
-			bad(v3.KindNode, in.ThisNode, "a pool uses IPIP but this node has no bgp.ipv4IPIPTunnelAddr yet")
+			c.bad(v3.KindNode, c.in.ThisNode, "a pool uses IPIP but this node has no bgp.ipv4IPIPTunnelAddr yet")
 		}
 	}
+}
 
-	// routeTo is the route to dst (a block, or a borrowed address) on
-	// node, by the encapsulation of its pool pl.
-	routeTo := func(dst netip.Prefix, node string, pl pool) (Route, bool) {
-		peer, ok := nodes[node]
-		if !ok {
-			return Route{}, false // the node is gone: no route
-		}
-		v6 := dst.Addr().Is6()
-		mine, theirs := me.fam(v6), peer.fam(v6)
-		if !mine.addr.IsValid() || !theirs.addr.IsValid() {
-			return Route{}, false
-		}
-		same := mine.addr.Contains(theirs.addr.Addr())
-		r := Route{Dst: dst, Node: node}
-		switch {
-		case wants(string(pl.vxlan), same):
-			if *vteps[v6] == nil {
-				return Route{}, false
-			}
-			if !theirs.vtepAddr.IsValid() {
-				bad(v3.KindNode, node, "no IPv%d VXLAN tunnel address: no VXLAN route to %s", ipVersion(v6), dst)
-				return Route{}, false
-			}
-			r.Gw, r.Dev, r.OnLink = theirs.vtepAddr, vxlanDev(v6), true
-		case wants(string(pl.ipip), same):
-			if !d.IPIP.IsValid() {
-				return Route{}, false
-			}
-			r.Gw, r.Dev, r.OnLink = theirs.addr.Addr(), IPIPDevice, true
-		case encaps(string(pl.vxlan)) || encaps(string(pl.ipip)):
-			// CrossSubnet to a node on our subnet: straight over the
-			// underlay to the node's address.
-			r.Gw = theirs.addr.Addr()
-		default:
-			return Route{}, false // Never: BGP's job
-		}
-		return r, true
+func (c *computation) vtep(v6 bool) **VTEP {
+	if v6 {
+		return &c.d.VXLANv6
 	}
-	for _, b := range in.Blocks {
+	return &c.d.VXLAN
+}
+
+// blockRoutes are the routes to the other nodes' blocks and to the
+// addresses they borrow.
+func (c *computation) blockRoutes() {
+	for _, b := range c.in.Blocks {
 		if b.Spec.Deleted {
 			continue
 		}
@@ -163,73 +126,97 @@ func Compute(in Input) (Desired, []Problem) {
 			continue
 		}
 		cidr = cidr.Masked()
-		pl, ok := poolOf(pools, cidr)
+		pl, ok := c.cl.PoolOf(cidr)
 		if !ok {
 			continue // not in any pool: no route (as Calico)
 		}
 		node, affine := affineNode(b)
-		if affine && node != in.ThisNode {
-			if r, ok := routeTo(cidr, node, pl); ok {
-				d.Routes = append(d.Routes, r)
-			}
+		if affine && node != c.in.ThisNode {
+			c.addRouteTo(cidr, node, pl)
 		}
-		// Borrowed addresses: an address of the block used by another
-		// node than the block's gets a host route to that node (as
-		// Calico's route resolver); ours are the CNI's.
-		for o, a := range b.Spec.Allocations {
-			if a == nil || *a < 0 || *a >= len(b.Spec.Attributes) {
-				continue
-			}
-			owner := b.Spec.Attributes[*a].ActiveOwnerAttrs[ipam.AttrNode]
-			if owner == "" || owner == node || owner == in.ThisNode {
-				continue
-			}
-			ip := ipam.OrdinalToIP(cidr, o)
-			if r, ok := routeTo(netip.PrefixFrom(ip, ip.BitLen()), owner, pl); ok {
-				d.Routes = append(d.Routes, r)
-			}
-		}
+		c.borrowedRoutes(b, cidr, node, pl)
 	}
-	for _, w := range in.Workloads {
-		if w.Spec.Node != in.ThisNode || w.Spec.InterfaceName == "" {
-			continue
-		}
-		for _, n := range w.Spec.IPNetworks {
-			p, err := netip.ParsePrefix(n)
-			if err != nil {
-				a, err2 := netip.ParseAddr(n)
-				if err2 != nil {
-					bad(v3.KindWorkloadEndpoint, w.Namespace+"/"+w.Name, "ipNetworks %q: %v", n, err)
-					continue
-				}
-				p = netip.PrefixFrom(a, a.BitLen())
-			}
-			d.Routes = append(d.Routes, Route{Dst: p.Masked(), Dev: w.Spec.InterfaceName, Workload: true, Node: in.ThisNode})
-		}
-	}
-	slices.SortFunc(d.Routes, func(a, b Route) int { return comparePrefix(a.Dst, b.Dst) })
-	// Two nodes claiming one block: keep the first (sorted) only.
-	d.Routes = slices.CompactFunc(d.Routes, func(a, b Route) bool { return a.Dst == b.Dst })
+}
 
-	// Every remote VTEP gets its ARP/NDP and FDB entries, not only those
-	// with a block right now: a node's VTEP is reachable before its first
-	// pod (Calico programs them per VTEP, too).
-	for _, v6 := range []bool{false, true} {
-		if *vteps[v6] == nil {
+// borrowedRoutes: an address of the block used by another node than the
+// block's gets a host route to that node (as Calico's route resolver);
+// ours are the CNI's.
+func (c *computation) borrowedRoutes(b *v3.IPAMBlock, cidr netip.Prefix, blockNode string, pl infra.Pool) {
+	for o, a := range b.Spec.Allocations {
+		if a == nil || *a < 0 || *a >= len(b.Spec.Attributes) {
 			continue
 		}
-		for name, peer := range nodes {
-			f := peer.fam(v6)
-			if name == in.ThisNode || !f.vtepAddr.IsValid() || !f.addr.IsValid() {
+		owner := b.Spec.Attributes[*a].ActiveOwnerAttrs[ipam.AttrNode]
+		if owner == "" || owner == blockNode || owner == c.in.ThisNode {
+			continue
+		}
+		ip := ipam.OrdinalToIP(cidr, o)
+		c.addRouteTo(netip.PrefixFrom(ip, ip.BitLen()), owner, pl)
+	}
+}
+
+// addRouteTo adds the route to dst (a block, or a borrowed address) on
+// node, by the encapsulation of its pool pl, if there is one.
+func (c *computation) addRouteTo(dst netip.Prefix, node string, pl infra.Pool) {
+	peer, ok := c.cl.Node(node)
+	if !ok {
+		return // the node is gone: no route
+	}
+	v6 := dst.Addr().Is6()
+	mine, theirs := c.me.Fam(v6), peer.Fam(v6)
+	if !theirs.Addr.IsValid() {
+		c.bad(v3.KindNode, node, "no IPv%d address: no routes to its blocks", ipVersion(v6))
+		return
+	}
+	if !mine.Addr.IsValid() {
+		return // this node has no address of that version (reported by the Manager)
+	}
+	same := mine.Addr.Contains(theirs.Addr.Addr())
+	r := Route{Dst: dst, Node: node}
+	switch {
+	case wants(string(pl.VXLAN), same):
+		if *c.vtep(v6) == nil {
+			return
+		}
+		if !theirs.VTEP.IsValid() {
+			c.bad(v3.KindNode, node, "no IPv%d VXLAN tunnel address: no VXLAN route to %s", ipVersion(v6), dst)
+			return
+		}
+		r.Gw, r.Dev, r.OnLink = theirs.VTEP, vxlanDev(v6), true
+	case wants(string(pl.IPIP), same):
+		if !c.d.IPIP.IsValid() {
+			return
+		}
+		r.Gw, r.Dev, r.OnLink = theirs.Addr.Addr(), IPIPDevice, true
+	case infra.Encaps(string(pl.VXLAN)) || infra.Encaps(string(pl.IPIP)):
+		// CrossSubnet to a node on our subnet: straight over the
+		// underlay to the node's address.
+		r.Gw = theirs.Addr.Addr()
+	default:
+		return // Never: BGP's job
+	}
+	c.d.Routes = append(c.d.Routes, r)
+}
+
+// vtepNeighbors: every remote VTEP gets its ARP/NDP and FDB entries, not
+// only those with a block right now: a node's VTEP is reachable before
+// its first pod (Calico programs them per VTEP, too).
+func (c *computation) vtepNeighbors() {
+	for _, v6 := range []bool{false, true} {
+		if *c.vtep(v6) == nil {
+			continue
+		}
+		for _, name := range c.cl.NodeNames() {
+			f := c.cl.Nodes[name].Fam(v6)
+			if name == c.in.ThisNode || !f.VTEP.IsValid() || !f.Addr.IsValid() {
 				continue
 			}
-			d.Neighbors = append(d.Neighbors, Neighbor{Dev: vxlanDev(v6), IP: f.vtepAddr, MAC: f.vtepMAC.String()})
-			d.FDB = append(d.FDB, FDBEntry{Dev: vxlanDev(v6), MAC: f.vtepMAC.String(), Dst: f.addr.Addr()})
+			c.d.Neighbors = append(c.d.Neighbors, Neighbor{Dev: vxlanDev(v6), IP: f.VTEP, MAC: f.VTEPMAC.String()})
+			c.d.FDB = append(c.d.FDB, FDBEntry{Dev: vxlanDev(v6), MAC: f.VTEPMAC.String(), Dst: f.Addr.Addr()})
 		}
 	}
-	slices.SortFunc(d.Neighbors, func(a, b Neighbor) int { return cmp.Or(strings.Compare(a.Dev, b.Dev), a.IP.Compare(b.IP)) })
-	slices.SortFunc(d.FDB, func(a, b FDBEntry) int { return cmp.Or(strings.Compare(a.Dev, b.Dev), strings.Compare(a.MAC, b.MAC)) })
-	return d, probs
+	slices.SortFunc(c.d.Neighbors, func(a, b Neighbor) int { return cmp.Or(strings.Compare(a.Dev, b.Dev), a.IP.Compare(b.IP)) })
+	slices.SortFunc(c.d.FDB, func(a, b FDBEntry) int { return cmp.Or(strings.Compare(a.Dev, b.Dev), strings.Compare(a.MAC, b.MAC)) })
 }
 
 func ipVersion(v6 bool) int {
@@ -246,21 +233,10 @@ func vxlanDev(v6 bool) string {
 	return VXLANDevice
 }
 
-func encaps(mode string) bool { return mode == "Always" || mode == "CrossSubnet" }
-
 // wants says whether a pool mode encapsulates towards a node on (same)
 // or off our subnet.
 func wants(mode string, same bool) bool {
 	return mode == "Always" || (mode == "CrossSubnet" && !same)
-}
-
-func poolOf(pools []pool, block netip.Prefix) (pool, bool) {
-	for _, p := range pools {
-		if p.cidr.Contains(block.Addr()) && p.cidr.Bits() <= block.Bits() {
-			return p, true
-		}
-	}
-	return pool{}, false
 }
 
 func affineNode(b *v3.IPAMBlock) (string, bool) {
@@ -268,82 +244,4 @@ func affineNode(b *v3.IPAMBlock) (string, bool) {
 		return "", false
 	}
 	return strings.CutPrefix(*b.Spec.Affinity, "host:")
-}
-
-// parseNode reads a Node's addresses and tunnel settings.
-func parseNode(n *v3.Node) (nodeInfo, error) {
-	var info nodeInfo
-	if n.Spec.BGP == nil || (n.Spec.BGP.IPv4Address == "" && n.Spec.BGP.IPv6Address == "") {
-		return info, fmt.Errorf("no bgp.ipv4Address or bgp.ipv6Address")
-	}
-	var err error
-	if info.v4.addr, err = parseNodeAddr("bgp.ipv4Address", n.Spec.BGP.IPv4Address, false); err != nil {
-		return info, err
-	}
-	if info.v6.addr, err = parseNodeAddr("bgp.ipv6Address", n.Spec.BGP.IPv6Address, true); err != nil {
-		return info, err
-	}
-	if s := n.Spec.BGP.IPv4IPIPTunnelAddr; s != "" {
-		if info.ipipAddr, err = netip.ParseAddr(s); err != nil {
-			return info, fmt.Errorf("bgp.ipv4IPIPTunnelAddr %q: %w", s, err)
-		}
-	}
-	for _, v := range []struct {
-		field, addr, macField, mac, seed string
-		dst                              *famInfo
-	}{
-		{"ipv4VXLANTunnelAddr", n.Spec.IPv4VXLANTunnelAddr, "vxlanTunnelMACAddr", n.Spec.VXLANTunnelMACAddr, n.Name, &info.v4},
-		{"ipv6VXLANTunnelAddr", n.Spec.IPv6VXLANTunnelAddr, "vxlanTunnelMACAddrV6", n.Spec.VXLANTunnelMACAddrV6, "v6/" + n.Name, &info.v6},
-	} {
-		if v.addr == "" {
-			continue
-		}
-		if v.dst.vtepAddr, err = netip.ParseAddr(v.addr); err != nil {
-			return info, fmt.Errorf("%s %q: %w", v.field, v.addr, err)
-		}
-		v.dst.vtepMAC = DefaultVTEPMAC(v.seed)
-		if v.mac != "" {
-			if v.dst.vtepMAC, err = net.ParseMAC(v.mac); err != nil {
-				return info, fmt.Errorf("%s %q: %w", v.macField, v.mac, err)
-			}
-		}
-	}
-	return info, nil
-}
-
-// parseNodeAddr parses an address with prefix length (a bare address is
-// taken as a host route); "" is no address.
-func parseNodeAddr(field, s string, v6 bool) (netip.Prefix, error) {
-	if s == "" {
-		return netip.Prefix{}, nil
-	}
-	p, err := netip.ParsePrefix(s)
-	if err != nil {
-		ip, err2 := netip.ParseAddr(s)
-		if err2 != nil {
-			return p, fmt.Errorf("%s %q: %w", field, s, err)
-		}
-		p = netip.PrefixFrom(ip, ip.BitLen())
-	}
-	if p.Addr().Is6() != v6 {
-		return p, fmt.Errorf("%s %q is not IPv%d", field, s, ipVersion(v6))
-	}
-	return p, nil
-}
-
-// DefaultVTEPMAC is the VTEP MAC of a node whose Node resource records
-// none: derived from its name (locally administered, unicast), so every
-// node computes the same one.
-func DefaultVTEPMAC(node string) net.HardwareAddr {
-	h := sha256.Sum256([]byte("vxlan.calico/" + node))
-	mac := net.HardwareAddr(h[:6])
-	mac[0] = mac[0]&0xfe | 0x02
-	return mac
-}
-
-func comparePrefix(a, b netip.Prefix) int {
-	if c := a.Addr().Compare(b.Addr()); c != 0 {
-		return c
-	}
-	return a.Bits() - b.Bits()
 }

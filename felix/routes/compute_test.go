@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v3 "github.com/tabbynet/tabby/api/v3"
+	"github.com/tabbynet/tabby/felix/infra"
 )
 
 func node(name, addr, vtep, mac, ipip string) *v3.Node {
@@ -16,6 +17,12 @@ func node(name, addr, vtep, mac, ipip string) *v3.Node {
 		BGP:                 &v3.NodeBGPSpec{IPv4Address: addr, IPv4IPIPTunnelAddr: ipip},
 		IPv4VXLANTunnelAddr: vtep, VXLANTunnelMACAddr: mac,
 	}}
+}
+
+// wep is a workload endpoint on n0.
+func wep(name, iface, ip string) *v3.WorkloadEndpoint {
+	return &v3.WorkloadEndpoint{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
+		Spec: v3.WorkloadEndpointSpec{Node: "n0", InterfaceName: iface, IPNetworks: []string{ip}}}
 }
 
 func block(cidr, node string) *v3.IPAMBlock {
@@ -60,56 +67,72 @@ func TestCompute(t *testing.T) {
 		probs int
 	}{{
 		name: "VXLAN Always: every remote block through its node's VTEP",
-		in:   Input{ThisNode: "n0", Nodes: threeNodes(), Blocks: threeBlocks(), Pools: []*v3.IPPool{ippool("10.70.0.0/16", "Never", "Always")}},
+		in:   Input{ThisNode: "n0", Cluster: infra.Derive([]*v3.IPPool{ippool("10.70.0.0/16", "Never", "Always")}, threeNodes()), Blocks: threeBlocks()},
 		want: Desired{VXLAN: vtep, Pools: pools, Neighbors: vxlanNeigh, FDB: vxlanFDB, Routes: []Route{
 			{Dst: pfx("10.70.1.0/26"), Gw: a("10.70.1.1"), Dev: VXLANDevice, OnLink: true, Node: "n1"},
 			{Dst: pfx("10.70.2.0/26"), Gw: a("10.70.2.1"), Dev: VXLANDevice, OnLink: true, Node: "n2"},
 		}},
 	}, {
 		name: "VXLAN CrossSubnet: same subnet direct, other subnet encapsulated",
-		in:   Input{ThisNode: "n0", Nodes: threeNodes(), Blocks: threeBlocks(), Pools: []*v3.IPPool{ippool("10.70.0.0/16", "Never", "CrossSubnet")}},
+		in:   Input{ThisNode: "n0", Cluster: infra.Derive([]*v3.IPPool{ippool("10.70.0.0/16", "Never", "CrossSubnet")}, threeNodes()), Blocks: threeBlocks()},
 		want: Desired{VXLAN: vtep, Pools: pools, Neighbors: vxlanNeigh, FDB: vxlanFDB, Routes: []Route{
 			{Dst: pfx("10.70.1.0/26"), Gw: a("172.30.1.11"), Node: "n1"},
 			{Dst: pfx("10.70.2.0/26"), Gw: a("10.70.2.1"), Dev: VXLANDevice, OnLink: true, Node: "n2"},
 		}},
 	}, {
 		name: "IPIP Always: tunl0 onlink via the node's address",
-		in:   Input{ThisNode: "n0", Nodes: threeNodes(), Blocks: threeBlocks(), Pools: []*v3.IPPool{ippool("10.70.0.0/16", "Always", "Never")}},
+		in:   Input{ThisNode: "n0", Cluster: infra.Derive([]*v3.IPPool{ippool("10.70.0.0/16", "Always", "Never")}, threeNodes()), Blocks: threeBlocks()},
 		want: Desired{IPIP: a("10.70.0.2"), Pools: pools, Routes: []Route{
 			{Dst: pfx("10.70.1.0/26"), Gw: a("172.30.1.11"), Dev: IPIPDevice, OnLink: true, Node: "n1"},
 			{Dst: pfx("10.70.2.0/26"), Gw: a("172.30.2.12"), Dev: IPIPDevice, OnLink: true, Node: "n2"},
 		}},
 	}, {
 		name: "IPIP CrossSubnet",
-		in:   Input{ThisNode: "n0", Nodes: threeNodes(), Blocks: threeBlocks(), Pools: []*v3.IPPool{ippool("10.70.0.0/16", "CrossSubnet", "")}},
+		in:   Input{ThisNode: "n0", Cluster: infra.Derive([]*v3.IPPool{ippool("10.70.0.0/16", "CrossSubnet", "")}, threeNodes()), Blocks: threeBlocks()},
 		want: Desired{IPIP: a("10.70.0.2"), Pools: pools, Routes: []Route{
 			{Dst: pfx("10.70.1.0/26"), Gw: a("172.30.1.11"), Node: "n1"},
 			{Dst: pfx("10.70.2.0/26"), Gw: a("172.30.2.12"), Dev: IPIPDevice, OnLink: true, Node: "n2"},
 		}},
 	}, {
 		name: "Never: BGP's job, no routes, no devices",
-		in:   Input{ThisNode: "n0", Nodes: threeNodes(), Blocks: threeBlocks(), Pools: []*v3.IPPool{ippool("10.70.0.0/16", "Never", "Never")}},
+		in:   Input{ThisNode: "n0", Cluster: infra.Derive([]*v3.IPPool{ippool("10.70.0.0/16", "Never", "Never")}, threeNodes()), Blocks: threeBlocks()},
 		want: Desired{Pools: pools},
 	}, {
 		name: "a deleted node's block loses its route, its VTEP its entries",
-		in:   Input{ThisNode: "n0", Nodes: threeNodes()[:2], Blocks: threeBlocks(), Pools: []*v3.IPPool{ippool("10.70.0.0/16", "Never", "Always")}},
+		in:   Input{ThisNode: "n0", Cluster: infra.Derive([]*v3.IPPool{ippool("10.70.0.0/16", "Never", "Always")}, threeNodes()[:2]), Blocks: threeBlocks()},
 		want: Desired{VXLAN: vtep, Pools: pools, Neighbors: vxlanNeigh[:1], FDB: vxlanFDB[:1], Routes: []Route{
 			{Dst: pfx("10.70.1.0/26"), Gw: a("10.70.1.1"), Dev: VXLANDevice, OnLink: true, Node: "n1"},
 		}},
 	}, {
 		name: "blocks outside every pool and unaffine blocks get no route",
-		in: Input{ThisNode: "n0", Nodes: threeNodes(), Pools: []*v3.IPPool{ippool("10.70.0.0/16", "Always", "")},
-			Blocks: []*v3.IPAMBlock{block("10.99.0.0/26", "n1"), {Spec: v3.IPAMBlockSpec{CIDR: "10.70.5.0/26"}}}},
+		in:   Input{ThisNode: "n0", Cluster: infra.Derive([]*v3.IPPool{ippool("10.70.0.0/16", "Always", "")}, threeNodes()), Blocks: []*v3.IPAMBlock{block("10.99.0.0/26", "n1"), {Spec: v3.IPAMBlockSpec{CIDR: "10.70.5.0/26"}}}},
 		want: Desired{IPIP: a("10.70.0.2"), Pools: pools},
 	}, {
 		name: "no VTEP address for this node yet: no device, no VXLAN routes, reported",
-		in: Input{ThisNode: "n0", Nodes: []*v3.Node{node("n0", "172.30.1.10/24", "", "", ""), threeNodes()[1]},
-			Blocks: threeBlocks(), Pools: []*v3.IPPool{ippool("10.70.0.0/16", "Never", "Always")}},
+		in:   Input{ThisNode: "n0", Cluster: infra.Derive([]*v3.IPPool{ippool("10.70.0.0/16", "Never", "Always")}, []*v3.Node{node("n0", "172.30.1.10/24", "", "", ""), threeNodes()[1]}), Blocks: threeBlocks()},
 		want: Desired{Pools: pools}, probs: 1,
 	}, {
-		name: "no Node for this node: nothing but a problem",
-		in:   Input{ThisNode: "nX", Nodes: threeNodes(), Blocks: threeBlocks(), Pools: []*v3.IPPool{ippool("10.70.0.0/16", "Never", "Always")}},
-		want: Desired{Pools: pools}, probs: 1,
+		name: "no Node for this node: no devices, no routes to other nodes (the Manager reports it)",
+		in:   Input{ThisNode: "nX", Cluster: infra.Derive([]*v3.IPPool{ippool("10.70.0.0/16", "Never", "Always")}, threeNodes()), Blocks: threeBlocks()},
+		want: Desired{Pools: pools},
+	}, {
+		name: "this node's Node has no address: its workloads keep their routes",
+		in: Input{ThisNode: "n0", Cluster: infra.Derive([]*v3.IPPool{ippool("10.70.0.0/16", "Never", "Always")},
+			[]*v3.Node{node("n0", "", "10.70.0.1", macA, ""), threeNodes()[1]}), Blocks: threeBlocks(),
+			Workloads: []*v3.WorkloadEndpoint{wep("a", "cali1", "10.70.0.5/32"), wep("b", "cali2", "10.70.0.6")}},
+		want: Desired{Pools: pools, Routes: []Route{
+			{Dst: pfx("10.70.0.5/32"), Dev: "cali1", Workload: true, Node: "n0"},
+			{Dst: pfx("10.70.0.6/32"), Dev: "cali2", Workload: true, Node: "n0"},
+		}},
+	}, {
+		name: "this node's address is bare: /32, so every other node is off its subnet (CrossSubnet encapsulates)",
+		in: Input{ThisNode: "n0", Cluster: infra.Derive([]*v3.IPPool{ippool("10.70.0.0/16", "Never", "CrossSubnet")},
+			[]*v3.Node{node("n0", "172.30.1.10", "10.70.0.1", macA, ""), threeNodes()[1], node("n2", "172.30.2.12", "10.70.2.1", macC, "")}),
+			Blocks: threeBlocks()},
+		want: Desired{VXLAN: vtep, Pools: pools, Neighbors: vxlanNeigh, FDB: vxlanFDB, Routes: []Route{
+			{Dst: pfx("10.70.1.0/26"), Gw: a("10.70.1.1"), Dev: VXLANDevice, OnLink: true, Node: "n1"},
+			{Dst: pfx("10.70.2.0/26"), Gw: a("10.70.2.1"), Dev: VXLANDevice, OnLink: true, Node: "n2"},
+		}},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, probs := Compute(tc.in)
@@ -124,8 +147,8 @@ func TestCompute(t *testing.T) {
 }
 
 func TestDefaultVTEPMACIsStableAndLocal(t *testing.T) {
-	m := DefaultVTEPMAC("node-1")
-	if m.String() != DefaultVTEPMAC("node-1").String() || m[0]&1 != 0 || m[0]&2 == 0 {
+	m := infra.DefaultVTEPMAC("node-1")
+	if m.String() != infra.DefaultVTEPMAC("node-1").String() || m[0]&1 != 0 || m[0]&2 == 0 {
 		t.Errorf("DefaultVTEPMAC = %s: want stable, unicast, locally administered", m)
 	}
 }
@@ -152,14 +175,14 @@ func TestComputeIPv6VXLAN(t *testing.T) {
 	blocks := append(threeBlocks(),
 		&v3.IPAMBlock{Spec: v3.IPAMBlockSpec{CIDR: "fd00:70:0:1::/122", Affinity: aff("n1")}},
 		&v3.IPAMBlock{Spec: v3.IPAMBlockSpec{CIDR: "fd00:70:0:2::/122", Affinity: aff("n2")}})
-	got, probs := Compute(Input{ThisNode: "n0", Nodes: nodes, Blocks: blocks, Pools: []*v3.IPPool{
-		ippool("10.70.0.0/16", "Never", "Never"), ippool("fd00:70::/48", "", "CrossSubnet")}})
+	got, probs := Compute(Input{ThisNode: "n0", Cluster: infra.Derive([]*v3.IPPool{
+		ippool("10.70.0.0/16", "Never", "Never"), ippool("fd00:70::/48", "", "CrossSubnet")}, nodes), Blocks: blocks})
 	if len(probs) != 0 {
 		t.Fatalf("problems: %v", probs)
 	}
-	mac2 := DefaultVTEPMAC("v6/n2").String()
+	mac2 := infra.DefaultVTEPMAC("v6/n2").String()
 	want := Desired{
-		VXLANv6: &VTEP{Addr: a("fd00:70::1"), MAC: DefaultVTEPMAC("v6/n0"), Parent: a("fd00:30:1::10")},
+		VXLANv6: &VTEP{Addr: a("fd00:70::1"), MAC: infra.DefaultVTEPMAC("v6/n0"), Parent: a("fd00:30:1::10")},
 		Pools:   []netip.Prefix{pfx("10.70.0.0/16"), pfx("fd00:70::/48")},
 		Routes: []Route{
 			{Dst: pfx("fd00:70:0:1::/122"), Gw: a("fd00:30:1::11"), Node: "n1"},
@@ -192,7 +215,7 @@ func TestComputeBorrowedAddresses(t *testing.T) {
 		Attributes: []v3.AllocationAttribute{{ActiveOwnerAttrs: map[string]string{"node": "n1"}}}}}
 	pools := []*v3.IPPool{ippool("10.70.0.0/16", "Never", "Always")}
 	routesOf := func(node string) []string {
-		d, _ := Compute(Input{ThisNode: node, Nodes: threeNodes(), Blocks: []*v3.IPAMBlock{blk, unaffine}, Pools: pools})
+		d, _ := Compute(Input{ThisNode: node, Cluster: infra.Derive(pools, threeNodes()), Blocks: []*v3.IPAMBlock{blk, unaffine}})
 		var out []string
 		for _, r := range d.Routes {
 			out = append(out, r.Dst.String()+" via "+r.Gw.String())

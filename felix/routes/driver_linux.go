@@ -4,14 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -310,7 +309,7 @@ func (dr *Driver) interfaceOf(addr netip.Addr) (netlink.Link, int, error) {
 }
 
 // syncNeighbors keeps a VXLAN device's permanent ARP/NDP and FDB
-// entries equal to d's entries for it.
+// entries equal to d's entries for it (planNeighbors, planFDB).
 func (dr *Driver) syncNeighbors(dev string, v6 bool, d Desired, st *Stats) error {
 	link, err := dr.h.LinkByName(dev)
 	if err != nil {
@@ -321,78 +320,69 @@ func (dr *Driver) syncNeighbors(dev string, v6 bool, d Desired, st *Stats) error
 	if v6 {
 		family = netlink.FAMILY_V6
 	}
-	var errs []error
-	// ARP/NDP: remote VTEP address -> MAC.
-	want := map[netip.Addr]string{}
+	want, wantFDB := map[netip.Addr]string{}, map[string]netip.Addr{}
 	for _, n := range d.Neighbors {
 		if n.Dev == dev {
 			want[n.IP] = n.MAC
+		}
+	}
+	for _, f := range d.FDB {
+		if f.Dev == dev {
+			wantFDB[f.MAC] = f.Dst
 		}
 	}
 	have, err := dr.h.NeighList(idx, family)
 	if err != nil {
 		return fmt.Errorf("listing %s's neighbours: %w", dev, err)
 	}
-	for _, n := range have {
-		ip, _ := netip.AddrFromSlice(n.IP)
-		ip = ip.Unmap()
-		if mac, ok := want[ip]; ok && mac == n.HardwareAddr.String() && n.State&netlink.NUD_PERMANENT != 0 {
-			delete(want, ip)
-			continue
-		}
-		if _, ok := want[ip]; ok || n.State&netlink.NUD_PERMANENT != 0 {
-			st.NeighborsChanged++
-			if err := dr.h.NeighDel(&n); err != nil && !errors.Is(err, syscall.ENOENT) {
-				errs = append(errs, fmt.Errorf("removing neighbour %s: %w", ip, err))
-			}
-		}
-	}
-	for ip, mac := range want {
-		st.NeighborsChanged++
-		hw, _ := net.ParseMAC(mac)
-		if err := dr.h.NeighSet(&netlink.Neigh{LinkIndex: idx, Family: family, State: netlink.NUD_PERMANENT,
-			Type: unix.RTN_UNICAST, IP: ip.AsSlice(), HardwareAddr: hw}); err != nil {
-			errs = append(errs, fmt.Errorf("adding neighbour %s %s: %w", ip, mac, err))
-		}
-	}
-	// FDB: remote VTEP MAC -> remote node address.
-	wantFDB := map[string]netip.Addr{}
-	for _, f := range d.FDB {
-		if f.Dev == dev {
-			wantFDB[f.MAC] = f.Dst
-		}
-	}
+	errs := dr.applyNeighbors(have, planNeighbors(neighEntries(have, false), want), st, func(e neighEntry) *netlink.Neigh {
+		return &netlink.Neigh{LinkIndex: idx, Family: family, Type: unix.RTN_UNICAST}
+	})
 	fdb, err := dr.h.NeighList(idx, unix.AF_BRIDGE)
 	if err != nil {
 		return errors.Join(append(errs, fmt.Errorf("listing %s's FDB: %w", dev, err))...)
 	}
-	for _, f := range fdb {
-		if f.HardwareAddr == nil || isZeroMAC(f.HardwareAddr) {
-			continue
-		}
-		mac := f.HardwareAddr.String()
-		dst, _ := netip.AddrFromSlice(f.IP)
-		if w, ok := wantFDB[mac]; ok && w == dst.Unmap() {
-			delete(wantFDB, mac)
-			continue
-		}
-		if f.State&netlink.NUD_PERMANENT == 0 {
-			continue // learnt entries age out on their own
-		}
-		st.NeighborsChanged++
-		if err := dr.h.NeighDel(&f); err != nil && !errors.Is(err, syscall.ENOENT) {
-			errs = append(errs, fmt.Errorf("removing FDB entry %s: %w", mac, err))
-		}
-	}
-	for mac, dst := range wantFDB {
-		st.NeighborsChanged++
-		hw, _ := net.ParseMAC(mac)
-		if err := dr.h.NeighSet(&netlink.Neigh{LinkIndex: idx, Family: unix.AF_BRIDGE, State: netlink.NUD_PERMANENT,
-			Flags: netlink.NTF_SELF, IP: dst.AsSlice(), HardwareAddr: hw}); err != nil {
-			errs = append(errs, fmt.Errorf("adding FDB entry %s -> %s: %w", mac, dst, err))
-		}
-	}
+	errs = append(errs, dr.applyNeighbors(fdb, planFDB(neighEntries(fdb, true), wantFDB), st, func(e neighEntry) *netlink.Neigh {
+		return &netlink.Neigh{LinkIndex: idx, Family: unix.AF_BRIDGE, Flags: netlink.NTF_SELF}
+	})...)
 	return errors.Join(errs...)
+}
+
+// neighEntries reads the kernel's entries for a plan; for the FDB
+// (fdb) entries with no or a zero MAC are the kernel's own and left out
+// of the plan (given an invalid address and no MAC that nothing wants).
+func neighEntries(have []netlink.Neigh, fdb bool) []neighEntry {
+	out := make([]neighEntry, len(have))
+	for i, n := range have {
+		ip, _ := netip.AddrFromSlice(n.IP)
+		out[i] = neighEntry{ip: ip.Unmap(), mac: n.HardwareAddr.String(), permanent: n.State&netlink.NUD_PERMANENT != 0}
+		if fdb && (n.HardwareAddr == nil || isZeroMAC(n.HardwareAddr)) {
+			out[i] = neighEntry{}
+		}
+	}
+	return out
+}
+
+// applyNeighbors applies a neighbour or FDB plan; base makes the kernel
+// entry of an entry to add (the address, MAC and state are set here).
+func (dr *Driver) applyNeighbors(have []netlink.Neigh, p neighPlan, st *Stats, base func(neighEntry) *netlink.Neigh) []error {
+	var errs []error
+	for _, i := range p.del {
+		st.NeighborsChanged++
+		if err := dr.h.NeighDel(&have[i]); err != nil && !errors.Is(err, syscall.ENOENT) {
+			errs = append(errs, fmt.Errorf("removing neighbour/FDB entry %s %s: %w", have[i].IP, have[i].HardwareAddr, err))
+		}
+	}
+	for _, e := range p.add {
+		st.NeighborsChanged++
+		n := base(e)
+		n.State, n.IP = netlink.NUD_PERMANENT, e.ip.AsSlice()
+		n.HardwareAddr, _ = net.ParseMAC(e.mac)
+		if err := dr.h.NeighSet(n); err != nil {
+			errs = append(errs, fmt.Errorf("adding neighbour/FDB entry %s %s: %w", e.ip, e.mac, err))
+		}
+	}
+	return errs
 }
 
 func isZeroMAC(m net.HardwareAddr) bool {
@@ -404,20 +394,12 @@ func isZeroMAC(m net.HardwareAddr) bool {
 	return true
 }
 
-// routeKey identifies a route for the diff.
-type routeKey struct {
-	dst    netip.Prefix
-	gw     netip.Addr
-	dev    string
-	onlink bool
-}
-
 // syncRoutes adds the missing routes of one IP version and removes the
-// ones it owns that are not wanted.
+// ones it owns that are not wanted (planRoutes).
 func (dr *Driver) syncRoutes(v6 bool, all []Route, st *Stats) error {
-	family, bits := netlink.FAMILY_V4, 32
+	family := netlink.FAMILY_V4
 	if v6 {
-		family, bits = netlink.FAMILY_V6, 128
+		family = netlink.FAMILY_V6
 	}
 	var want []Route
 	for _, r := range all {
@@ -425,158 +407,108 @@ func (dr *Driver) syncRoutes(v6 bool, all []Route, st *Stats) error {
 			want = append(want, r)
 		}
 	}
-	links, err := dr.h.LinkList()
+	have, keys, err := dr.kernelRoutes(family)
 	if err != nil {
-		return fmt.Errorf("listing links: %w", err)
+		return err
 	}
-	names := map[int]string{}
-	for _, l := range links {
-		names[l.Attrs().Index] = l.Attrs().Name
-	}
-	have, err := dr.h.RouteListFiltered(family, &netlink.Route{Table: unix.RT_TABLE_MAIN, Protocol: RouteProtocol},
-		netlink.RT_FILTER_TABLE|netlink.RT_FILTER_PROTOCOL)
-	if err != nil {
-		return fmt.Errorf("listing routes: %w", err)
-	}
-	wantKeys := map[routeKey]Route{}
-	wantDst := map[netip.Prefix]routeKey{}
-	for _, r := range want {
-		k := routeKey{dst: r.Dst, gw: r.Gw, dev: r.Dev, onlink: r.OnLink}
-		wantKeys[k] = r
-		wantDst[r.Dst] = k
-	}
-	var errs []error
-	now := dr.Now()
-	seenUnknown := map[routeKey]bool{}
-	for _, r := range have {
-		if r.Dst == nil {
-			continue // a default route is never ours
-		}
-		dst, ok := netip.AddrFromSlice(r.Dst.IP)
-		if !ok {
-			continue
-		}
-		dst = dst.Unmap()
-		k := routeKey{dst: netip.PrefixFrom(dst, maskBits(r.Dst)), dev: names[r.LinkIndex], onlink: r.Flags&unix.RTNH_F_ONLINK != 0}
-		if r.Gw != nil {
-			k.gw, _ = netip.AddrFromSlice(r.Gw)
-			k.gw = k.gw.Unmap()
-		}
-		if dr.isWorkloadDev(k.dev) {
-			if k.gw.IsValid() || k.onlink {
-				continue // not the shape of a workload route: not ours
-			}
-			if _, ok := wantKeys[k]; ok {
-				delete(wantKeys, k)
-				continue
-			}
-			// Unknown: maybe the CNI's for an endpoint felix has not
-			// heard of yet. Removed only after the grace period.
-			seenUnknown[k] = true
-			since, ok := dr.unknownSince[k]
-			if !ok {
-				dr.unknownSince[k] = now
-				continue
-			}
-			if now.Sub(since) < dr.WorkloadRouteGrace {
-				continue
-			}
-			st.RoutesRemoved++
-			dr.log.Info("removing a workload route no endpoint explains", "dst", k.dst, "dev", k.dev, "unknownFor", now.Sub(since))
-			if err := dr.h.RouteDel(&r); err != nil && !errors.Is(err, syscall.ESRCH) {
-				errs = append(errs, fmt.Errorf("removing route to %s: %w", k.dst, err))
-			}
-			continue
-		}
-		if !dr.owns(k) {
-			continue
-		}
-		w, wanted := wantDst[k.dst]
-		if wanted && (w == k || (w.dev == "" && w.gw == k.gw && w.onlink == k.onlink)) {
-			delete(wantKeys, w)
-			continue
-		}
-		st.RoutesRemoved++
-		dr.log.Debug("removing route", "dst", k.dst, "gw", k.gw, "dev", k.dev)
-		if err := dr.h.RouteDel(&r); err != nil && !errors.Is(err, syscall.ESRCH) {
-			errs = append(errs, fmt.Errorf("removing route to %s: %w", k.dst, err))
-		}
-	}
+	own := ownership{workloadPrefixes: dr.WorkloadPrefixes, pools: dr.knownPools}
+	p := planRoutes(keys, want, own, dr.unknownSince, dr.Now(), dr.WorkloadRouteGrace)
 	for k := range dr.unknownSince {
-		if k.dst.Addr().Is6() == v6 && !seenUnknown[k] {
+		if k.dst.Addr().Is6() == v6 {
 			delete(dr.unknownSince, k)
 		}
 	}
-	keys := make([]routeKey, 0, len(wantKeys))
-	for k := range wantKeys {
-		keys = append(keys, k)
+	maps.Copy(dr.unknownSince, p.unknownSince)
+	var errs []error
+	for j, i := range p.del {
+		st.RoutesRemoved++
+		k := keys[i]
+		if p.delWorkload[j] {
+			dr.log.Info("removing a workload route no endpoint explains", "dst", k.dst, "dev", k.dev, "grace", dr.WorkloadRouteGrace)
+		} else {
+			dr.log.Debug("removing route", "dst", k.dst, "gw", k.gw, "dev", k.dev)
+		}
+		if err := dr.h.RouteDel(&have[i]); err != nil && !errors.Is(err, syscall.ESRCH) {
+			errs = append(errs, fmt.Errorf("removing route to %s: %w", k.dst, err))
+		}
 	}
-	slices.SortFunc(keys, func(a, b routeKey) int { return comparePrefix(a.dst, b.dst) })
-	for _, k := range keys {
-		r := &netlink.Route{Dst: &net.IPNet{IP: k.dst.Addr().AsSlice(), Mask: net.CIDRMask(k.dst.Bits(), bits)},
-			Gw: k.gw.AsSlice(), Protocol: RouteProtocol, Table: unix.RT_TABLE_MAIN}
-		if k.dev != "" {
-			l, err := dr.h.LinkByName(k.dev)
-			if err != nil {
-				if wantKeys[k].Workload {
-					continue // the CNI has not made (or has removed) the interface
-				}
-				errs = append(errs, fmt.Errorf("route to %s: device %s: %w", k.dst, k.dev, err))
-				continue
-			}
-			r.LinkIndex = l.Attrs().Index
-		}
-		if wantKeys[k].Workload {
-			// As the CNI writes it (cni-plugin/wiring RouteMetric).
-			r.Scope, r.Priority = netlink.SCOPE_LINK, workloadRouteMetric
-		}
-		if k.onlink {
-			r.Flags = int(netlink.FLAG_ONLINK)
-		}
-		st.RoutesAdded++
-		if err := dr.h.RouteReplace(r); err != nil && wantKeys[k].Workload && errors.Is(err, syscall.ENETDOWN) {
-			continue // the CNI has not brought the interface up yet
-		} else if err != nil {
-			errs = append(errs, fmt.Errorf("adding route to %s via %s %s: %w", k.dst, k.gw, k.dev, err))
+	for _, r := range p.add {
+		if err := dr.addRoute(r, st); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
 }
 
+// kernelRoutes lists the main table's routes of felix's protocol (a
+// default route is never ours and left out) and their keys.
+func (dr *Driver) kernelRoutes(family int) ([]netlink.Route, []routeKey, error) {
+	links, err := dr.h.LinkList()
+	if err != nil {
+		return nil, nil, fmt.Errorf("listing links: %w", err)
+	}
+	names := map[int]string{}
+	for _, l := range links {
+		names[l.Attrs().Index] = l.Attrs().Name
+	}
+	all, err := dr.h.RouteListFiltered(family, &netlink.Route{Table: unix.RT_TABLE_MAIN, Protocol: RouteProtocol},
+		netlink.RT_FILTER_TABLE|netlink.RT_FILTER_PROTOCOL)
+	if err != nil {
+		return nil, nil, fmt.Errorf("listing routes: %w", err)
+	}
+	var have []netlink.Route
+	var keys []routeKey
+	for _, r := range all {
+		if r.Dst == nil {
+			continue
+		}
+		dst, ok := netip.AddrFromSlice(r.Dst.IP)
+		if !ok {
+			continue
+		}
+		k := routeKey{dst: netip.PrefixFrom(dst.Unmap(), maskBits(r.Dst)), dev: names[r.LinkIndex], onlink: r.Flags&unix.RTNH_F_ONLINK != 0}
+		if r.Gw != nil {
+			k.gw, _ = netip.AddrFromSlice(r.Gw)
+			k.gw = k.gw.Unmap()
+		}
+		have, keys = append(have, r), append(keys, k)
+	}
+	return have, keys, nil
+}
+
+// addRoute adds (or replaces) a wanted route. A workload route whose
+// interface the CNI has not made (or brought up) yet, or has removed, is
+// no error.
+func (dr *Driver) addRoute(w Route, st *Stats) error {
+	bits := w.Dst.Addr().BitLen()
+	r := &netlink.Route{Dst: &net.IPNet{IP: w.Dst.Addr().AsSlice(), Mask: net.CIDRMask(w.Dst.Bits(), bits)},
+		Gw: w.Gw.AsSlice(), Protocol: RouteProtocol, Table: unix.RT_TABLE_MAIN}
+	if w.Dev != "" {
+		l, err := dr.h.LinkByName(w.Dev)
+		if err != nil {
+			if w.Workload {
+				return nil
+			}
+			return fmt.Errorf("route to %s: device %s: %w", w.Dst, w.Dev, err)
+		}
+		r.LinkIndex = l.Attrs().Index
+	}
+	if w.Workload {
+		// As the CNI writes it (cni-plugin/wiring RouteMetric).
+		r.Scope, r.Priority = netlink.SCOPE_LINK, workloadRouteMetric
+	}
+	if w.OnLink {
+		r.Flags = int(netlink.FLAG_ONLINK)
+	}
+	st.RoutesAdded++
+	if err := dr.h.RouteReplace(r); err != nil && !(w.Workload && errors.Is(err, syscall.ENETDOWN)) {
+		return fmt.Errorf("adding route to %s via %s %s: %w", w.Dst, w.Gw, w.Dev, err)
+	}
+	return nil
+}
+
 // workloadRouteMetric is the metric the CNI plugin gives workload routes.
 const workloadRouteMetric = 1024
-
-func (dr *Driver) isWorkloadDev(dev string) bool {
-	for _, p := range dr.WorkloadPrefixes {
-		if strings.HasPrefix(dev, p) {
-			return true
-		}
-	}
-	return false
-}
-
-// owns says whether a kernel route (already of felix's protocol) is the
-// manager's: through a tunnel device, or via a gateway into a pool it has
-// seen, and never on a workload interface.
-func (dr *Driver) owns(k routeKey) bool {
-	for _, p := range dr.WorkloadPrefixes {
-		if strings.HasPrefix(k.dev, p) {
-			return false
-		}
-	}
-	if k.dev == VXLANDevice || k.dev == VXLANDeviceV6 || k.dev == IPIPDevice {
-		return true
-	}
-	if !k.gw.IsValid() {
-		return false
-	}
-	for p := range dr.knownPools {
-		if p.Contains(k.dst.Addr()) && p.Bits() <= k.dst.Bits() {
-			return true
-		}
-	}
-	return false
-}
 
 // syncMTUFile writes the pods' MTU to MTUFile (atomically) when it
 // changed.

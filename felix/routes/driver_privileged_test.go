@@ -15,9 +15,9 @@ import (
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v3 "github.com/tabbynet/tabby/api/v3"
+	"github.com/tabbynet/tabby/felix/infra"
 	"github.com/tabbynet/tabby/internal/netnstest"
 )
 
@@ -80,7 +80,8 @@ func TestPrivilegedDriverVXLANLifecycle(t *testing.T) {
 	n, h := driverNS(t)
 	dr := NewDriver(h, nil)
 	dr.MTUFile = filepath.Join(t.TempDir(), "calico", "mtu")
-	in := Input{ThisNode: "n0", Nodes: threeNodes(), Blocks: threeBlocks(), Pools: []*v3.IPPool{ippool("10.70.0.0/16", "Never", "Always")}}
+	pools, nodes := []*v3.IPPool{ippool("10.70.0.0/16", "Never", "Always")}, threeNodes()
+	in := Input{ThisNode: "n0", Blocks: threeBlocks()}
 	mtuFile := func() string {
 		t.Helper()
 		b, err := os.ReadFile(dr.MTUFile)
@@ -91,6 +92,7 @@ func TestPrivilegedDriverVXLANLifecycle(t *testing.T) {
 	}
 	apply := func() {
 		t.Helper()
+		in.Cluster = infra.Derive(pools, nodes)
 		d, probs := Compute(in)
 		if len(probs) != 0 {
 			t.Fatalf("problems: %v", probs)
@@ -147,11 +149,11 @@ func TestPrivilegedDriverVXLANLifecycle(t *testing.T) {
 		}
 	}
 
-	in.Pools[0].Spec.VXLANMode = "CrossSubnet"
+	pools[0].Spec.VXLANMode = "CrossSubnet"
 	apply()
 	checkRoutes("10.70.1.0/26 via 172.30.1.11 dev eth0", "10.70.2.0/26 via 10.70.2.1 dev vxlan.calico onlink")
 
-	in.Nodes = in.Nodes[:2] // n2 deleted
+	nodes = nodes[:2] // n2 deleted
 	apply()
 	checkRoutes("10.70.1.0/26 via 172.30.1.11 dev eth0")
 	if got := ipOut(t, n, "neigh", "show", "dev", VXLANDevice); strings.Contains(got, "10.70.2.1") {
@@ -161,7 +163,7 @@ func TestPrivilegedDriverVXLANLifecycle(t *testing.T) {
 		t.Errorf("the deleted node's FDB entry is left:\n%s", got)
 	}
 
-	in.Pools[0].Spec.VXLANMode = "Never"
+	pools[0].Spec.VXLANMode = "Never"
 	apply()
 	checkRoutes()
 	if got := mtuFile(); got != "1500" {
@@ -174,9 +176,9 @@ func TestPrivilegedDriverVXLANLifecycle(t *testing.T) {
 	// The pool is deleted while a route into it is still there (say from
 	// before a restart of the pool): the route is still recognised as
 	// felix's through the pools seen.
-	in.Pools[0].Spec.VXLANMode = "CrossSubnet"
+	pools[0].Spec.VXLANMode = "CrossSubnet"
 	apply()
-	in.Pools = nil
+	pools = nil
 	apply()
 	checkRoutes()
 }
@@ -214,7 +216,8 @@ func TestPrivilegedDriverVXLANv6(t *testing.T) {
 	aff := func(n string) *string { s := "host:" + n; return &s }
 	blocks := []*v3.IPAMBlock{{Spec: v3.IPAMBlockSpec{CIDR: "fd00:70:0:1::/122", Affinity: aff("n1")}},
 		{Spec: v3.IPAMBlockSpec{CIDR: "fd00:70:0:2::/122", Affinity: aff("n2")}}}
-	in := Input{ThisNode: "n0", Nodes: nodes, Blocks: blocks, Pools: []*v3.IPPool{ippool("fd00:70::/48", "", "Always")}}
+	pools := []*v3.IPPool{ippool("fd00:70::/48", "", "Always")}
+	in := Input{ThisNode: "n0", Cluster: infra.Derive(pools, nodes), Blocks: blocks}
 	dr := NewDriver(h, nil)
 	d, probs := Compute(in)
 	if len(probs) != 0 {
@@ -239,7 +242,7 @@ func TestPrivilegedDriverVXLANv6(t *testing.T) {
 		}
 	}
 	neigh := ipOut(t, n, "-6", "neigh", "show", "dev", VXLANDeviceV6)
-	if !strings.Contains(neigh, "fd00:70:0:2::1 lladdr "+DefaultVTEPMAC("v6/n2").String()+" PERMANENT") {
+	if !strings.Contains(neigh, "fd00:70:0:2::1 lladdr "+infra.DefaultVTEPMAC("v6/n2").String()+" PERMANENT") {
 		t.Errorf("NDP entry missing:\n%s", neigh)
 	}
 	var fdb []byte
@@ -250,7 +253,8 @@ func TestPrivilegedDriverVXLANv6(t *testing.T) {
 	if !strings.Contains(string(fdb), "dst fd00:30:2::12") {
 		t.Errorf("FDB entry missing:\n%s", fdb)
 	}
-	in.Pools[0].Spec.VXLANMode = "Never"
+	pools[0].Spec.VXLANMode = "Never"
+	in.Cluster = infra.Derive(pools, nodes)
 	d, _ = Compute(in)
 	if _, err := dr.Apply(d); err != nil {
 		t.Fatal(err)
@@ -273,12 +277,7 @@ func TestPrivilegedDriverWorkloadRoutes(t *testing.T) {
 	dr := NewDriver(h, nil)
 	now := time.Unix(1000, 0)
 	dr.Now = func() time.Time { return now }
-	wep := func(name, iface, ip string) *v3.WorkloadEndpoint {
-		return &v3.WorkloadEndpoint{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
-			Spec: v3.WorkloadEndpointSpec{Node: "n0", InterfaceName: iface, IPNetworks: []string{ip}}}
-	}
-	in := Input{ThisNode: "n0", Nodes: threeNodes(), Pools: []*v3.IPPool{ippool("10.70.0.0/16", "Never", "Never")},
-		Workloads: []*v3.WorkloadEndpoint{wep("a", "cali12345", "10.70.0.5/32"), wep("b", "calinothere", "10.70.0.6/32")}}
+	in := Input{ThisNode: "n0", Cluster: infra.Derive([]*v3.IPPool{ippool("10.70.0.0/16", "Never", "Never")}, threeNodes()), Workloads: []*v3.WorkloadEndpoint{wep("a", "cali12345", "10.70.0.5/32"), wep("b", "calinothere", "10.70.0.6/32")}}
 	apply := func() Stats {
 		t.Helper()
 		d, probs := Compute(in)
@@ -333,11 +332,7 @@ func TestPrivilegedDriverConntrackOnAddressMove(t *testing.T) {
 		}
 	}
 	dr := NewDriver(h, nil)
-	wep := func(name, iface, ip string) *v3.WorkloadEndpoint {
-		return &v3.WorkloadEndpoint{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
-			Spec: v3.WorkloadEndpointSpec{Node: "n0", InterfaceName: iface, IPNetworks: []string{ip}}}
-	}
-	in := Input{ThisNode: "n0", Nodes: threeNodes(), Workloads: []*v3.WorkloadEndpoint{wep("a", "cali12345", "10.70.0.5/32"), wep("c", "cali99999", "10.70.0.8/32")}}
+	in := Input{ThisNode: "n0", Cluster: infra.Derive(nil, threeNodes()), Workloads: []*v3.WorkloadEndpoint{wep("a", "cali12345", "10.70.0.5/32"), wep("c", "cali99999", "10.70.0.8/32")}}
 	apply := func() {
 		t.Helper()
 		d, _ := Compute(in)
@@ -404,7 +399,7 @@ func TestPrivilegedDriverConfiguredMTUs(t *testing.T) {
 		{"vxlan", "Never", "Always", VXLANDevice, "mtu 1400", "1400"},
 		// ipipMTU is not driven here: this kernel has no ipip module.
 	} {
-		d, probs := Compute(Input{ThisNode: "n0", Nodes: threeNodes(), Blocks: threeBlocks(), Pools: []*v3.IPPool{ippool("10.70.0.0/16", v3.IPIPMode(c.ipip), v3.VXLANMode(c.vxlan))}})
+		d, probs := Compute(Input{ThisNode: "n0", Cluster: infra.Derive([]*v3.IPPool{ippool("10.70.0.0/16", v3.IPIPMode(c.ipip), v3.VXLANMode(c.vxlan))}, threeNodes()), Blocks: threeBlocks()})
 		if len(probs) != 0 {
 			t.Fatalf("%s: problems: %v", c.name, probs)
 		}

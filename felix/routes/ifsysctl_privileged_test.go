@@ -9,9 +9,9 @@ import (
 	"testing"
 
 	"github.com/containernetworking/plugins/pkg/ns"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v3 "github.com/tabbynet/tabby/api/v3"
+	"github.com/tabbynet/tabby/felix/infra"
 )
 
 // TestPrivilegedWorkloadInterfaceSysctls: felix gives each local
@@ -46,12 +46,7 @@ func TestPrivilegedWorkloadInterfaceSysctls(t *testing.T) {
 	if err := dr.Sysctl("net/ipv4/conf/default/rp_filter", "2"); err != nil {
 		t.Fatal(err)
 	}
-	wep := func(name, iface, ip string) *v3.WorkloadEndpoint {
-		return &v3.WorkloadEndpoint{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
-			Spec: v3.WorkloadEndpointSpec{Node: "n0", InterfaceName: iface, IPNetworks: []string{ip}}}
-	}
-	in := Input{ThisNode: "n0", Nodes: threeNodes(), Pools: []*v3.IPPool{ippool("10.70.0.0/16", "Never", "Never")},
-		Workloads: []*v3.WorkloadEndpoint{wep("a", "cali12345", "10.70.0.5/32"), wep("b", "calilater", "10.70.0.6/32")}}
+	in := Input{ThisNode: "n0", Cluster: infra.Derive([]*v3.IPPool{ippool("10.70.0.0/16", "Never", "Never")}, threeNodes()), Workloads: []*v3.WorkloadEndpoint{wep("a", "cali12345", "10.70.0.5/32"), wep("b", "calilater", "10.70.0.6/32")}}
 	apply := func() {
 		t.Helper()
 		d, probs := Compute(in)

@@ -11,15 +11,17 @@ import (
 
 	v3 "github.com/tabbynet/tabby/api/v3"
 	"github.com/tabbynet/tabby/datastore"
+	"github.com/tabbynet/tabby/felix/infra"
 )
 
-// Kinds are the resource kinds the route manager follows.
-var Kinds = []string{v3.KindNode, v3.KindIPAMBlock, v3.KindIPPool}
+// Kinds are the resource kinds felix watches for the route manager
+// alone (Nodes and IP pools reach it as the daemon's infra.Cluster).
+var Kinds = []string{v3.KindIPAMBlock}
 
-// IsKind says whether kind is one the Manager uses: Kinds, and the
+// IsKind says whether kind is one the Manager keeps: Kinds, and the
 // WorkloadEndpoints (which the policy path watches too) for local routes.
 func IsKind(kind string) bool {
-	return kind == v3.KindNode || kind == v3.KindIPAMBlock || kind == v3.KindIPPool || kind == v3.KindWorkloadEndpoint
+	return kind == v3.KindIPAMBlock || kind == v3.KindWorkloadEndpoint
 }
 
 // Applier is what the Manager needs of a Driver.
@@ -47,6 +49,10 @@ type Metrics struct {
 	// BadInput is how many objects the last computation could not use
 	// (each also logged once when it appears), as felix_calc_bad_input.
 	BadInput prometheus.Gauge
+	// NodeAddressMissing is 1 while this node's Node resource has no
+	// address: its pods keep their routes, but it has no routes to other
+	// nodes and no tunnel devices.
+	NodeAddressMissing prometheus.Gauge
 }
 
 // NewMetrics creates the metrics and registers them with reg.
@@ -62,22 +68,31 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		BadInput: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "felix_route_bad_input", Help: "Nodes, blocks and pools the route calculation could not use (each logged once).",
 		}),
+		NodeAddressMissing: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "felix_route_node_address_missing",
+			Help: "1 while this node's Node resource has no address (bgp.ipv4Address/ipv6Address): local workload routes are kept, routes to other nodes and tunnel devices wait for it.",
+		}),
 	}
-	reg.MustRegister(m.SyncSeconds, m.Failures, m.BadInput)
+	reg.MustRegister(m.SyncSeconds, m.Failures, m.BadInput, m.NodeAddressMissing)
 	return m
 }
 
-// Manager follows Nodes, IPAMBlocks and IPPools (as a
-// datastore.SyncerCallbacks, fed by the daemon's syncer) and keeps the
-// kernel's routes in agreement. Callbacks may come from any goroutine;
-// Run owns the only goroutine that touches the kernel.
+// Manager follows IPAMBlocks and this node's WorkloadEndpoints (as a
+// datastore.SyncerCallbacks, fed by the daemon's syncer) and the cluster's
+// infrastructure (SetCluster, the daemon's one reading of Nodes and IP
+// pools), and keeps the kernel's routes in agreement. Callbacks may come
+// from any goroutine; Run owns the only goroutine that touches the kernel.
 type Manager struct {
 	cfg ManagerConfig
 	log *slog.Logger
 
-	mu     sync.Mutex
-	objs   map[datastore.Key]v3.Resource
-	inSync bool
+	mu      sync.Mutex
+	objs    map[datastore.Key]v3.Resource
+	inSync  bool
+	cluster *infra.Cluster
+	// noAddress: this node was last seen without an address (logged
+	// once per change).
+	noAddress *bool
 
 	kick     chan struct{}
 	synced   atomic.Bool
@@ -137,6 +152,16 @@ func (m *Manager) OnUpdates(ups []datastore.Update) {
 	}
 }
 
+// SetCluster hands the Manager the cluster's Nodes and IP pools as
+// felix reads them (the daemon's derivation, shared with the policy
+// path); nothing is programmed before the first.
+func (m *Manager) SetCluster(c *infra.Cluster) {
+	m.mu.Lock()
+	m.cluster = c
+	m.mu.Unlock()
+	m.poke()
+}
+
 func (m *Manager) poke() {
 	select {
 	case m.kick <- struct{}{}:
@@ -150,22 +175,19 @@ func (m *Manager) InSync() bool { return m.synced.Load() }
 // Desired is the last computed state (nil before the first).
 func (m *Manager) Desired() *Desired { return m.last.Load() }
 
-// input snapshots the cache; ok is false before the first full snapshot.
+// input snapshots the cache; ok is false before the first full snapshot
+// and the first cluster.
 func (m *Manager) input() (Input, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	in := Input{ThisNode: m.cfg.NodeName}
-	if !m.inSync {
+	in := Input{ThisNode: m.cfg.NodeName, Cluster: m.cluster}
+	if !m.inSync || m.cluster == nil {
 		return in, false
 	}
 	for _, o := range m.objs {
 		switch o := o.(type) {
-		case *v3.Node:
-			in.Nodes = append(in.Nodes, o)
 		case *v3.IPAMBlock:
 			in.Blocks = append(in.Blocks, o)
-		case *v3.IPPool:
-			in.Pools = append(in.Pools, o)
 		case *v3.WorkloadEndpoint:
 			if o.Spec.Node == m.cfg.NodeName {
 				in.Workloads = append(in.Workloads, o)
@@ -184,18 +206,12 @@ func (m *Manager) Sync() (bool, error) {
 	}
 	start := time.Now()
 	d, probs := Compute(in)
-	current := map[Problem]bool{}
-	for _, p := range probs {
-		current[p] = true
-		if !m.problems[p] {
-			m.log.Warn("routes: skipping input", "kind", p.Kind, "name", p.Name, "reason", p.Reason)
-		}
-	}
-	m.problems = current
+	m.noteProblems(probs)
+	m.noteNodeAddress(in.Cluster)
 	m.last.Store(&d)
 	st, err := m.cfg.Driver.Apply(d)
 	if mt := m.cfg.Metrics; mt != nil {
-		mt.BadInput.Set(float64(len(current)))
+		mt.BadInput.Set(float64(len(m.problems)))
 		mt.SyncSeconds.Observe(time.Since(start).Seconds())
 		if err != nil {
 			mt.Failures.Inc()
@@ -207,6 +223,38 @@ func (m *Manager) Sync() (bool, error) {
 			"neighbours", st.NeighborsChanged, "devices", st.DevicesChanged, "took", time.Since(start))
 	}
 	return true, err
+}
+
+// noteProblems logs each problem once, when it appears.
+func (m *Manager) noteProblems(probs []Problem) {
+	current := map[Problem]bool{}
+	for _, p := range probs {
+		current[p] = true
+		if !m.problems[p] {
+			m.log.Warn("routes: skipping input", "kind", p.Kind, "name", p.Name, "reason", p.Reason)
+		}
+	}
+	m.problems = current
+}
+
+// noteNodeAddress reports (log on change, gauge) whether this node's
+// Node resource has an address.
+func (m *Manager) noteNodeAddress(c *infra.Cluster) {
+	me, ok := c.Node(m.cfg.NodeName)
+	missing := !ok || !me.HasAddress()
+	if mt := m.cfg.Metrics; mt != nil {
+		mt.NodeAddressMissing.Set(map[bool]float64{false: 0, true: 1}[missing])
+	}
+	if m.noAddress != nil && *m.noAddress == missing {
+		return
+	}
+	m.noAddress = &missing
+	if missing {
+		m.log.Warn("this node's Node resource has no address (bgp.ipv4Address/ipv6Address): keeping local workload routes; no routes to other nodes and no tunnel devices until it has one",
+			"node", m.cfg.NodeName, "nodeResource", ok)
+	} else {
+		m.log.Info("this node's address is known", "node", m.cfg.NodeName, "ipv4", me.V4.Addr, "ipv6", me.V6.Addr)
+	}
 }
 
 // Run reconciles on every change, every RefreshInterval, and after a

@@ -293,8 +293,9 @@ func render(cfg Config, res *calc.Result, ipVersion int, cache *Renderer) *Rules
 	return rs
 }
 
-// ipsets adds the sets the chains use to rs (with their versions and
-// changes for a Renderer's RenderChanges).
+// ipsets fills rs's ipsets: one spec per set the chains use, with the
+// members of the renderer's IP version and, for a Renderer's
+// RenderChanges, their versions and changes.
 func (r *renderer) ipsets(rs *Ruleset) {
 	for name, id := range r.usedSet {
 		set := r.res.IPSets[id]

@@ -69,8 +69,9 @@ type Request struct {
 	// IPAddrs are specific addresses asked for outside annotations (the
 	// IP key of CNI_ARGS, as the calico plugin passes them).
 	IPAddrs []netip.Addr
-	// NamespaceLabels, when known, are matched against pools'
-	// namespaceSelectors.
+	// NamespaceLabels are the labels of the pod's namespace, matched
+	// against pools' namespaceSelectors; nil when unknown (no Kubernetes
+	// access), which Calico matches as no labels.
 	NamespaceLabels map[string]string
 	Conf            Conf
 }
@@ -173,7 +174,7 @@ func Assign(ctx context.Context, alloc *ipam.Allocator, req Request, ann ipam.Po
 	args := ipam.AutoAssignArgs{
 		HandleID: h, Attrs: req.attrs(), Hostname: req.Node,
 		IPv4Pools: req.Conf.IPv4Pools, IPv6Pools: req.Conf.IPv6Pools,
-		NamespaceLabels: req.NamespaceLabels,
+		NamespaceLabels: req.NamespaceLabels, Namespace: req.Namespace,
 	}
 	if req.Conf.V4() {
 		args.Num4 = 1

@@ -2,11 +2,12 @@
 // deleted Kubernetes Nodes and runs IPAM garbage collection (package
 // ipamgc). A Node deletion seen by the informer queues the node's
 // clean-up and a GC pass; a GC pass also runs every reconciler period. In
-// etcd mode the deleted node's Calico Node (the one whose k8s orchRef names
-// it, as Calico; Calico nodes without one are never touched) and its
-// WorkloadEndpoints are deleted first; in both modes the GC then
-// releases the node's block affinities, tunnel addresses and the
-// addresses of its pods. All work goes through one rate-limited work
+// etcd mode the clean-up deletes the deleted node's Calico Node (the one
+// whose k8s orchRef names it, as Calico; Calico nodes without one are never
+// touched) through lifecycle.Deleter.DeleteNode, the path calicoctl delete
+// node takes: its addresses, block affinities, endpoints, BGP peers and
+// per-node configurations go with it. In both modes the GC then releases
+// whatever else the node held. All work goes through one rate-limited work
 // queue, so failures retry with backoff and one item is never worked on
 // twice at once.
 package node
@@ -31,6 +32,7 @@ import (
 	v3 "github.com/tabbynet/tabby/api/v3"
 	"github.com/tabbynet/tabby/datastore"
 	"github.com/tabbynet/tabby/kubecontrollers/ipamgc"
+	"github.com/tabbynet/tabby/lifecycle"
 )
 
 const (
@@ -203,9 +205,14 @@ func kubernetesName(n *v3.Node) (string, bool) {
 	return "", false
 }
 
-// cleanUpNode (etcd mode) deletes the Calico Node(s) of a Kubernetes node
-// that is gone, with their WorkloadEndpoints; the GC pass queued with it
-// releases the IPAM state.
+// cleanUpNode (etcd mode, DeleteNodes) deletes the Calico Node(s) of a
+// Kubernetes node that is gone (found by k8s orchRef) through
+// lifecycle.Deleter.DeleteNode, the path calicoctl delete node takes:
+// its addresses, block affinities, endpoints, BGP peers, per-node
+// configurations and host endpoints go with it. In Kubernetes mode, as in
+// Calico, the Calico node was the Kubernetes node and only the GC pass
+// runs (the manifests grant no more). The GC pass queued with it releases
+// whatever else the node held.
 func (c *Controller) cleanUpNode(ctx context.Context, kname string) error {
 	if !c.cfg.DeleteNodes {
 		return nil
@@ -217,6 +224,7 @@ func (c *Controller) cleanUpNode(ctx context.Context, kname string) error {
 	} else if !apierrors.IsNotFound(err) {
 		return fmt.Errorf("checking that node %s is gone: %w", kname, err)
 	}
+	d := lifecycle.Deleter{Client: c.cfg.Client, Logger: c.log}
 	l, err := c.cfg.Client.List(ctx, v3.KindNode, datastore.ListOptions{})
 	if err != nil {
 		return fmt.Errorf("listing Calico nodes: %w", err)
@@ -226,34 +234,13 @@ func (c *Controller) cleanUpNode(ctx context.Context, kname string) error {
 		if k, ok := kubernetesName(n); !ok || k != kname {
 			continue
 		}
-		if err := c.deleteEndpoints(ctx, n.Name); err != nil {
-			return err
-		}
-		_, err := c.cfg.Client.Delete(ctx, datastore.KeyOf(n), datastore.DeleteOptions{ResourceVersion: n.ResourceVersion})
+		_, err := d.DeleteNode(ctx, n.Name, datastore.DeleteOptions{ResourceVersion: n.ResourceVersion})
 		if err != nil && !errors.Is(err, datastore.ErrNotFound) {
-			return fmt.Errorf("deleting Calico node %s: %w", n.Name, err)
+			return fmt.Errorf("deleting Calico node %s of deleted Kubernetes node %s: %w", n.Name, kname, err)
 		}
-		c.log.Info("deleted the Calico node of a deleted Kubernetes node", "node", n.Name, "kubernetesNode", kname)
+		c.log.Info("cleaned up after a deleted Kubernetes node", "node", n.Name, "kubernetesNode", kname)
 	}
 	c.queue.Add(gcKey)
-	return nil
-}
-
-func (c *Controller) deleteEndpoints(ctx context.Context, node string) error {
-	l, err := c.cfg.Client.List(ctx, v3.KindWorkloadEndpoint, datastore.ListOptions{})
-	if err != nil {
-		return fmt.Errorf("listing workload endpoints of node %s: %w", node, err)
-	}
-	for _, r := range l.Items {
-		w := r.(*v3.WorkloadEndpoint)
-		if w.Spec.Node != node {
-			continue
-		}
-		_, err := c.cfg.Client.Delete(ctx, datastore.KeyOf(w), datastore.DeleteOptions{ResourceVersion: w.ResourceVersion})
-		if err != nil && !errors.Is(err, datastore.ErrNotFound) {
-			return fmt.Errorf("deleting workload endpoint %s/%s of deleted node %s: %w", w.Namespace, w.Name, node, err)
-		}
-	}
 	return nil
 }
 

@@ -103,13 +103,12 @@ func Run(ctx context.Context, o Options) error {
 		_ = healthSrv.Shutdown(sctx)
 	}()
 
-	dsconfig.NewKubernetesClient = kdd.FromSpec
-	dsconfig.NewEtcdTransport = etcdlib.New
+	backends := dsconfig.Backends{Kubernetes: kdd.FromSpec, EtcdTransport: etcdlib.New}
 	spec, err := dsconfig.Load(dsconfig.DefaultConfigFile, false, getenv)
 	if err != nil {
 		return err
 	}
-	client, err := dsconfig.New(spec)
+	client, err := backends.New(spec)
 	if err != nil {
 		return fmt.Errorf("connecting to the datastore: %w", err)
 	}

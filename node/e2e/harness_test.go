@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -84,6 +85,11 @@ type agent struct {
 	// readyFlags are the readiness probe's flags (Calico's manifests:
 	// -felix-ready -bird-ready with BIRD, -felix-ready without).
 	readyFlags []string
+	// inProcess runs node/agent inside this test binary (see
+	// inprocess_test.go) instead of the calico-node binary: built with
+	// -race, the race detector watches felix, confd and the rest of the
+	// agent together.
+	inProcess bool
 }
 
 // syncBuffer is a log buffer written by the process and read by the test.
@@ -133,8 +139,18 @@ func newAgent(t testing.TB, c *multinode.Cluster, n *multinode.Node, extra ...st
 func (a *agent) start() {
 	a.t.Helper()
 	a.log = &syncBuffer{}
-	a.cmd = exec.Command("ip", append([]string{"netns", "exec", a.node.Namespace.Name}, calicoNodeBin(a.t))...)
-	a.cmd.Env = a.env
+	bin, env := "", a.env
+	if a.inProcess {
+		self, err := os.Executable()
+		if err != nil {
+			a.t.Fatal(err)
+		}
+		bin, env = self, append(slices.Clip(env), inProcessEnv+"=1")
+	} else {
+		bin = calicoNodeBin(a.t)
+	}
+	a.cmd = exec.Command("ip", "netns", "exec", a.node.Namespace.Name, bin)
+	a.cmd.Env = env
 	a.cmd.Stdout, a.cmd.Stderr = a.log, a.log
 	if err := a.cmd.Start(); err != nil {
 		a.t.Fatalf("starting calico-node on %s: %v", a.node.Name, err)

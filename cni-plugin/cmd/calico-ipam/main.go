@@ -18,6 +18,7 @@ import (
 	current "github.com/containernetworking/cni/pkg/types/100"
 	"github.com/containernetworking/cni/pkg/version"
 
+	"github.com/tabbynet/tabby/cni-plugin/kubepods"
 	"github.com/tabbynet/tabby/cni-plugin/netconf"
 	"github.com/tabbynet/tabby/datastore"
 	"github.com/tabbynet/tabby/datastore/dsconfig"
@@ -38,6 +39,7 @@ type env struct {
 	conf   *netconf.NetConf
 	req    cniipam.Request
 	plugin *cniipam.Plugin
+	client datastore.Client
 	close  func()
 }
 
@@ -79,7 +81,7 @@ func load(args *skel.CmdArgs) (*env, error) {
 	case netconf.DatastoreKubernetes:
 		c, err = kdd.New(kdd.Config{Kubeconfig: conf.Kubernetes.Kubeconfig})
 	default:
-		c, err = dsconfig.New(conf.DatastoreSpec(os.Getenv))
+		c, err = dsconfig.Backends{}.New(conf.DatastoreSpec(os.Getenv)) // the hand-written etcd transport
 	}
 	if err != nil {
 		// Connecting is lazy: what fails here is configuration.
@@ -95,7 +97,7 @@ func load(args *skel.CmdArgs) (*env, error) {
 	}
 	// The cache TTL outlives the invocation: settings are read once.
 	p := &cniipam.Plugin{Alloc: ipam.New(c, ipam.Config{CacheTTL: 5 * time.Second}), LockPath: lockPath}
-	return &env{conf: conf, req: req, plugin: p, close: func() { c.Close() }}, nil
+	return &env{conf: conf, req: req, plugin: p, client: c, close: func() { c.Close() }}, nil
 }
 
 // ipArgs reads IP=<addr>[,<addr>] from CNI_ARGS (how Calico's plugin
@@ -126,6 +128,11 @@ func cmdAdd(args *skel.CmdArgs) error {
 	defer e.close()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
+	// The pod's namespace labels, for pools' namespaceSelectors, as
+	// Calico's calico-ipam reads them.
+	if e.req.NamespaceLabels, err = kubepods.NamespaceLabels(ctx, e.conf, e.client, e.req.Namespace); err != nil {
+		return cniipam.ToCNIError(err)
+	}
 	res, err := e.plugin.Add(ctx, e.req)
 	if err != nil {
 		return err

@@ -15,7 +15,10 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 
 	v3 "github.com/tabbynet/tabby/api/v3"
 	"github.com/tabbynet/tabby/datastore/etcd"
@@ -145,5 +148,72 @@ func TestIntegrationBinary(t *testing.T) {
 	}
 	if out, err := run("STATUS", "", conf(""), ""); err == nil || out["code"] != float64(50) {
 		t.Fatalf("STATUS down: %v %v", out, err)
+	}
+}
+
+// TestIntegrationBinaryNamespaceSelector: with a kubeconfig (Calico's
+// condition: a kubeconfig or policy type k8s), calico-ipam reads the pod's
+// namespace from a real kube-apiserver and matches pools'
+// namespaceSelectors with its labels, as Calico's calico-ipam does; a
+// namespace no pool selects is refused (101, naming the pools), never
+// given another pool's address.
+func TestIntegrationBinaryNamespaceSelector(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "calico-ipam")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	server := testservers.StartEtcd(t)
+	k := testservers.StartKubeAPIServer(t, testservers.WithAPIServerFlags("--shutdown-watch-termination-grace-period=1s"))
+	rc, err := clientcmd.BuildConfigFromFlags("", k.Kubeconfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, n := range []*corev1.Namespace{
+		{ObjectMeta: metav1.ObjectMeta{Name: "w", Labels: map[string]string{"ns": "w"}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "u"}},
+	} {
+		if _, err := kubernetes.NewForConfigOrDie(rc).CoreV1().Namespaces().Create(ctx, n, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := etcd.New(etcd.Config{Endpoints: []string{server.Endpoint()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Create(ctx, &v3.IPPool{TypeMeta: metav1.TypeMeta{Kind: v3.KindIPPool, APIVersion: v3.GroupVersion},
+		ObjectMeta: metav1.ObjectMeta{Name: "pool-w"}, Spec: v3.IPPoolSpec{CIDR: "10.0.1.0/24", NamespaceSelector: "ns == 'w'", AllowedUses: []v3.IPPoolAllowedUse{v3.IPPoolAllowedUseWorkload}}}); err != nil {
+		t.Fatal(err)
+	}
+	conf := fmt.Sprintf(`{"cniVersion":"1.1.0","name":"k8s-pod-network","type":"calico","datastore_type":"etcdv3",
+		"etcd_endpoints":%q,"nodename":"node-1","ipam_lock_file":"","kubernetes":{"kubeconfig":%q},"ipam":{"type":"calico-ipam"}}`, server.Endpoint(), k.Kubeconfig())
+	run := func(cid, namespace string) (map[string]any, error) {
+		p := exec.Command(bin)
+		p.Env = append(os.Environ(), "CNI_COMMAND=ADD", "CNI_CONTAINERID="+cid, "CNI_NETNS=/var/run/netns/x",
+			"CNI_IFNAME=eth0", "CNI_PATH=/opt/cni/bin", "CNI_ARGS=K8S_POD_NAMESPACE="+namespace+";K8S_POD_NAME="+cid)
+		p.Stdin = strings.NewReader(conf)
+		var out bytes.Buffer
+		p.Stdout = &out
+		err := p.Run()
+		var m map[string]any
+		if jerr := json.Unmarshal(out.Bytes(), &m); jerr != nil {
+			t.Fatalf("output %q: %v", out.String(), jerr)
+		}
+		return m, err
+	}
+	res, err := run("in-w", "w")
+	if err != nil {
+		t.Fatalf("ADD in w: %v %v", err, res)
+	}
+	if addr := res["ips"].([]any)[0].(map[string]any)["address"].(string); !strings.HasPrefix(addr, "10.0.1.") {
+		t.Errorf("ADD in w got %s, want an address of pool-w", addr)
+	}
+	out, err := run("in-u", "u")
+	if msg, _ := out["msg"].(string); err == nil || out["code"] != float64(101) || !strings.Contains(msg, `namespaceSelector "ns == 'w'", which does not select namespace "u"`) {
+		t.Errorf("ADD in u: code %v %v, want 101 naming pool-w's namespaceSelector", out["code"], out)
+	}
+	if out, err := run("in-gone", "gone"); err == nil || !strings.Contains(fmt.Sprint(out), `failed to get namespace gone`) {
+		t.Errorf("ADD in a namespace Kubernetes does not have: %v %v", out, err)
 	}
 }

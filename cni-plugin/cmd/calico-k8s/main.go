@@ -17,8 +17,7 @@ import (
 )
 
 func main() {
-	dsconfig.NewKubernetesClient = kdd.FromSpec
-	p := plugin.New()
+	p := plugin.New(dsconfig.Backends{Kubernetes: kdd.FromSpec})
 	p.PodsFor = kubepods.For
 	p.PodReaderFor = kubepods.ReaderFor
 	skel.PluginMainFuncs(p.Funcs(), plugin.SupportedVersions, plugin.About)

@@ -28,6 +28,7 @@ import (
 
 	"github.com/tabbynet/tabby/cni-plugin/netconf"
 	"github.com/tabbynet/tabby/cni-plugin/plugin"
+	"github.com/tabbynet/tabby/datastore/dsconfig"
 	"github.com/tabbynet/tabby/datastore/etcd"
 )
 
@@ -56,7 +57,7 @@ func main() {
 		// Connect to etcd while the call is parsed and checked.
 		etcd.Predial(netconf.SplitEndpoints(endpoints))
 	}
-	skel.PluginMainFuncs(plugin.New().Funcs(), plugin.SupportedVersions, plugin.About)
+	skel.PluginMainFuncs(plugin.New(dsconfig.Backends{}).Funcs(), plugin.SupportedVersions, plugin.About)
 }
 
 // maxStdin bounds the network configuration read from stdin: real ones

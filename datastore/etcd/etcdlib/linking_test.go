@@ -19,7 +19,7 @@ func TestWhoLinksTheLibrary(t *testing.T) {
 	}
 	for _, pkg := range []string{"felix/cmd/felix", "confd/cmd/confd", "calicoctl"} {
 		if !strings.Contains(deps(pkg), "github.com/tabbynet/tabby/datastore/etcd/etcdlib\n") {
-			t.Errorf("%s does not use etcd's client library (set dsconfig.NewEtcdTransport = etcdlib.New)", pkg)
+			t.Errorf("%s does not use etcd's client library (pass dsconfig.Backends{EtcdTransport: etcdlib.New})", pkg)
 		}
 	}
 	for _, pkg := range []string{"cni-plugin/cmd/calico", "cni-plugin/cmd/calico-ipam"} {

@@ -25,6 +25,25 @@ type Kernel struct {
 	calls  []string
 	pinned map[string]bool // sets that cannot be destroyed (in use)
 	addrs  map[string][]string
+	// brokenSets are the sets no write to which succeeds (BreakSet);
+	// brokenRules the rule texts no restore may add (BreakRule).
+	brokenSets, brokenRules map[string]bool
+}
+
+// BreakSet makes every ipset restore that names set fail (broken=false
+// mends it), as a set the kernel refuses would.
+func (k *Kernel) BreakSet(set string, broken bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.brokenSets[set] = broken
+}
+
+// BreakRule makes every iptables-restore that adds a rule containing
+// text fail (broken=false mends it), as a rule the kernel refuses would.
+func (k *Kernel) BreakRule(text string, broken bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.brokenRules[text] = broken
 }
 
 // SetInterfaceAddrs sets the interfaces and addresses (CIDRs) that
@@ -94,7 +113,8 @@ type set struct {
 // NewKernel returns a fake with empty filter, raw and mangle tables (only
 // their base chains) for both IP versions.
 func NewKernel() *Kernel {
-	return &Kernel{tables: map[string]*table{}, sets: map[string]*set{}, fail: map[string]int{}, pinned: map[string]bool{}}
+	return &Kernel{tables: map[string]*table{}, sets: map[string]*set{}, fail: map[string]int{}, pinned: map[string]bool{},
+		brokenSets: map[string]bool{}, brokenRules: map[string]bool{}}
 }
 
 // FailNext makes the next n runs of command name (e.g. "iptables-restore",
@@ -212,6 +232,9 @@ func (k *Kernel) Run(_ context.Context, name string, args []string, stdin []byte
 		if _, ok := baseChains[tname]; !ok || !strings.HasPrefix(string(stdin), "*") {
 			return nil, fmt.Errorf("fake iptables-restore: unsupported table line %q", tname)
 		}
+		if err := k.checkRestore(string(stdin)); err != nil {
+			return nil, err
+		}
 		t, err := restore(k.tableFor(version, tname), string(stdin))
 		if err != nil {
 			return nil, err
@@ -228,6 +251,25 @@ func (k *Kernel) Run(_ context.Context, name string, args []string, stdin []byte
 		return nil, k.ipsetRestore("destroy " + args[1])
 	}
 	return nil, fmt.Errorf("fake kernel: unsupported command %q", call)
+}
+
+// checkRestore fails an iptables-restore that adds a broken rule or
+// matches a set that does not exist (as the kernel refuses it).
+func (k *Kernel) checkRestore(text string) error {
+	for _, l := range strings.Split(text, "\n") {
+		f := strings.Fields(l)
+		for b, broken := range k.brokenRules {
+			if broken && len(f) > 1 && (f[0] == "-A" || f[0] == "-I") && strings.Contains(l, b) {
+				return fmt.Errorf("fake iptables-restore: %q: injected failure", l)
+			}
+		}
+		for i := 0; i+1 < len(f); i++ {
+			if f[i] == "--match-set" && k.sets[f[i+1]] == nil {
+				return fmt.Errorf("fake iptables-restore: %q: Set %s doesn't exist", l, f[i+1])
+			}
+		}
+	}
+	return nil
 }
 
 func (k *Kernel) save(t *table) []byte {
@@ -384,6 +426,9 @@ func (k *Kernel) ipsetRestore(text string) error {
 			continue
 		}
 		fail := func(msg string) error { return fmt.Errorf("fake ipset restore: line %d %q: %s", i+1, l, msg) }
+		if k.brokenSets[f[1]] || (len(f) > 2 && k.brokenSets[f[2]] && f[0] == "swap") {
+			return fail("injected failure")
+		}
 		s := k.sets[f[1]]
 		switch f[0] {
 		case "create":
@@ -397,6 +442,10 @@ func (k *Kernel) ipsetRestore(text string) error {
 		case "add", "del":
 			if s == nil {
 				return fail("no such set")
+			}
+			if s.typ == "hash:net" && strings.HasSuffix(f[2], "/0") {
+				// As the kernel: hash:net holds no /0.
+				return fail("The value of the CIDR parameter of the IP address is invalid")
 			}
 			if f[0] == "add" {
 				s.members[normalise(f[2])] = true

@@ -48,6 +48,15 @@ const poolCIDRv6 = "fd00:70::/48"
 // IPv4 one is named "pool", an IPv6 one "pool6").
 func newLabWith(t testing.TB, o multinode.Options, pools map[string]multinode.PoolOptions) *lab {
 	t.Helper()
+	return newLabThen(t, o, pools, nil, nil)
+}
+
+// newLabThen is newLabWith with beforeFelix, run once the nodes are
+// registered and before any felix starts (to shape the Node resources),
+// and felixOpts giving node i's felix its options (nil: the defaults).
+func newLabThen(t testing.TB, o multinode.Options, pools map[string]multinode.PoolOptions,
+	beforeFelix func(*multinode.Cluster), felixOpts func(i int) multinode.FelixOptions) *lab {
+	t.Helper()
 	o.NoNodeResources = true
 	c := multinode.New(t, o)
 	l := &lab{Cluster: c}
@@ -76,8 +85,15 @@ func newLabWith(t testing.TB, o multinode.Options, pools map[string]multinode.Po
 			t.Fatal(err)
 		}
 	}
-	for _, n := range c.Nodes {
-		l.felix = append(l.felix, n.StartFelix())
+	if beforeFelix != nil {
+		beforeFelix(c)
+	}
+	for i, n := range c.Nodes {
+		var fo multinode.FelixOptions
+		if felixOpts != nil {
+			fo = felixOpts(i)
+		}
+		l.felix = append(l.felix, n.StartFelixWith(fo))
 	}
 	// Until a felix's first dataplane sync, routes already carry packets
 	// that no iptables rule filters yet (the real felix is not ready then).

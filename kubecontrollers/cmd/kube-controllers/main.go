@@ -70,8 +70,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	slog.SetDefault(log)
 	klog.SetSlogLogger(log)
 
-	dsconfig.NewKubernetesClient = kdd.FromSpec
-	dsconfig.NewEtcdTransport = etcdlib.New // long-running: etcd's client library
+	// Long-running: etcd's client library.
+	backends := dsconfig.Backends{Kubernetes: kdd.FromSpec, EtcdTransport: etcdlib.New}
 	dsenv := func(k string) string {
 		if k == config.EnvDatastoreType {
 			return env.DatastoreType // Calico's kube-controllers default: etcdv3
@@ -82,7 +82,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if err != nil {
 		return err
 	}
-	client, err := dsconfig.New(spec)
+	client, err := backends.New(spec)
 	if err != nil {
 		return fmt.Errorf("connecting to the datastore: %w", err)
 	}
@@ -103,6 +103,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	var etcdCfg *etcd.Config
 	if spec.DatastoreType == dsconfig.TypeEtcdV3 {
 		c := spec.EtcdConfig()
+		c.NewTransport = backends.EtcdTransport
 		etcdCfg = &c
 	}
 	reg := prometheus.NewRegistry()
