@@ -65,14 +65,13 @@ bench-felix:
 ## member in the kernel (p50/max of 20), one policy changed -> its chain
 ## live (p50), 100 endpoint changes/s for 30 s (felix CPU, lag of the last
 ## change), each with the load average. bench-scale-calc: the pure
-## calculation in-process (Engine vs memoised Compute).
+## calculation in-process (the Engine: one change, first load).
 bench-scale:
 	$(GO) test -tags privileged,integration -run '^$$' -bench PrivilegedScale -benchtime 1x -timeout 90m ./felix/e2e/
 
 bench-scale-calc:
 	TABBY_BENCH_SCALE=1 $(GO) test -run '^$$' -bench 'ScaleEngine(Endpoint|Policy)Change' -benchtime 20x ./felix/calc/
 	TABBY_BENCH_SCALE=1 $(GO) test -run '^$$' -bench 'ScaleEngineLoad' -benchtime 2x ./felix/calc/
-	TABBY_BENCH_SCALE=1 $(GO) test -run '^$$' -bench 'ScaleCompute' -benchtime 10x ./felix/calc/
 
 ## lab: the first thing to run (root, Debian): installs what it needs
 ## (packages, the Go modules of the binaries the lab runs, etcd), builds

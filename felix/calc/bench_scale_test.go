@@ -15,10 +15,9 @@ import (
 )
 
 // The scale benchmarks use issue 15's cluster: 1,000 policies, 110 local
-// endpoints and N remote ones (TABBY_BENCH_SIZES, default 5000,150000 for
-// the Engine and 5000,50000 for the memoised Compute, whose one change
-// costs about a second at 150,000). They take minutes, so they run only
-// with TABBY_BENCH_SCALE=1 (make bench-scale).
+// endpoints and N remote ones (TABBY_BENCH_SIZES, default 5000,150000).
+// They take minutes, so they run only with TABBY_BENCH_SCALE=1 (make
+// bench-scale-calc).
 const scalePolicies, scaleLocals = 1000, 110
 
 func benchSizes(b *testing.B, def string) []int {
@@ -48,28 +47,6 @@ func extraRemote() *v3.WorkloadEndpoint {
 	return w
 }
 
-// BenchmarkScaleComputeEndpointChange is today's path: one remote
-// endpoint appears or goes, then ComputeWith with the daemon's Memo.
-func BenchmarkScaleComputeEndpointChange(b *testing.B) {
-	for _, n := range benchSizes(b, "5000,50000") {
-		b.Run(fmt.Sprintf("remote=%d", n), func(b *testing.B) {
-			objs := ct.Synthetic(scalePolicies, scaleLocals, n)
-			more := append(objs[:len(objs):len(objs)], extraRemote())
-			memo := calc.NewMemo()
-			calc.ComputeWith(ct.Input(ct.Node, objs), memo)
-			i := 0
-			for b.Loop() {
-				i++
-				if i%2 == 0 {
-					calc.ComputeWith(ct.Input(ct.Node, objs), memo)
-				} else {
-					calc.ComputeWith(ct.Input(ct.Node, more), memo)
-				}
-			}
-		})
-	}
-}
-
 func loadEngine(objs []any) *calc.Engine {
 	e := calc.NewEngine(ct.Node)
 	// In felix's order: everything else before the workload endpoints
@@ -94,6 +71,7 @@ func BenchmarkScaleEngineEndpointChange(b *testing.B) {
 	for _, n := range benchSizes(b, "5000,150000") {
 		b.Run(fmt.Sprintf("remote=%d", n), func(b *testing.B) {
 			e := loadEngine(ct.Synthetic(scalePolicies, scaleLocals, n))
+			runtime.GC() // collect the load's garbage before, not during, the changes
 			extra := extraRemote()
 			i := 0
 			var members int
@@ -118,6 +96,7 @@ func BenchmarkScaleEnginePolicyChange(b *testing.B) {
 	for _, n := range benchSizes(b, "5000,150000") {
 		b.Run(fmt.Sprintf("remote=%d", n), func(b *testing.B) {
 			e := loadEngine(ct.Synthetic(scalePolicies, scaleLocals, n))
+			runtime.GC() // collect the load's garbage before, not during, the changes
 			i := 0
 			for b.Loop() {
 				i++
@@ -146,19 +125,6 @@ func BenchmarkScaleEngineLoad(b *testing.B) {
 			runtime.ReadMemStats(&after)
 			b.ReportMetric(float64(after.HeapAlloc-min(after.HeapAlloc, before.HeapAlloc))/(1<<20), "engineHeapMiB")
 			runtime.KeepAlive(e)
-		})
-	}
-}
-
-// BenchmarkScaleComputeFull is a from-scratch Compute of the whole
-// cluster, to compare with BenchmarkScaleEngineLoad.
-func BenchmarkScaleComputeFull(b *testing.B) {
-	for _, n := range benchSizes(b, "5000,50000") {
-		b.Run(fmt.Sprintf("remote=%d", n), func(b *testing.B) {
-			in := ct.Input(ct.Node, ct.Synthetic(scalePolicies, scaleLocals, n))
-			for b.Loop() {
-				calc.Compute(in)
-			}
 		})
 	}
 }

@@ -178,40 +178,6 @@ func TestDuplicateResolvedByResourceVersion(t *testing.T) {
 	}
 }
 
-// TestMemoGivesIdenticalResults replays a series of changes (objects
-// replaced by new pointers, added, removed) through one Memo and checks
-// every result against a memo-less computation.
-func TestMemoGivesIdenticalResults(t *testing.T) {
-	memo := calc.NewMemo()
-	objs := ct.Scenario()
-	steps := []func([]any) []any{
-		func(o []any) []any { return o },
-		func(o []any) []any { // change one policy (new object, as a datastore cache would)
-			out := slices.Clone(o)
-			for i, x := range out {
-				if p, ok := x.(*v3.NetworkPolicy); ok && p.Name == "web-from-partners" {
-					q := p.DeepCopy()
-					q.Spec.Ingress[0].Destination.NotPorts = ct.Ports("2222")
-					out[i] = q
-				}
-			}
-			return out
-		},
-		func(o []any) []any { return o[1:] }, // drop the prod namespace profile
-		func(o []any) []any { return append(o, ct.NSProfile("prod", map[string]string{"team": "z"})) },
-		func(o []any) []any { return o[:len(o)-6] },  // drop some policies
-		func(o []any) []any { return ct.Scenario() }, // all new pointers
-	}
-	for i, step := range steps {
-		objs = step(objs)
-		want := calc.Compute(ct.Input(ct.Node, objs))
-		got := calc.ComputeWith(ct.Input(ct.Node, objs), memo)
-		if diff := cmp.Diff(want, got, cmpopts.EquateComparable(netip.Prefix{})); diff != "" {
-			t.Fatalf("step %d: memo result differs (-plain +memo):\n%s", i, diff)
-		}
-	}
-}
-
 // TestRemoteEndpointBadFieldsIgnored: a remote endpoint is not validated
 // as a whole (its interface name never reaches a rule), but a port that
 // could not go into an ipset is dropped and a bad IP skips it.

@@ -5,7 +5,6 @@ import (
 	"maps"
 	"net/netip"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/tabbynet/tabby/api/numorstring"
@@ -23,54 +22,20 @@ type demand struct {
 	nets     []netip.Prefix
 }
 
-// members computes the set's content; matches says which of all d.sel
-// matches (nil for a CIDR set).
+// members computes the set's content over all labelled items; matches
+// says which of them d.sel matches (nil for a CIDR set).
 func (d *demand) members(all []labelled, matches []bool) *IPSet {
-	set := &IPSet{ID: d.id, Type: d.typ}
 	var members []string
-	add := func(s string) { members = append(members, s) }
-	switch {
-	case d.nets != nil:
-		for _, n := range d.nets {
-			add(n.String())
-		}
-	case d.typ == HashNet:
-		for i := range all {
-			if matches[i] {
-				for _, n := range all[i].netStrs {
-					add(n)
-				}
-			}
-		}
-	default:
-		// ip,proto:port members, built by hand: fmt.Sprintf here was most
-		// of a membership change's cost at 5,000 endpoints.
-		proto := protoName(d.proto)
-		var buf []byte
-		for i := range all {
-			m := &all[i]
-			var port uint16
-			for _, p := range m.ports {
-				if p.name == d.portName && p.proto == d.proto {
-					port = p.port
-					break
-				}
-			}
-			if port == 0 || !matches[i] {
-				continue
-			}
-			for _, n := range m.nets {
-				if n.IsSingleIP() {
-					buf = n.Addr().AppendTo(buf[:0])
-					buf = append(append(append(buf, ','), proto...), ':')
-					add(string(strconv.AppendUint(buf, uint64(port), 10)))
-				}
-			}
+	if d.nets != nil {
+		members = prefixStrings(d.nets)
+	}
+	for i := range matches {
+		if matches[i] {
+			members = appendMembers(members, d, &all[i])
 		}
 	}
 	// Sorted, without repeats (two endpoints may share an address).
-	set.Members = SortedMembers(members)
-	return set
+	return &IPSet{ID: d.id, Type: d.typ, Members: SortedMembers(members)}
 }
 
 func protoName(p uint8) string {
@@ -101,12 +66,13 @@ type fault struct {
 }
 
 // convertRules resolves a policy's or profile's rules in the namespace scope
-// ns ("" for global) and registers the ipsets of the rules it keeps. A rule
+// ns ("" for global) and registers the ipsets of the rules it keeps in
+// demands. A rule
 // that cannot be rendered as written never fails open (see Handling): an
 // Allow is dropped, a Deny keeps only what can be rendered (it denies
 // more), and any other rule (Pass, Log, an unknown action) becomes a Deny
 // of everything reaching it. Each such rule is reported.
-func (c *computer) convertRules(rules []v3.Rule, ns string, owner ruleOwner) ([]Rule, []Unrenderable) {
+func convertRules(rules []v3.Rule, ns string, owner ruleOwner, demands map[string]*demand) ([]Rule, []Unrenderable) {
 	var out []Rule
 	var bad []Unrenderable
 	for i := range rules {
@@ -114,7 +80,7 @@ func (c *computer) convertRules(rules []v3.Rule, ns string, owner ruleOwner) ([]
 		r, faults := convertRule(&rules[i], ns, local)
 		if len(faults) == 0 {
 			out = append(out, r)
-			maps.Copy(c.demands, local)
+			maps.Copy(demands, local)
 			continue
 		}
 		var h Handling
@@ -124,7 +90,7 @@ func (c *computer) convertRules(rules []v3.Rule, ns string, owner ruleOwner) ([]
 		case v3.Deny:
 			h = Widened
 			out = append(out, r)
-			maps.Copy(c.demands, local)
+			maps.Copy(demands, local)
 		default:
 			// What passing or logging a wrong set of packets leads to
 			// cannot be bounded: deny everything that reaches the rule.
@@ -257,9 +223,27 @@ func convertEntity(e *v3.EntityRule, ns string, proto uint8, demands map[string]
 		// watch Services (and the datastore refuses such writes).
 		fail(ReasonServices, fmt.Errorf("services matches are not supported (service %s/%s)", e.Services.Namespace, e.Services.Name))
 	}
+	posSel, fs := labelMatch(e, ns, &m, demands)
+	faults = append(faults, fs...)
+	if m.Ports, m.NamedPortSets, err = portMatch(e.Ports, proto, posSel, demands); err != nil {
+		fail(ReasonPorts, fmt.Errorf("ports: %w", err))
+	} else {
+		m.HasPortConstraint = len(e.Ports) > 0
+	}
+	if m.NotPorts, m.NotNamedPortSets, err = portMatch(e.NotPorts, proto, posSel, demands); err != nil {
+		fail(ReasonPorts, fmt.Errorf("notPorts: %w", err))
+	}
+	return m, faults
+}
 
-	// The label part: Calico scopes a namespaced policy's rule selectors
-	// to the policy's namespace unless the rule has a namespaceSelector.
+// labelMatch converts the label part of one side of a rule (selector,
+// notSelector, namespaceSelector, serviceAccounts) into m's selector sets
+// and returns the matcher of the endpoints its positive side selects (for
+// named ports). Calico scopes a namespaced policy's rule selectors to the
+// policy's namespace unless the rule has a namespaceSelector, which
+// replaces the namespace scope.
+func labelMatch(e *v3.EntityRule, ns string, m *EntityMatch, demands map[string]*demand) (*matcher, []fault) {
+	var faults []fault
 	scope := ns
 	if e.NamespaceSelector != "" {
 		scope = ""
@@ -272,10 +256,10 @@ func convertEntity(e *v3.EntityRule, ns string, proto uint8, demands map[string]
 			saNames = sa.Names
 		}
 	}
-	posSel := allMatcher() // the endpoints the positive side selects (for named ports)
+	posSel := allMatcher()
 	if e.Selector != "" || e.NamespaceSelector != "" || saSel != "" || saNames != nil {
 		if sel, err := newMatcher(e.Selector, scope, e.NamespaceSelector, saSel, saNames); err != nil {
-			fail(ReasonSelector, err)
+			faults = append(faults, fault{ReasonSelector, err})
 		} else {
 			posSel = sel
 			m.SelSet = sel.id
@@ -284,50 +268,43 @@ func convertEntity(e *v3.EntityRule, ns string, proto uint8, demands map[string]
 	}
 	if e.NotSelector != "" {
 		if not, err := newMatcher(e.NotSelector, scope, e.NamespaceSelector, "", nil); err != nil {
-			fail(ReasonSelector, fmt.Errorf("notSelector: %w", err))
+			faults = append(faults, fault{ReasonSelector, fmt.Errorf("notSelector: %w", err)})
 		} else {
 			m.NotSelSet = not.id
 			demands[not.id] = &demand{id: not.id, typ: HashNet, sel: not}
 		}
 	}
+	return posSel, faults
+}
 
-	// portSets registers its named-port sets only when the whole list
-	// converts.
-	portSets := func(ports []numorstring.Port) ([]PortRange, []string, error) {
-		var ranges []PortRange
-		var named []string
-		sets := map[string]*demand{}
-		for _, p := range ports {
-			if p.IsNamed() {
-				if proto == 0 {
-					return nil, nil, fmt.Errorf("named port %q needs a protocol", p.PortName)
-				}
-				id := shortID("n:", fmt.Sprintf("%s\x00%d\x00%s", posSel.id, proto, p.PortName))
-				sets[id] = &demand{id: id, typ: HashIPPort, sel: posSel, proto: proto, portName: p.PortName}
-				named = append(named, id)
-				continue
+// portMatch converts a list of ports: numbers and ranges, and named
+// ports as sets of the endpoints sel selects with that port. It
+// registers its named-port sets only when the whole list converts.
+func portMatch(ports []numorstring.Port, proto uint8, sel *matcher, demands map[string]*demand) ([]PortRange, []string, error) {
+	var ranges []PortRange
+	var named []string
+	sets := map[string]*demand{}
+	for _, p := range ports {
+		if p.IsNamed() {
+			if proto == 0 {
+				return nil, nil, fmt.Errorf("named port %q needs a protocol", p.PortName)
 			}
-			if p.MinPort == 0 && p.MaxPort == 0 || p.MinPort > p.MaxPort {
-				return nil, nil, fmt.Errorf("port %q is not a port or range", p.String())
-			}
-			ranges = append(ranges, PortRange{Min: p.MinPort, Max: p.MaxPort})
+			id := shortID("n:", fmt.Sprintf("%s\x00%d\x00%s", sel.id, proto, p.PortName))
+			sets[id] = &demand{id: id, typ: HashIPPort, sel: sel, proto: proto, portName: p.PortName}
+			named = append(named, id)
+			continue
 		}
-		if (len(ranges) > 0 || len(named) > 0) && !portProto(proto) {
-			return nil, nil, fmt.Errorf("ports need protocol TCP, UDP, SCTP or UDPLite")
+		if p.MinPort == 0 && p.MaxPort == 0 || p.MinPort > p.MaxPort {
+			return nil, nil, fmt.Errorf("port %q is not a port or range", p.String())
 		}
-		maps.Copy(demands, sets)
-		slices.Sort(named)
-		return ranges, slices.Compact(named), nil
+		ranges = append(ranges, PortRange{Min: p.MinPort, Max: p.MaxPort})
 	}
-	if m.Ports, m.NamedPortSets, err = portSets(e.Ports); err != nil {
-		fail(ReasonPorts, fmt.Errorf("ports: %w", err))
-	} else {
-		m.HasPortConstraint = len(e.Ports) > 0
+	if (len(ranges) > 0 || len(named) > 0) && !portProto(proto) {
+		return nil, nil, fmt.Errorf("ports need protocol TCP, UDP, SCTP or UDPLite")
 	}
-	if m.NotPorts, m.NotNamedPortSets, err = portSets(e.NotPorts); err != nil {
-		fail(ReasonPorts, fmt.Errorf("notPorts: %w", err))
-	}
-	return m, faults
+	maps.Copy(demands, sets)
+	slices.Sort(named)
+	return ranges, slices.Compact(named), nil
 }
 
 func portProto(p uint8) bool { return p == 6 || p == 17 || p == 132 || p == 136 }

@@ -31,12 +31,25 @@
 // traffic in its directions. Each case is listed in Result.Unrenderable
 // with its Handling and Reason.
 //
-// # Incremental calculation
+// # One path: the Engine, with Compute as its oracle
 //
-// Engine gives the same Result incrementally: resources go in one at a
-// time (Upsert, Delete) and Flush returns the Result and a Delta (the
-// local endpoints, active policies, profiles and ipset members that
-// changed). Its cost is that of what an update touches: a label index
+// felix runs the Engine: resources go in one at a time (Upsert, Delete)
+// and Flush returns the Result and a Delta (the local endpoints, active
+// policies, profiles and ipset members that changed), which the renderer
+// (rules.Renderer.RenderChanges) takes as it is. Compute is the plain
+// from-scratch calculation of the same Result, kept as the reference the
+// Engine is tested against (felix never runs it; tests and the lab's
+// expectations do). Both load every
+// object through the same pure per-object loaders (load.go: a tier, a
+// profile, an endpoint or network set in, what the calculation keeps of
+// it and its problems out; policy.go: a policy in, the parsed policy,
+// its problems and the rules it cannot render out, then placed in its
+// tier), so bad input, label inheritance and the fail-closed conversion
+// cannot differ between them; only what is derived from the loaded
+// objects (selection, set membership) is computed twice, once
+// incrementally and once plainly.
+//
+// The Engine's cost is that of what an update touches: a label index
 // (labelindex.go) evaluates an endpoint or network set only against the
 // selectors of its namespace and the global ones and turns "now matches"
 // / "no longer matches" into ipset member additions and removals; a

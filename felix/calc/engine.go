@@ -1,7 +1,6 @@
 package calc
 
 import (
-	"cmp"
 	"maps"
 	"reflect"
 	"slices"
@@ -95,7 +94,7 @@ func NewEngine(node string) *Engine {
 		node:         node,
 		objs:         map[objKey]any{},
 		kinds:        map[string]int{},
-		tiers:        map[string]*tierInfo{},
+		tiers:        builtInTiers(),
 		profiles:     map[string]*v3.Profile{},
 		problems:     map[objKey][]Problem{},
 		profileUsers: map[string]map[objKey]bool{},
@@ -108,21 +107,9 @@ func NewEngine(node string) *Engine {
 		liveProfiles: map[string]*Profile{},
 	}
 	e.idx.init(&e.delta)
-	for _, t := range v3.DefaultTiers() {
-		e.tiers[t.Name] = builtInTier(t.Name)
-	}
 	e.res = Result{Endpoints: []Endpoint{}, Policies: map[PolicyID]*Policy{}, Profiles: map[string]*Profile{}, IPSets: map[string]*IPSet{}}
 	e.delta.reset()
 	return e
-}
-
-func builtInTier(name string) *tierInfo {
-	for _, t := range v3.DefaultTiers() {
-		if t.Name == name {
-			return &tierInfo{name: t.Name, order: t.Spec.Order, action: *t.Spec.DefaultAction}
-		}
-	}
-	return nil
 }
 
 // Upsert adds or replaces one resource. It reports false for kinds the
@@ -237,12 +224,11 @@ func (e *Engine) update(k objKey) {
 	}
 }
 
-// scratch is a computer for one object's loading, sharing the engine's
-// tiers and profiles.
-func (e *Engine) scratch() *computer {
-	return &computer{node: e.node, problems: map[Problem]bool{}, profiles: e.profiles, tiers: e.tiers, demands: map[string]*demand{}, noKeys: true}
-}
+// env is what loading an item reads of the Engine.
+func (e *Engine) env() itemEnv { return itemEnv{node: e.node, profiles: e.profiles} }
 
+// setProblems records the problems of the object of key k (ps is sorted
+// and free of repeats: see problemSet).
 func (e *Engine) setProblems(k objKey, ps []Problem) {
 	old := e.problems[k]
 	if slices.Equal(old, ps) {
@@ -256,28 +242,10 @@ func (e *Engine) setProblems(k objKey, ps []Problem) {
 	e.delta.problems = true
 }
 
-func problemList(m map[Problem]bool) []Problem {
-	var out []Problem
-	for p := range m {
-		out = append(out, p)
-	}
-	sortProblems(out)
-	return out
-}
-
-func sortProblems(ps []Problem) {
-	slices.SortFunc(ps, func(a, b Problem) int {
-		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Namespace, b.Namespace),
-			cmp.Compare(a.Name, b.Name), cmp.Compare(a.Reason, b.Reason))
-	})
-}
-
-func sortUnrenderable(us []Unrenderable) {
-	slices.SortFunc(us, func(a, b Unrenderable) int {
-		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Namespace, b.Namespace),
-			cmp.Compare(a.Name, b.Name), cmp.Compare(a.Direction, b.Direction), cmp.Compare(a.Rule, b.Rule),
-			cmp.Compare(a.Reason, b.Reason), cmp.Compare(a.Detail, b.Detail))
-	})
+// problemSet sorts ps and drops repeats.
+func problemSet(ps []Problem) []Problem {
+	slices.SortFunc(ps, compareProblems)
+	return slices.Compact(ps)
 }
 
 // updateTier re-derives the effective tier of k.name and, when it
@@ -286,16 +254,7 @@ func (e *Engine) updateTier(k objKey, o any) {
 	var ti *tierInfo
 	var problems []Problem
 	if t, ok := o.(*v3.Tier); ok {
-		if err := t.Validate().Err(); err != nil {
-			c := e.scratch()
-			c.report(v3.KindTier, "", t.Name, "invalid, skipped: %v", err)
-			problems = problemList(c.problems)
-		} else {
-			ti = &tierInfo{name: t.Name, order: t.Spec.Order, action: v3.Deny}
-			if t.Spec.DefaultAction != nil {
-				ti.action = *t.Spec.DefaultAction
-			}
-		}
+		ti, problems = loadTier(t)
 	}
 	e.setProblems(k, problems)
 	if ti == nil {
@@ -320,9 +279,7 @@ func sortedKeys(m map[objKey]bool) []objKey {
 	for k := range m {
 		out = append(out, k)
 	}
-	slices.SortFunc(out, func(a, b objKey) int {
-		return cmp.Or(cmp.Compare(a.kind, b.kind), cmp.Compare(a.ns, b.ns), cmp.Compare(a.name, b.name))
-	})
+	slices.SortFunc(out, compareObjKeys)
 	return out
 }
 
@@ -373,7 +330,7 @@ func (e *Engine) Flush() (*Result, *Delta) {
 				seen[p] = true
 			}
 		}
-		e.res.Problems = problemList(seen)
+		e.res.Problems = slices.SortedFunc(maps.Keys(seen), compareProblems)
 	}
 	if e.delta.unrenderable {
 		var us []Unrenderable
@@ -385,7 +342,7 @@ func (e *Engine) Flush() (*Result, *Delta) {
 				us = append(us, pr.refd.unrenderable...)
 			}
 		}
-		sortUnrenderable(us)
+		slices.SortFunc(us, compareUnrenderable)
 		e.res.Unrenderable = us
 	}
 	res := e.res // a copy: the next Flush does not change this one

@@ -1,13 +1,10 @@
 package calc
 
 import (
-	"cmp"
 	"hash/maphash"
 	"maps"
 	"reflect"
 	"slices"
-
-	v3 "github.com/tabbynet/tabby/api/v3"
 )
 
 // localState is one local endpoint in the Engine: as loaded, the
@@ -19,51 +16,14 @@ type localState struct {
 	ep   Endpoint
 }
 
-// itemProfiles are the profiles an item's labels inherit from.
-func itemProfiles(o any) []string {
-	switch o := o.(type) {
-	case *v3.WorkloadEndpoint:
-		return o.Spec.Profiles
-	case *remoteWEP:
-		return o.profiles
-	case *v3.HostEndpoint:
-		return o.Spec.Profiles
-	case *v3.NetworkSet:
-		return []string{"kns." + o.Namespace}
-	}
-	return nil
-}
-
 // updateItem re-derives an endpoint or network set: its problems, its
 // labels in the index, and, for a local endpoint, its policy lists.
 func (e *Engine) updateItem(k objKey, o any) {
-	c := e.scratch()
-	var member *labelled
-	var local *localEndpoint
 	if r, ok := o.(*remoteWEP); ok {
 		o = r.expand()
 	}
-	switch o := o.(type) {
-	case *v3.WorkloadEndpoint:
-		out := c.loadWEP(o)
-		member, local = out.member, out.local
-		for _, p := range out.problems {
-			c.problems[p] = true
-		}
-	case *v3.HostEndpoint:
-		c.loadHEP(o)
-	case *v3.NetworkSet:
-		c.loadNetworkSet(o)
-	case *v3.GlobalNetworkSet:
-		c.loadGlobalNetworkSet(o)
-	}
-	if len(c.members) > 0 {
-		member = &c.members[0]
-	}
-	if len(c.locals) > 0 {
-		local = &c.locals[0]
-	}
-	e.setProblems(k, problemList(c.problems))
+	l := e.env().loadItem(o)
+	e.setProblems(k, problemSet(l.problems))
 	if old, ok := e.itemProfiles[k]; ok {
 		for _, name := range old {
 			removeUser(e.profileUsers, name, k)
@@ -80,15 +40,15 @@ func (e *Engine) updateItem(k objKey, o any) {
 	if it := e.idx.items[k]; it != nil {
 		oldMember = it.m
 	}
-	if member != nil {
-		sh := e.labelSets.internShared(member.labels)
-		member.labels, member.shared = sh.labels, sh
+	if m := l.member; m != nil {
+		sh := e.labelSets.internShared(m.labels)
+		m.labels, m.shared = sh.labels, sh
 	}
-	e.idx.setItem(k, member)
+	e.idx.setItem(k, l.member)
 	if oldMember != nil {
 		e.labelSets.release(oldMember.labels)
 	}
-	e.setLocal(k, local)
+	e.setLocal(k, l.local)
 }
 
 // labelSets interns the items' effective label maps, so that the
@@ -176,13 +136,7 @@ func (ls *labelSets) release(labels map[string]string) {
 	}
 }
 
-func (e *Engine) epRef(l *localState) EndpointRef {
-	return EndpointRef{Kind: l.le.ep.Kind, Key: l.le.ep.Key}
-}
-
-func compareLocals(a, b *localState) int {
-	return cmp.Or(cmp.Compare(a.le.ep.Kind, b.le.ep.Kind), cmp.Compare(a.le.ep.Key, b.le.ep.Key))
-}
+func compareLocals(a, b *localState) int { return compareEndpointRefs(a.le.ep.ref(), b.le.ep.ref()) }
 
 // setLocal replaces the local endpoint of key k by le (nil: none).
 func (e *Engine) setLocal(k objKey, le *localEndpoint) {
@@ -199,7 +153,7 @@ func (e *Engine) setLocal(k objKey, le *localEndpoint) {
 		i, _ := slices.BinarySearchFunc(e.sorted, old, compareLocals)
 		e.sorted = slices.Delete(e.sorted, i, i+1)
 		delete(e.locals, k)
-		e.delta.endpoint(e.epRef(old))
+		e.delta.endpoint(old.le.ep.ref())
 		e.useProfiles(old.le.ep.Profiles, -1)
 		return
 	}
@@ -259,16 +213,7 @@ func (e *Engine) rebuild(l *localState) {
 		return
 	}
 	l.ep = ep
-	e.delta.endpoint(e.epRef(l))
-}
-
-// comparePolicies is the evaluation order: tier order, tier name, policy
-// order, policy name (nil orders last).
-func comparePolicies(a, b *parsedPolicy) int {
-	if r := compareOrder(a.tier.order, b.tier.order, a.tier.name, b.tier.name); r != 0 {
-		return r
-	}
-	return compareOrder(a.order, b.order, a.name, b.name)
+	e.delta.endpoint(l.le.ep.ref())
 }
 
 // useProfiles counts (by +1 or -1) a local endpoint's use of each of its

@@ -9,11 +9,11 @@ import (
 
 // policyState is one policy object in the Engine.
 type policyState struct {
-	key  objKey
-	tier string // the tier it names
-	// memo holds the policy's validation and parse while the object is
-	// unchanged (a tier change re-derives it without parsing again).
-	memo         *Memo
+	key objKey
+	// obj is the object last loaded and load its loading: a tier change
+	// places the same object again without parsing it again.
+	obj          any
+	load         loadedPolicy
 	p            *parsedPolicy // nil: skipped (invalid, missing tier)
 	unrenderable []Unrenderable
 	selected     map[objKey]*localState
@@ -49,7 +49,7 @@ func (e *Engine) updatePolicy(k objKey, o any) {
 			return
 		}
 		e.setProblems(k, nil)
-		removeUser(e.tierUsers, ps.tier, k)
+		removeUser(e.tierUsers, ps.load.tier, k)
 		if len(ps.unrenderable) > 0 {
 			e.delta.unrenderable = true
 		}
@@ -64,39 +64,23 @@ func (e *Engine) updatePolicy(k objKey, o any) {
 		return
 	}
 	if ps == nil {
-		ps = &policyState{key: k, memo: NewMemo(), selected: map[objKey]*localState{}}
+		ps = &policyState{key: k, selected: map[objKey]*localState{}}
 		e.policies[k] = ps
 	}
-	c := e.scratch()
-	c.memo = ps.memo
-	ps.memo.begin()
-	var tier string
-	switch o := o.(type) {
-	case *v3.NetworkPolicy:
-		c.loadNetworkPolicy(o)
-		tier = o.Spec.Tier
-	case *v3.GlobalNetworkPolicy:
-		c.loadGlobalNetworkPolicy(o)
-		tier = o.Spec.Tier
+	if ps.obj != o {
+		removeUser(e.tierUsers, ps.load.tier, k)
+		ps.obj, ps.load = o, loadPolicy(o)
+		addUser(e.tierUsers, ps.load.tier, k)
 	}
-	ps.memo.end()
-	if tier == "" {
-		tier = v3.DefaultTierName
-	}
-	removeUser(e.tierUsers, ps.tier, k)
-	ps.tier = tier
-	addUser(e.tierUsers, tier, k)
-	e.setProblems(k, problemList(c.problems))
-	if len(ps.unrenderable) > 0 || len(c.unrenderable) > 0 {
+	p, problems, unrenderable := ps.load.place(e.tiers)
+	e.setProblems(k, problemSet(problems))
+	if len(ps.unrenderable) > 0 || len(unrenderable) > 0 {
 		e.delta.unrenderable = true
 	}
-	ps.unrenderable = c.unrenderable
+	ps.unrenderable = unrenderable
 
 	oldP := ps.p
-	ps.p = nil
-	if len(c.policies) > 0 {
-		ps.p = c.policies[0]
-	}
+	ps.p = p
 	affected := maps.Clone(ps.selected)
 	if ps.p == nil {
 		clear(ps.selected)
@@ -161,11 +145,7 @@ func (e *Engine) updateProfile(k objKey, o any) {
 	var valid *v3.Profile
 	var problems []Problem
 	if p, ok := o.(*v3.Profile); ok {
-		if err := p.Validate().Err(); err != nil {
-			c := e.scratch()
-			c.report(v3.KindProfile, "", p.Name, "invalid, skipped: %v", err)
-			problems = problemList(c.problems)
-		} else {
+		if problems = loadProfile(p); problems == nil {
 			valid = p
 		}
 	}
@@ -181,8 +161,7 @@ func (e *Engine) updateProfile(k objKey, o any) {
 		pr.conv = nil
 	} else {
 		e.profiles[name] = valid
-		conv := convertProfile(valid)
-		pr.conv = &conv
+		pr.conv = convertProfile(valid)
 	}
 	e.syncProfile(name)
 	if relabel {
@@ -190,14 +169,13 @@ func (e *Engine) updateProfile(k objKey, o any) {
 			e.updateItem(ik, e.objs[ik])
 		}
 	}
-	if pr.uses == 0 && pr.conv == nil && pr.refd == nil {
-		delete(e.profs, name)
-	}
+	e.dropIdleProfile(name)
 }
 
 // syncProfile wants a profile's sets and publishes it while a local
 // endpoint uses it.
 func (e *Engine) syncProfile(name string) {
+	defer e.dropIdleProfile(name)
 	pr := e.profs[name]
 	var want *convertedProfile
 	if pr.uses > 0 {
@@ -225,8 +203,18 @@ func (e *Engine) syncProfile(name string) {
 	pr.refd = want
 	delete(e.liveProfiles, name)
 	if want != nil {
-		e.liveProfiles[name] = &Profile{Name: name, Ingress: want.in, Egress: want.out}
+		e.liveProfiles[name] = want.published(name)
 	}
 	e.delta.profile(name)
 	e.delta.profilesMap = true
+}
+
+// dropIdleProfile forgets the state of a profile name that no local
+// endpoint uses and no valid profile has: it holds nothing a new state
+// would not (without this, every profile name ever named by a local
+// endpoint would stay).
+func (e *Engine) dropIdleProfile(name string) {
+	if pr := e.profs[name]; pr != nil && pr.uses == 0 && pr.conv == nil && pr.refd == nil {
+		delete(e.profs, name)
+	}
 }

@@ -90,6 +90,9 @@ func runEquivalence(t *testing.T, seed uint64, steps int) int {
 			t.Fatalf("seed %d step %d (last change: %s): engine differs from Compute (-compute +engine):\n%s", seed, step, g.last, diff)
 		}
 		checkSetDelta(t, seed, step, prev, got.IPSets, delta)
+		if n := calc.IdleProfileStates(e); n > 0 {
+			t.Fatalf("seed %d step %d (last change: %s): %d profile names kept that nothing uses", seed, step, g.last, n)
+		}
 		prev = got.IPSets
 	}
 	return updates

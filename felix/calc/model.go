@@ -271,3 +271,24 @@ func (u Unrenderable) String() string {
 	}
 	return fmt.Sprintf("%s %s: %s %s (%s): %s", u.Kind, name, where, u.Handling, u.Reason, u.Detail)
 }
+
+// objects lists every object of the input.
+func (in *Input) objects() []any {
+	out := make([]any, 0, len(in.WorkloadEndpoints)+len(in.HostEndpoints)+len(in.NetworkPolicies)+
+		len(in.GlobalNetworkPolicies)+len(in.Tiers)+len(in.Profiles)+len(in.NetworkSets)+len(in.GlobalNetworkSets))
+	out = appendAll(out, in.WorkloadEndpoints)
+	out = appendAll(out, in.HostEndpoints)
+	out = appendAll(out, in.NetworkPolicies)
+	out = appendAll(out, in.GlobalNetworkPolicies)
+	out = appendAll(out, in.Tiers)
+	out = appendAll(out, in.Profiles)
+	out = appendAll(out, in.NetworkSets)
+	return appendAll(out, in.GlobalNetworkSets)
+}
+
+func appendAll[T any](out []any, objs []T) []any {
+	for _, o := range objs {
+		out = append(out, o)
+	}
+	return out
+}

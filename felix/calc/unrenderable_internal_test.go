@@ -50,8 +50,8 @@ func TestConvertRulesNeverFailsOpen(t *testing.T) {
 			t.Run(tc.name+"/"+string(action), func(t *testing.T) {
 				rule := tc.rule
 				rule.Action = action
-				c := &computer{demands: map[string]*demand{}}
-				got, bad := c.convertRules([]v3.Rule{rule, ok}, "", ruleOwner{"GlobalNetworkPolicy", "", "p", "ingress"})
+				demands := map[string]*demand{}
+				got, bad := convertRules([]v3.Rule{rule, ok}, "", ruleOwner{"GlobalNetworkPolicy", "", "p", "ingress"}, demands)
 				var want []Rule
 				wantHandling := Denied
 				switch action {
@@ -86,13 +86,13 @@ func TestConvertRulesNeverFailsOpen(t *testing.T) {
 				// a dropped rule's are not.
 				for _, r := range got {
 					for _, id := range []string{r.Src.SelSet, r.Src.NetSet, r.Dst.SelSet} {
-						if id != "" && c.demands[id] == nil {
+						if id != "" && demands[id] == nil {
 							t.Errorf("set %s referenced but not registered", id)
 						}
 					}
 				}
-				if action == v3.Allow && len(c.demands) != 0 {
-					t.Errorf("dropped rule registered sets %v", c.demands)
+				if action == v3.Allow && len(demands) != 0 {
+					t.Errorf("dropped rule registered sets %v", demands)
 				}
 			})
 		}
@@ -103,9 +103,9 @@ func TestConvertRulesNeverFailsOpen(t *testing.T) {
 // refused it) cannot be bounded: it selects every endpoint of its
 // namespace and denies their traffic in its directions.
 func TestPolicyWithBadSelectorDeniesItsNamespace(t *testing.T) {
-	info := parsePolicy(v3.KindNetworkPolicy, "prod", "p", "app ==", "", "", []v3.PolicyType{v3.PolicyTypeEgress},
-		[]v3.Rule{{Action: v3.Allow}}, []v3.Rule{{Action: v3.Allow}})
-	p := info.p
+	p, unrenderable := parsePolicy(policySpec{kind: v3.KindNetworkPolicy, ns: "prod", name: "p", tier: "default",
+		sel: "app ==", types: []v3.PolicyType{v3.PolicyTypeEgress},
+		in: []v3.Rule{{Action: v3.Allow}}, out: []v3.Rule{{Action: v3.Allow}}})
 	if p == nil {
 		t.Fatal("policy skipped")
 	}
@@ -128,7 +128,7 @@ func TestPolicyWithBadSelectorDeniesItsNamespace(t *testing.T) {
 	}
 	want := []Unrenderable{{Kind: v3.KindNetworkPolicy, Namespace: "prod", Name: "p", Rule: -1,
 		Handling: Denied, Reason: ReasonPolicySelector}}
-	if diff := cmp.Diff(want, info.unrenderable, cmpopts.IgnoreFields(Unrenderable{}, "Detail")); diff != "" {
+	if diff := cmp.Diff(want, unrenderable, cmpopts.IgnoreFields(Unrenderable{}, "Detail")); diff != "" {
 		t.Errorf("unrenderable (-want +got):\n%s", diff)
 	}
 }

@@ -116,22 +116,31 @@ func TestUnrenderableProfileDenyWidened(t *testing.T) {
 	}
 }
 
-// Unrenderable rules are reported the same with and without a memo, and
-// every computation (not only the first) reports them.
-func TestUnrenderableReportedWithMemo(t *testing.T) {
-	objs := []any{
-		ct.NSProfile("prod", nil), ct.WEP("prod", "web", ct.Node, "caliweb", "10.65.0.1", nil),
-		ct.NP("prod", "p", nil, "all()", ct.Ingress, []v3.Rule{
-			{Action: v3.Allow, Source: v3.EntityRule{Services: &v3.ServiceMatch{Name: "api"}}}}, nil),
-	}
+// The Engine reports unrenderable rules as Compute does, in every Result
+// (not only the Flush that loaded the policy): after nothing changed,
+// after the policy was sent again, after an unrelated change.
+func TestUnrenderableReportedByEveryFlush(t *testing.T) {
+	pol := ct.NP("prod", "p", nil, "all()", ct.Ingress, []v3.Rule{
+		{Action: v3.Allow, Source: v3.EntityRule{Services: &v3.ServiceMatch{Name: "api"}}}}, nil)
+	objs := []any{ct.NSProfile("prod", nil), ct.WEP("prod", "web", ct.Node, "caliweb", "10.65.0.1", nil), pol}
 	want := calc.Compute(ct.Input(ct.Node, objs)).Unrenderable
 	if len(want) != 1 {
 		t.Fatalf("unrenderable = %v, want 1", want)
 	}
-	memo := calc.NewMemo()
-	for i := range 3 {
-		if diff := cmp.Diff(want, calc.ComputeWith(ct.Input(ct.Node, objs), memo).Unrenderable); diff != "" {
-			t.Fatalf("computation %d: (-want +got):\n%s", i, diff)
+	e := calc.NewEngine(ct.Node)
+	for _, o := range objs {
+		e.Upsert(o)
+	}
+	for i, change := range []func(){
+		func() {},
+		func() {},
+		func() { e.Upsert(pol) },
+		func() { e.Upsert(ct.WEP("prod", "other", "node2", "calio", "10.65.0.2", nil)) },
+	} {
+		change()
+		res, _ := e.Flush()
+		if diff := cmp.Diff(want, res.Unrenderable); diff != "" {
+			t.Fatalf("flush %d: (-want +got):\n%s", i, diff)
 		}
 	}
 }

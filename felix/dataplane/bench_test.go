@@ -4,8 +4,6 @@ import (
 	"context"
 	"testing"
 
-	v3 "github.com/tabbynet/tabby/api/v3"
-	"github.com/tabbynet/tabby/felix/calc"
 	ct "github.com/tabbynet/tabby/felix/calc/calctest"
 	fake "github.com/tabbynet/tabby/felix/dataplane/testing"
 	"github.com/tabbynet/tabby/felix/rules"
@@ -17,19 +15,12 @@ import (
 // state with the cached actual one and writing the one-chain restore.
 func BenchmarkApplyOneChange(b *testing.B) {
 	ctx := context.Background()
-	objs := ct.Synthetic(1000, 500, 5000)
-	idx := -1
-	for i, o := range objs {
-		if p, ok := o.(*v3.NetworkPolicy); ok && p.Name == "pol0" {
-			idx = i
-		}
-	}
-	memo := calc.NewMemo()
+	e := ct.Load(ct.Node, ct.Synthetic(1000, 500, 5000))
 	r := rules.NewRenderer(rules.DefaultConfig(), 4)
 	var sets [2]*rules.Ruleset
 	for v := range 2 {
-		objs[idx] = ct.SyntheticPolicy(0, v)
-		sets[v] = r.Render(calc.ComputeWith(ct.Input(ct.Node, objs), memo))
+		e.Upsert(ct.SyntheticPolicy(0, v))
+		sets[v] = r.RenderChanges(e.Flush())
 	}
 	k := fake.NewKernel()
 	dp := newDP(k)

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	v3 "github.com/tabbynet/tabby/api/v3"
 	"github.com/tabbynet/tabby/felix/calc"
 	ct "github.com/tabbynet/tabby/felix/calc/calctest"
 	"github.com/tabbynet/tabby/felix/dataplane"
@@ -19,8 +18,9 @@ import (
 
 // BenchmarkPrivilegedOneChange programs the synthetic cluster (1,000
 // policies, 500 local and 5,000 remote endpoints) into a fresh namespace
-// once, then times b.N single changes through the whole pipeline (calc
-// with a Memo, caching Renderer, Dataplane.Apply with the real binaries),
+// once, then times b.N single changes through the whole pipeline (the
+// calc Engine, caching Renderer fed its Delta, Dataplane.Apply with the
+// real binaries),
 // reporting medians, which a loaded machine disturbs less than means:
 //
 //   - policy: one policy's rules change (one chain rewritten, one
@@ -35,24 +35,20 @@ import (
 func BenchmarkPrivilegedOneChange(b *testing.B) {
 	ctx := context.Background()
 	base := ct.Synthetic(1000, 500, 5000)
-	pol := slices.IndexFunc(base, func(o any) bool { p, ok := o.(*v3.NetworkPolicy); return ok && p.Name == "pol0" })
 	remote := ct.WEP("ns1", "extra", "node9", "caliextra", "10.99.0.1", map[string]string{"app": "a1"})
-	policy := func(i int) []any {
-		objs := slices.Clone(base)
-		objs[pol] = ct.SyntheticPolicy(0, i%2)
-		return objs
-	}
-	membership := func(i int) []any {
+	policy := func(e *calc.Engine, i int) { e.Upsert(ct.SyntheticPolicy(0, i%2)) }
+	membership := func(e *calc.Engine, i int) {
 		if i%2 == 0 {
-			return base
+			e.Delete(remote)
+		} else {
+			e.Upsert(remote)
 		}
-		return append(slices.Clone(base), remote)
 	}
 	for _, tc := range []struct {
 		name        string
 		dualStack   bool
 		restoreOnly bool
-		change      func(i int) []any
+		change      func(e *calc.Engine, i int)
 	}{
 		{"policy", false, false, policy},
 		{"membership", false, false, membership},
@@ -75,15 +71,16 @@ func BenchmarkPrivilegedOneChange(b *testing.B) {
 				renderers = append(renderers, rules.NewRenderer(rules.DefaultConfig(), 6))
 			}
 			dp := dataplane.New(cfg)
-			memo := calc.NewMemo()
-			render := func(res *calc.Result) []*rules.Ruleset {
+			render := func(res *calc.Result, delta *calc.Delta) []*rules.Ruleset {
 				var out []*rules.Ruleset
 				for _, r := range renderers {
-					out = append(out, r.Render(res))
+					out = append(out, r.RenderChanges(res, delta))
 				}
 				return out
 			}
-			dp.SetDesired(render(calc.ComputeWith(ct.Input(ct.Node, tc.change(0)), memo))...)
+			engine := ct.Load(ct.Node, base)
+			tc.change(engine, 0)
+			dp.SetDesired(render(engine.Flush())...)
 			if _, err := dp.Apply(ctx); err != nil {
 				b.Fatal(err)
 			}
@@ -92,11 +89,11 @@ func BenchmarkPrivilegedOneChange(b *testing.B) {
 			cpu0 := cpuSoFar()
 			for b.Loop() {
 				i++
-				objs := tc.change(i)
 				t0 := time.Now()
-				res := calc.ComputeWith(ct.Input(ct.Node, objs), memo)
+				tc.change(engine, i)
+				res, delta := engine.Flush()
 				t1 := time.Now()
-				dp.SetDesired(render(res)...)
+				dp.SetDesired(render(res, delta)...)
 				t2 := time.Now()
 				if _, err := dp.Apply(ctx); err != nil {
 					b.Fatal(err)

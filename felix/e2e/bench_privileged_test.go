@@ -24,10 +24,10 @@ import (
 //
 //   - floor: one plain iptables-restore of the final filter ruleset (plus,
 //     reported apart, one ipset restore of its sets) into an empty namespace;
-//   - fullsync: calc + render + the driver's first Apply (sets, table) into
-//     another empty namespace;
+//   - fullsync: calc (the Engine's first load) + render + the driver's
+//     first Apply (sets, table) into another empty namespace;
 //   - change: calc + render + Apply after one policy's rules change, with
-//     the calc Memo and caching Renderer the daemon uses: the median of 10
+//     the calc Engine and caching Renderer the daemon uses: the median of 10
 //     changes (change-s, change-apply-s), and the first one right after the
 //     full sync apart (first-change-s: it also pays for the garbage the
 //     full sync left).
@@ -59,12 +59,12 @@ func BenchmarkPrivilegedFelixSync(b *testing.B) {
 			Runner: dataplane.ExecRunner{NetnsPath: syncNS.Path()}, V4: dataplane.BackendDefaultV4,
 			Logger: slog.New(slog.DiscardHandler),
 		})
-		memo := calc.NewMemo()
 		renderer := rules.NewRenderer(rules.DefaultConfig(), 4)
 		t2 := time.Now()
-		res = calc.ComputeWith(ct.Input(ct.Node, objs), memo)
+		engine := ct.Load(ct.Node, objs)
+		res, delta := engine.Flush()
 		tc := time.Now()
-		dp.SetDesired(renderer.Render(res))
+		dp.SetDesired(renderer.RenderChanges(res, delta))
 		tr := time.Now()
 		if _, err := dp.Apply(ctx); err != nil {
 			b.Fatal(err)
@@ -78,15 +78,9 @@ func BenchmarkPrivilegedFelixSync(b *testing.B) {
 		// the median of the rest (steady state).
 		var changes, applies []time.Duration
 		for i := 1; i <= 11; i++ {
-			changed := append([]any{}, objs...)
-			for j, o := range changed {
-				if p, ok := o.(interface{ GetName() string }); ok && p.GetName() == "pol0" {
-					changed[j] = ct.SyntheticPolicy(0, i%2)
-				}
-			}
 			t3 := time.Now()
-			res = calc.ComputeWith(ct.Input(ct.Node, changed), memo)
-			dp.SetDesired(renderer.Render(res))
+			engine.Upsert(ct.SyntheticPolicy(0, i%2))
+			dp.SetDesired(renderer.RenderChanges(engine.Flush()))
 			t4 := time.Now()
 			r, err := dp.Apply(ctx)
 			if err != nil {

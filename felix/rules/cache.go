@@ -9,14 +9,20 @@ import (
 	"github.com/tabbynet/tabby/felix/calc"
 )
 
-// Renderer renders like Render but remembers the chains it built, so that
+// Renderer renders each Flush of one calc.Engine (RenderChanges, with its
+// Delta) like Render, but remembers the chains it built, so that
 // re-rendering after a small change rebuilds only the chains whose inputs
-// changed: endpoint chains are recognised by their tiers, policies and
-// profiles, policy and profile chains by the identity of their calc rule
-// slices (stable across calc.ComputeWith calls that share a Memo).
-// Entries not used by a render are dropped. Use one Renderer per IP
-// version; it is not safe for concurrent use. The output is identical to
-// Render's.
+// changed. The Engine hands out the same endpoint list, tier lists, rule
+// slices and *IPSet again while they are unchanged: the endpoint section
+// is reused while the endpoint list is the same slice, an endpoint chain
+// is found by the identity of its tier and profile lists (then by their
+// content), a policy or profile chain by the identity of its rule slice,
+// and a set's members of this version by its *IPSet. The Delta's set
+// changes are handed on, and a change of set members only is rendered
+// from the last Ruleset. Entries not used by a render are dropped. Use
+// one Renderer per IP version; it is not safe for concurrent use. The
+// output is identical to Render's (but for the set versions and changes,
+// which only a Renderer gives).
 type Renderer struct {
 	cfg       Config
 	ipVersion int
@@ -66,12 +72,6 @@ type rulesKey struct {
 // NewRenderer returns a caching renderer for one IP version.
 func NewRenderer(cfg Config, ipVersion int) *Renderer {
 	return &Renderer{cfg: cfg, ipVersion: ipVersion, prev: map[any]cachedChain{}, prevNames: map[polNameKey]string{}, epPrev: map[any]cachedChain{}}
-}
-
-// Render renders res (see the package-level Render).
-func (c *Renderer) Render(res *calc.Result) *Ruleset {
-	c.changes, c.last = nil, nil
-	return c.render(res)
 }
 
 // RenderChanges renders res, the result of the calc.Engine Flush that

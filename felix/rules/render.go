@@ -294,8 +294,8 @@ func render(cfg Config, res *calc.Result, ipVersion int, cache *Renderer) *Rules
 }
 
 // ipsets fills rs's ipsets: one spec per set the chains use, with the
-// members of the renderer's IP version and, rendering changes, their
-// versions and changes.
+// members of the renderer's IP version and, for a Renderer's
+// RenderChanges, their versions and changes.
 func (r *renderer) ipsets(rs *Ruleset) {
 	for name, id := range r.usedSet {
 		set := r.res.IPSets[id]
@@ -307,7 +307,7 @@ func (r *renderer) ipsets(rs *Ruleset) {
 		var change *IPSetChange
 		spec.Members, version, change = r.familyMembers(set)
 		rs.IPSets = append(rs.IPSets, spec)
-		if r.cache != nil && r.cache.changes != nil {
+		if r.cache != nil { // RenderChanges
 			if rs.IPSetVersions == nil {
 				rs.IPSetVersions = make(map[string]uint64, len(r.usedSet))
 			}
@@ -353,143 +353,6 @@ type endpointSection struct {
 	// mangle POSTROUTING uses.
 	mangleProfiles []string
 	sets           map[string]string
-}
-
-// endpoints renders the endpoint section. A caching renderer reuses the
-// last one when handed the very same endpoint list (calc hands it out
-// again while no endpoint's policies changed).
-func (r *renderer) endpoints(eps []calc.Endpoint) *endpointSection {
-	c := r.cache
-	if c != nil && c.section != nil && len(eps) > 0 && len(c.section.eps) == len(eps) && &c.section.eps[0] == &eps[0] {
-		return c.section
-	}
-	sec := &endpointSection{eps: eps}
-	outer := r.usedSet
-	r.usedSet = map[string]string{}
-	if c != nil {
-		c.epCur = make(map[any]cachedChain, len(c.epPrev))
-	}
-	var fromDispatch, toDispatch []Rule
-	wlIfaces := make([]string, 0, len(r.cfg.WorkloadIfacePrefixes))
-	for _, p := range r.cfg.WorkloadIfacePrefixes {
-		wlIfaces = append(wlIfaces, p+"+")
-	}
-	hostSkip := []string{"lo"}
-	fromHost := &dispatch{name: ChainFromHostEp, flag: "-i", skip: hostSkip}
-	toHost := &dispatch{name: ChainToHostEp, flag: "-o", skip: hostSkip}
-	fromHostFwd := &dispatch{name: ChainFromHostEpFwd, flag: "-i", skip: wlIfaces}
-	toHostFwd := &dispatch{name: ChainToHostEpFwd, flag: "-o", skip: wlIfaces}
-	rawFrom := &dispatch{name: ChainFromHostEp, flag: "-i"}
-	rawTo := &dispatch{name: ChainToHostEp, flag: "-o"}
-	mangleFrom := &dispatch{name: ChainFromHostEp, flag: "-i", skip: append(slices.Clone(wlIfaces), "lo")}
-	mangleTo := &dispatch{name: ChainToHostEp, flag: "-o", skip: append(slices.Clone(wlIfaces), "lo")}
-	mangleProfiles := map[string]bool{}
-	policies := map[calc.PolicyID]policyDirs{}
-	rawPolicies := map[calc.PolicyID]policyDirs{}
-	manglePolicies := map[calc.PolicyID]policyDirs{}
-	profiles := map[string]bool{}
-	bodies := map[string]bool{}
-	use := func(set map[calc.PolicyID]policyDirs, dir policyDirs, lists ...[]calc.TierPolicies) {
-		for _, tiers := range lists {
-			for _, t := range tiers {
-				for _, id := range t.Policies {
-					set[id] |= dir
-				}
-			}
-		}
-	}
-	eps = r.resolveHostInterfaces(eps)
-	for _, ep := range eps {
-		switch {
-		case ep.Kind == calc.Workload:
-			tw := PrefixToWorkload + ep.Interface
-			fw := PrefixFromWorkload + ep.Interface
-			toDispatch = append(toDispatch, Rule{Match: "-o " + ep.Interface, Action: "-g " + tw})
-			fromDispatch = append(fromDispatch, Rule{Match: "-i " + ep.Interface, Action: "-g " + fw})
-			twBody := r.workloadBody(PrefixToWorkloadShared, ep.Ingress, ep.Profiles, PrefixPolicyIn, PrefixProfileIn)
-			fwBody := r.workloadBody(PrefixFromWorkloadShared, ep.Egress, ep.Profiles, PrefixPolicyOut, PrefixProfileOut)
-			sec.chains = append(sec.chains, r.gotoChain(tw, twBody.Name), r.gotoChain(fw, fwBody.Name))
-			for _, body := range []Chain{twBody, fwBody} {
-				if !bodies[body.Name] {
-					bodies[body.Name] = true
-					sec.chains = append(sec.chains, body)
-				}
-			}
-			use(policies, dirIn, ep.Ingress)
-			use(policies, dirOut, ep.Egress)
-		case ep.Interface != "":
-			// A host endpoint (one interface, or "*": every interface
-			// without its own). Its ingress policy applies to packets
-			// from the interface to the host, its egress policy to
-			// packets from the host out of it, each after the failsafe
-			// ports; its applyOnForward policies to packets forwarded
-			// from or to it; its preDNAT policy in mangle, its untracked
-			// policy in raw.
-			suffix := ep.Interface
-			if suffix == "*" {
-				suffix = AllInterfaces
-			}
-			fh, th := PrefixFromHostEp+suffix, PrefixToHostEp+suffix
-			fhfw, thfw := PrefixFromHostEpFwd+suffix, PrefixToHostEpFwd+suffix
-			fromHost.add(ep.Interface, fh)
-			toHost.add(ep.Interface, th)
-			fromHostFwd.add(ep.Interface, fhfw)
-			toHostFwd.add(ep.Interface, thfw)
-			sec.chains = append(sec.chains,
-				r.cachedEndpointChain(fh, ChainFailsafeIn, chainNormal, ep.Ingress, ep.Profiles, PrefixPolicyIn, PrefixProfileIn),
-				r.cachedEndpointChain(th, ChainFailsafeOut, chainNormal, ep.Egress, ep.Profiles, PrefixPolicyOut, PrefixProfileOut),
-				r.cachedEndpointChain(fhfw, "", chainForward, ep.ForwardIngress, nil, PrefixPolicyIn, PrefixProfileIn),
-				r.cachedEndpointChain(thfw, "", chainForward, ep.ForwardEgress, nil, PrefixPolicyOut, PrefixProfileOut))
-			use(policies, dirIn, ep.Ingress, ep.ForwardIngress)
-			use(policies, dirOut, ep.Egress, ep.ForwardEgress)
-			// Mangle POSTROUTING applies the egress policy to DNAT'd
-			// host-originated packets.
-			mangleTo.add(ep.Interface, th)
-			sec.mangleChains = append(sec.mangleChains,
-				r.cachedEndpointChain(th, ChainFailsafeOut, chainMangleEgress, ep.Egress, ep.Profiles, PrefixPolicyOut, PrefixProfileOut))
-			use(manglePolicies, dirOut, ep.Egress)
-			for _, p := range ep.Profiles {
-				mangleProfiles[p] = true
-			}
-			if len(ep.PreDNATIngress) > 0 {
-				mangleFrom.add(ep.Interface, fh)
-				sec.mangleChains = append(sec.mangleChains,
-					r.cachedEndpointChain(fh, ChainFailsafeIn, chainPreDNAT, ep.PreDNATIngress, nil, PrefixPolicyIn, PrefixProfileIn))
-				use(manglePolicies, dirIn, ep.PreDNATIngress)
-			}
-			if ep.Interface != "*" && len(ep.UntrackedIngress)+len(ep.UntrackedEgress) > 0 {
-				rawFrom.add(ep.Interface, fh)
-				rawTo.add(ep.Interface, th)
-				sec.rawChains = append(sec.rawChains,
-					r.cachedEndpointChain(fh, ChainFailsafeIn, chainUntracked, ep.UntrackedIngress, nil, PrefixPolicyIn, PrefixProfileIn),
-					r.cachedEndpointChain(th, ChainFailsafeOut, chainUntracked, ep.UntrackedEgress, nil, PrefixPolicyOut, PrefixProfileOut))
-				use(rawPolicies, dirIn, ep.UntrackedIngress)
-				use(rawPolicies, dirOut, ep.UntrackedEgress)
-			}
-		default:
-			continue // an IP-only host endpoint matching no interface
-		}
-		for _, p := range ep.Profiles {
-			profiles[p] = true
-		}
-	}
-	unknown := Rule{Action: "-j DROP", Comment: "Unknown interface"}
-	sec.chains = append(sec.chains,
-		Chain{Name: ChainFromWlDispatch, Rules: append(fromDispatch, unknown)},
-		Chain{Name: ChainToWlDispatch, Rules: append(toDispatch, unknown)},
-		fromHost.chain(), toHost.chain(), fromHostFwd.chain(), toHostFwd.chain())
-	sec.rawChains = append(sec.rawChains, rawFrom.chain(), rawTo.chain())
-	sec.mangleChains = append(sec.mangleChains, mangleFrom.chain(), mangleTo.chain())
-	sec.mangleProfiles = slices.Collect(maps.Keys(mangleProfiles))
-
-	sec.policies, sec.rawPolicies, sec.manglePolicies = policies, rawPolicies, manglePolicies
-	sec.profiles = slices.Collect(maps.Keys(profiles))
-	sec.sets, r.usedSet = r.usedSet, outer
-	if c != nil {
-		c.epPrev, c.epCur = c.epCur, nil
-		c.section = sec
-	}
-	return sec
 }
 
 // sortedChains sorts chains by name and drops repeated names.

@@ -3,6 +3,7 @@ package rules_test
 import (
 	"flag"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -66,31 +67,46 @@ func matchingScenario() []any {
 	}
 }
 
+// TestGolden renders the Engine's first Result of each scenario through a
+// Renderer's RenderChanges, as the daemon does, and checks the text
+// against the golden files and against a plain Render of Compute.
 func TestGolden(t *testing.T) {
 	for _, sc := range []struct {
 		name string
 		objs []any
 	}{{"scenario", ct.Scenario()}, {"matching", matchingScenario()}} {
-		res := calc.Compute(ct.Input(ct.Node, sc.objs))
+		res, delta := ct.Load(ct.Node, sc.objs).Flush()
 		if sc.name == "matching" && len(res.Problems) > 0 {
 			t.Fatalf("matching scenario has problems: %v", res.Problems)
 		}
 		for _, v := range []int{4, 6} {
 			t.Run(fmt.Sprintf("%s-v%d", sc.name, v), func(t *testing.T) {
-				rs := rules.Render(rules.DefaultConfig(), res, v)
+				rs := rules.NewRenderer(rules.DefaultConfig(), v).RenderChanges(res, delta)
 				golden(t, fmt.Sprintf("%s-v%d.iptables", sc.name, v), rs.RestoreText())
 				golden(t, fmt.Sprintf("%s-v%d.ipset", sc.name, v), rs.IPSetRestoreText())
+				plain := rules.Render(rules.DefaultConfig(), calc.Compute(ct.Input(ct.Node, sc.objs)), v)
+				if diff := cmp.Diff(plain.RestoreText(), rs.RestoreText()); diff != "" {
+					t.Errorf("Render of Compute differs (-compute +engine):\n%s", diff)
+				}
 			})
 		}
 	}
 }
 
+// TestDeterministic: Engines fed the same objects in different orders
+// render the same text.
 func TestDeterministic(t *testing.T) {
-	res := calc.Compute(ct.Input(ct.Node, ct.Scenario()))
-	a := rules.Render(rules.DefaultConfig(), res, 4).RestoreText()
+	objs := ct.Scenario()
+	render := func(objs []any) string {
+		res, delta := ct.Load(ct.Node, objs).Flush()
+		return rules.NewRenderer(rules.DefaultConfig(), 4).RenderChanges(res, delta).RestoreText()
+	}
+	a := render(objs)
+	rng := rand.New(rand.NewPCG(5, 6))
 	for range 5 {
-		res := calc.Compute(ct.Input(ct.Node, ct.Scenario()))
-		if b := rules.Render(rules.DefaultConfig(), res, 4).RestoreText(); a != b {
+		shuffled := slices.Clone(objs)
+		rng.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+		if b := render(shuffled); a != b {
 			t.Fatalf("render differs between runs:\n%s", cmp.Diff(a, b))
 		}
 	}
@@ -164,12 +180,12 @@ func TestHashesChainAndPosition(t *testing.T) {
 	}
 }
 
-// TestRendererMatchesRender re-renders a series of changed results with one
-// caching Renderer per version (and one calc.Memo) and checks each output
-// equals a fresh Render.
-func TestRendererMatchesRender(t *testing.T) {
-	memo := calc.NewMemo()
-	r4, r6 := rules.NewRenderer(rules.DefaultConfig(), 4), rules.NewRenderer(rules.DefaultConfig(), 6)
+// TestRenderChangesMatchesRender feeds a series of changes to an Engine
+// and renders each Flush with one caching Renderer per version
+// (RenderChanges with the Delta, as the daemon does); each output equals
+// a fresh Render of a fresh Compute, and the set versions and changes it
+// gives lead from earlier contents to the new ones.
+func TestRenderChangesMatchesRender(t *testing.T) {
 	objs := ct.Scenario()
 	steps := []func([]any) []any{
 		func(o []any) []any { return o },
@@ -184,42 +200,14 @@ func TestRendererMatchesRender(t *testing.T) {
 			}
 			return out
 		},
-		func(o []any) []any { return append(o, matchingScenario()...) },
+		func(o []any) []any { return ct.With(o, matchingScenario()...) },
 		func(o []any) []any { return o[5:] },
 		func(o []any) []any { return ct.Scenario() },
 	}
+	h := newEngineHarness(objs)
 	for i, step := range steps {
 		objs = step(objs)
-		res := calc.ComputeWith(ct.Input(ct.Node, objs), memo)
-		for _, c := range []struct {
-			r *rules.Renderer
-			v int
-		}{{r4, 4}, {r6, 6}} {
-			want := rules.Render(rules.DefaultConfig(), calc.Compute(ct.Input(ct.Node, objs)), c.v)
-			got := c.r.Render(res)
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Fatalf("step %d v%d: cached render differs (-fresh +cached):\n%s", i, c.v, diff)
-			}
-		}
-	}
-}
-
-func BenchmarkRenderOneChange(b *testing.B) {
-	objs := ct.Synthetic(1000, 500, 5000)
-	memo := calc.NewMemo()
-	r := rules.NewRenderer(rules.DefaultConfig(), 4)
-	r.Render(calc.ComputeWith(ct.Input(ct.Node, objs), memo))
-	idx := -1
-	for i, o := range objs {
-		if p, ok := o.(*v3.NetworkPolicy); ok && p.Name == "pol0" {
-			idx = i
-		}
-	}
-	variant := 0
-	for b.Loop() {
-		variant++
-		objs[idx] = ct.SyntheticPolicy(0, variant%2)
-		r.Render(calc.ComputeWith(ct.Input(ct.Node, objs), memo))
+		h.check(t, fmt.Sprint("step ", i), objs)
 	}
 }
 

@@ -246,11 +246,10 @@ func fuzzStoredRecords(t *testing.T, where uint16, a, b, c []byte) {
 	}
 	// What felix computes from the view (as the daemon does).
 	cb.mu.Lock()
-	in := calc.Input{Node: ct.Node}
+	e := calc.NewEngine(ct.Node)
 	for _, o := range cb.objs {
-		in.Add(o)
+		e.Upsert(o)
 	}
 	cb.mu.Unlock()
-	res := calc.Compute(in)
-	rules.NewRenderer(rules.DefaultConfig(), 4).Render(res)
+	rules.NewRenderer(rules.DefaultConfig(), 4).RenderChanges(e.Flush())
 }

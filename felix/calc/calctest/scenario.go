@@ -1,6 +1,8 @@
 package calctest
 
 import (
+	"slices"
+
 	"github.com/tabbynet/tabby/api/numorstring"
 	v3 "github.com/tabbynet/tabby/api/v3"
 )
@@ -13,6 +15,12 @@ const Node = "node1"
 // nets, port ranges, and three kinds of bad input (an invalid selector, a
 // missing tier, a bad port range), each of which must be skipped.
 func Scenario() []any {
+	return slices.Concat(scenarioItems(), scenarioPolicies(), scenarioHosts(), scenarioBadInput())
+}
+
+// scenarioItems are the Scenario's profiles, tiers, endpoints and network
+// sets.
+func scenarioItems() []any {
 	return []any{
 		NSProfile("prod", map[string]string{"team": "a"}),
 		NSProfile("dev", map[string]string{"team": "b"}),
@@ -27,7 +35,12 @@ func Scenario() []any {
 			v3.WorkloadEndpointPort{Name: "http", Protocol: numorstring.ProtocolFromString("TCP"), Port: 8081}),
 		NetSet("prod", "partners", map[string]string{"role": "partner"}, "192.0.2.0/24", "198.51.100.7/32"),
 		GlobalNetSet("blocked", map[string]string{"role": "blocked"}, "203.0.113.0/24", "2001:db8::/32"),
+	}
+}
 
+// scenarioPolicies are the Scenario's workload policies, in three tiers.
+func scenarioPolicies() []any {
+	return []any{
 		// security tier: deny blocked sources first, then pass everything
 		// for prod to the next tiers.
 		GNP("security.deny-blocked", "security", Ptr(10.0), "all()", Ingress,
@@ -61,7 +74,12 @@ func Scenario() []any {
 		}),
 		// Not active: selects nothing on this node.
 		NP("prod", "remote-only", nil, "app == 'nothing'", Ingress, []v3.Rule{{Action: v3.Allow}}, nil),
+	}
+}
 
+// scenarioHosts are the Scenario's host endpoints and their policies.
+func scenarioHosts() []any {
+	return []any{
 		// Host endpoints: a local one with a policy opening the kubelet
 		// port, a remote one that only contributes to a selector set.
 		HEP("node1-eth0", Node, "eth0", map[string]string{"role": "node"}, "192.168.0.10"),
@@ -86,8 +104,12 @@ func Scenario() []any {
 		HEP("node1-all", Node, "*", map[string]string{"role": "all-interfaces"}),
 		GNP("host.all-ssh", "default", Ptr(90.0), "role == 'all-interfaces'", Ingress,
 			[]v3.Rule{{Action: v3.Allow, Protocol: Proto("TCP"), Destination: v3.EntityRule{Ports: Ports("2222")}}}, nil),
+	}
+}
 
-		// Bad input.
+// scenarioBadInput is the Scenario's bad input, each to be skipped.
+func scenarioBadInput() []any {
+	return []any{
 		NP("prod", "bad-selector", nil, "app == ", Ingress, []v3.Rule{{Action: v3.Allow}}, nil),
 		GNP("missing-tier.p", "missing-tier", nil, "all()", Ingress, []v3.Rule{{Action: v3.Deny}}, nil),
 		NP("prod", "bad-port", nil, "all()", Ingress, []v3.Rule{{Action: v3.Allow, Protocol: Proto("TCP"),
