@@ -132,7 +132,22 @@ spec:
 		t.Fatal(err)
 	}
 	waitConfig(nodes[0], `password "second-pass";`)
-	// Longer than the connect retry time (5s): node2 keeps trying.
+	// The file is written before BIRD is reconfigured: the old session
+	// may still be up for a moment. It must go down (the new password
+	// restarts it) ...
+	established := func() bool {
+		ps, err := nodes[0].bird.Protocols()
+		return err == nil && strings.HasPrefix(ps["Mesh_10_99_0_2"].Info, "Established")
+	}
+	down := time.Now().Add(10 * time.Second)
+	for established() {
+		if time.Now().After(down) {
+			t.Fatal("session still Established 10s after node1's password changed")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// ... and not come back while the passwords differ, for longer than
+	// the connect retry time (5s): node2 keeps trying.
 	deadline := time.Now().Add(7 * time.Second)
 	for time.Now().Before(deadline) {
 		ps, err := nodes[0].bird.Protocols()
