@@ -4,6 +4,7 @@ package confd
 
 import (
 	"context"
+	"github.com/tabbynet/tabby/internal/testlog"
 	"log/slog"
 	"strings"
 	"sync"
@@ -62,7 +63,7 @@ func TestSecretFromKubernetes(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var logs syncBuffer
+	var logs testlog.Buffer
 	fa := &fakeApplier{applied: make(chan string, 100)}
 	d := NewDaemon(Config{NodeName: "node1", SecretResync: 200 * time.Millisecond,
 		Secrets: KubeSecrets{Client: kube, Namespace: ns}, Logger: slog.New(slog.NewTextHandler(&logs, nil))}, fa)

@@ -1,10 +1,10 @@
 package confd
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"github.com/tabbynet/tabby/internal/testlog"
 	"log/slog"
 	"strings"
 	"sync"
@@ -112,31 +112,13 @@ func TestSecretNamespace(t *testing.T) {
 	}
 }
 
-// syncBuffer is a log sink safe for the daemon's goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestDaemonPasswordFromSecret: the password reaches the config; a wrong
 // key keeps the running config and is logged once, without the password;
 // fixing or rotating the Secret takes effect at the next resync although
 // no datastore event says so.
 func TestDaemonPasswordFromSecret(t *testing.T) {
 	fs := &fakeSecrets{data: map[string]map[string][]byte{"bgp": {"tor": []byte("s3cret-one")}}}
-	var logs syncBuffer
+	var logs testlog.Buffer
 	fa := &fakeApplier{applied: make(chan string, 100)}
 	d := NewDaemon(Config{NodeName: "node1", Debounce: 5 * time.Millisecond, SecretResync: 30 * time.Millisecond,
 		Secrets: fs, Logger: slog.New(slog.NewTextHandler(&logs, nil))}, fa)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/tabbynet/tabby/internal/testlog"
 	"log/slog"
 	"sync"
 	"testing"
@@ -34,29 +35,12 @@ func (k *killedOnCancel) Run(ctx context.Context, name string, args []string, st
 	return nil, errors.New("running " + name + ": signal: killed")
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestRunShutdownDuringSyncIsNoError: a SIGTERM (ctx cancelled) while a
 // restore runs kills it; Run returns the context's error without logging
 // an ERROR or counting a sync failure.
 func TestRunShutdownDuringSyncIsNoError(t *testing.T) {
 	k := &killedOnCancel{Kernel: fake.NewKernel(), started: make(chan struct{})}
-	var logs syncBuffer
+	var logs testlog.Buffer
 	reg := prometheus.NewRegistry()
 	dp := dataplane.New(dataplane.Config{
 		Runner: k, V4: dataplane.BackendDefaultV4,

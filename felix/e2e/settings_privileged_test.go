@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/tabbynet/tabby/internal/testlog"
 	"io"
 	"net"
 	"net/http"
@@ -15,7 +16,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -30,25 +30,12 @@ import (
 	"github.com/tabbynet/tabby/internal/testservers"
 )
 
-// syncBuffer is a log sink safe for concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
-
 // realFelix is agent.Run (what cmd/felix and calico-node run) for node
 // over a real etcd, programming nodeNS.
 type realFelix struct {
 	done                  chan error
 	stop                  context.CancelFunc
-	logs                  *syncBuffer
+	logs                  *testlog.Buffer
 	health, metrics       string // base URLs
 	logFile               string
 	healthPort, metricsPt int
@@ -68,7 +55,7 @@ func freeLoopbackPort(t *testing.T) int {
 // vars (FELIX_* and others), until the test ends.
 func startRealFelix(t *testing.T, etcdURL string, nodeNS ns.NetNS, vars map[string]string) *realFelix {
 	t.Helper()
-	f := &realFelix{done: make(chan error, 1), logs: &syncBuffer{}, logFile: filepath.Join(t.TempDir(), "felix.log"),
+	f := &realFelix{done: make(chan error, 1), logs: &testlog.Buffer{}, logFile: filepath.Join(t.TempDir(), "felix.log"),
 		healthPort: freeLoopbackPort(t), metricsPt: freeLoopbackPort(t)}
 	f.health = "http://127.0.0.1:" + strconv.Itoa(f.healthPort)
 	f.metrics = "http://127.0.0.1:" + strconv.Itoa(f.metricsPt)

@@ -3,8 +3,8 @@
 package e2e
 
 import (
-	"bytes"
 	"fmt"
+	"github.com/tabbynet/tabby/internal/testlog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -80,7 +80,7 @@ type agent struct {
 	dir  string
 	env  []string
 	cmd  *exec.Cmd
-	log  *syncBuffer
+	log  *testlog.Buffer
 	done chan struct{}
 	// readyFlags are the readiness probe's flags (Calico's manifests:
 	// -felix-ready -bird-ready with BIRD, -felix-ready without).
@@ -90,24 +90,6 @@ type agent struct {
 	// -race, the race detector watches felix, confd and the rest of the
 	// agent together.
 	inProcess bool
-}
-
-// syncBuffer is a log buffer written by the process and read by the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // newAgent prepares calico-node for node n with the given extra
@@ -138,7 +120,7 @@ func newAgent(t testing.TB, c *multinode.Cluster, n *multinode.Node, extra ...st
 // start runs calico-node in the node's namespace.
 func (a *agent) start() {
 	a.t.Helper()
-	a.log = &syncBuffer{}
+	a.log = &testlog.Buffer{}
 	bin, env := "", a.env
 	if a.inProcess {
 		self, err := os.Executable()

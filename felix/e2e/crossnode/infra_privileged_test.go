@@ -3,13 +3,12 @@
 package crossnode
 
 import (
-	"bytes"
 	"context"
 	"fmt"
+	"github.com/tabbynet/tabby/internal/testlog"
 	"log/slog"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -95,7 +94,7 @@ func TestPrivilegedCrossNodeBareIPAddress(t *testing.T) {
 func TestPrivilegedNodeWithoutAddressKeepsLocalRoutes(t *testing.T) {
 	const grace = 2 * time.Second
 	reg := prometheus.NewRegistry()
-	var logs syncBuffer
+	var logs testlog.Buffer
 	l := newLabThen(t, multinode.Options{Nodes: 2}, map[string]multinode.PoolOptions{poolCIDR: {VXLAN: v3.VXLANModeAlways, IPIP: v3.IPIPModeNever}},
 		func(c *multinode.Cluster) {
 			setNodeBGP(t, c, c.Nodes[0].Name, func(*v3.NodeBGPSpec) *v3.NodeBGPSpec { return nil })
@@ -181,22 +180,4 @@ func mustGauge(t testing.TB, reg *prometheus.Registry, name string) prometheus.C
 	}
 	t.Fatalf("metric %s not registered", name)
 	return nil
-}
-
-// syncBuffer is a bytes.Buffer safe for the concurrent writes of a log.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
