@@ -141,6 +141,10 @@ type Profile struct {
 // not match.
 type Rule struct {
 	Action v3.Action
+	// Index is the rule's position in its policy's or profile's rule list
+	// as written (flow logs and rule counters name rules by it, as
+	// Calico's NFLOG prefixes do), also when earlier rules were dropped.
+	Index int
 	// IPVersion is 4 or 6 to restrict the rule to that family, 0 for both.
 	IPVersion int
 	// Protocol and NotProtocol are IP protocol numbers, 0 when unset.
