@@ -2,6 +2,7 @@ package collector
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -48,6 +49,9 @@ type groupPacket struct {
 func loop(ctx context.Context, cfg Config, src packetSource, ct connDumper) error {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
+	}
+	if cfg.FlushInterval <= 0 {
+		return fmt.Errorf("flow log flush interval %v: must be positive", cfg.FlushInterval)
 	}
 	if cfg.ConntrackInterval <= 0 {
 		cfg.ConntrackInterval = min(5*time.Second, cfg.FlushInterval)
