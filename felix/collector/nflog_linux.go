@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"net/netip"
 	"os"
 	"syscall"
 
@@ -157,45 +156,4 @@ func indexByte(b []byte, c byte) int {
 		}
 	}
 	return -1
-}
-
-// ParseIPHeader reads the tuple and the IP length of a packet's first
-// bytes (IPv4 or IPv6; ports for TCP, UDP and SCTP).
-func ParseIPHeader(b []byte) (Tuple, int, bool) {
-	var t Tuple
-	if len(b) < 1 {
-		return t, 0, false
-	}
-	var l4 []byte
-	var length int
-	switch b[0] >> 4 {
-	case 4:
-		if len(b) < 20 {
-			return t, 0, false
-		}
-		ihl := int(b[0]&0xf) * 4
-		length = int(binary.BigEndian.Uint16(b[2:4]))
-		t.Proto = b[9]
-		t.Src = netip.AddrFrom4([4]byte(b[12:16]))
-		t.Dst = netip.AddrFrom4([4]byte(b[16:20]))
-		if len(b) >= ihl {
-			l4 = b[ihl:]
-		}
-	case 6:
-		if len(b) < 40 {
-			return t, 0, false
-		}
-		length = int(binary.BigEndian.Uint16(b[4:6])) + 40
-		t.Proto = b[6]
-		t.Src = netip.AddrFrom16([16]byte(b[8:24]))
-		t.Dst = netip.AddrFrom16([16]byte(b[24:40]))
-		l4 = b[40:]
-	default:
-		return t, 0, false
-	}
-	if (t.Proto == 6 || t.Proto == 17 || t.Proto == 132) && len(l4) >= 4 {
-		t.SrcPort = binary.BigEndian.Uint16(l4[0:2])
-		t.DstPort = binary.BigEndian.Uint16(l4[2:4])
-	}
-	return t, length, true
 }
