@@ -15,6 +15,8 @@ type Resolver interface {
 	// PolicyTier is the tier of the policy (kind gnp, np or knp as in
 	// NFLOG prefixes), "" when unknown.
 	PolicyTier(kind, namespace, name string) string
+	// Unhash reads a shortened prefix back (see Lookups.Unhash).
+	Unhash(prefix string) (Verdict, bool)
 }
 
 // Aggregator gathers verdicts and connection counts per flow key for one
@@ -66,6 +68,11 @@ func (a *Aggregator) Add(ingress bool, p Packet) {
 		a.ParseErrors++
 		a.log.Debug("unparsable NFLOG prefix", "error", err)
 		return
+	}
+	if v.Hashed {
+		if u, ok := a.resolve.Unhash(p.Prefix); ok {
+			v = u
+		}
 	}
 	k := dirTuple{p.Tuple, ingress}
 	path := append(a.paths[k], v)

@@ -1,6 +1,7 @@
 package collector_test
 
 import (
+	"fmt"
 	"net/netip"
 	"strings"
 	"testing"
@@ -9,6 +10,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v3 "github.com/tabbynet/tabby/api/v3"
+	"github.com/tabbynet/tabby/datastore"
 
 	"github.com/tabbynet/tabby/felix/calc"
 	"github.com/tabbynet/tabby/felix/collector"
@@ -66,6 +71,8 @@ func (f fakeResolver) Endpoint(ip string) collector.Endpoint {
 }
 
 func (f fakeResolver) PolicyTier(kind, ns, name string) string { return "default" }
+
+func (f fakeResolver) Unhash(string) (collector.Verdict, bool) { return collector.Verdict{}, false }
 
 // TestAggregator: a denied connection's retransmissions are one flow with
 // every packet counted; an allowed connection is one flow whose counts
@@ -150,4 +157,61 @@ felix_policy_rule_connections_total{action="Pass",direction="ingress",namespace=
 	if agg.Add(true, collector.Packet{Prefix: "bogus"}); agg.ParseErrors != 1 {
 		t.Errorf("parse errors %d", agg.ParseErrors)
 	}
+}
+
+// TestLookupsUnhash: a shortened prefix of a known policy's rule, a
+// profile's rule or a tier's end is read back to its owner; an unknown
+// one is not; a policy's update is seen.
+func TestLookupsUnhash(t *testing.T) {
+	long := strings.Repeat("very-long-name-", 5)
+	l := collector.NewLookups()
+	gnp := &v3.GlobalNetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: "sec." + long}, Spec: v3.GlobalNetworkPolicySpec{Tier: "sec",
+		Ingress: []v3.Rule{{Action: v3.Pass}, {Action: v3.Deny}}}}
+	knp := &v3.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "ns-" + long, Name: "knp.default.x"},
+		Spec: v3.NetworkPolicySpec{Egress: []v3.Rule{{Action: v3.Allow}}}}
+	prof := &v3.Profile{ObjectMeta: metav1.ObjectMeta{Name: "kns." + long}, Spec: v3.ProfileSpec{Ingress: []v3.Rule{{Action: v3.Allow}}}}
+	tier := &v3.Tier{ObjectMeta: metav1.ObjectMeta{Name: "tier-" + long}}
+	var ups []datastore.Update
+	for _, o := range []v3.Resource{gnp, knp, prof, tier} {
+		ups = append(ups, datastore.Update{Type: datastore.EventAdded, Key: datastore.Key{Kind: kindOf(o), Namespace: o.GetNamespace(), Name: o.GetName()}, Object: o})
+	}
+	l.OnUpdates(ups)
+	for _, tc := range []struct {
+		prefix string
+		want   string
+	}{
+		{rules.NFLOGPrefix('D', 'P', 'I', 1, "gnp/sec."+long), "Deny policy gnp  sec." + long + " 1 true"},
+		{rules.NFLOGPrefix('A', 'P', 'E', 0, "knp/ns-"+long+"/x"), "Allow policy knp ns-" + long + " x 0 false"},
+		{rules.NFLOGPrefix('A', 'R', 'I', 0, "kns."+long), "Allow profile   kns." + long + " 0 true"},
+		{rules.EndOfTierNFLOGPrefix('E', "tier-"+long), "Deny policy    -1 false tier-" + long},
+	} {
+		v, ok := l.Unhash(tc.prefix)
+		got := fmt.Sprintf("%s %s %s %s %s %d %v", v.Action, v.Owner, v.Kind, v.Namespace, v.Name, v.RuleIndex, v.Ingress)
+		if v.EndOfTier {
+			got += " " + v.Tier
+		}
+		if !ok || got != tc.want || len(tc.prefix) != 63 {
+			t.Errorf("%q: %q %v, want %q", tc.prefix, got, ok, tc.want)
+		}
+	}
+	if _, ok := l.Unhash(rules.NFLOGPrefix('D', 'P', 'I', 7, "gnp/sec."+long)); ok {
+		t.Error("a rule index the policy does not have was read back")
+	}
+	gnp.Spec.Ingress = append(gnp.Spec.Ingress, make([]v3.Rule, 6)...)
+	l.OnUpdates([]datastore.Update{{Type: datastore.EventModified, Key: datastore.Key{Kind: v3.KindGlobalNetworkPolicy, Name: gnp.Name}, Object: gnp}})
+	if _, ok := l.Unhash(rules.NFLOGPrefix('D', 'P', 'I', 7, "gnp/sec."+long)); !ok {
+		t.Error("the updated policy's rule 7 was not read back")
+	}
+}
+
+func kindOf(o v3.Resource) string {
+	switch o.(type) {
+	case *v3.GlobalNetworkPolicy:
+		return v3.KindGlobalNetworkPolicy
+	case *v3.NetworkPolicy:
+		return v3.KindNetworkPolicy
+	case *v3.Profile:
+		return v3.KindProfile
+	}
+	return v3.KindTier
 }
