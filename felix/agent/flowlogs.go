@@ -22,7 +22,7 @@ func startFlowLogs(ctx context.Context, r felixRun, cb syncerCallbacks) datastor
 	counters := collector.NewRuleCounters(r.reg)
 	go func() {
 		err := collector.Run(ctx, collector.Config{Node: cfg.hostname, NetnsPath: cfg.netnsPath,
-			FlushInterval: cfg.flowFlush, Resolver: lookups, Counters: counters, Store: store,
+			FlushInterval: cfg.flowFlush, Resolver: lookups, Counters: counters, Metrics: collector.NewMetrics(r.reg), Store: store,
 			Log: log.With("component", "collector"), DebugTrace: cfg.flowDebug})
 		if err != nil {
 			log.Error("flow log collector stopped: no flow logs or rule counters", "error", err)

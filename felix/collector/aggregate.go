@@ -37,8 +37,9 @@ type Aggregator struct {
 	// by tuple and direction, until conntrack no longer has them.
 	conns map[dirTuple]*conn
 	start time.Time
-	// ParseErrors counts NFLOG prefixes that did not parse.
-	ParseErrors int
+	// ParseErrors counts NFLOG prefixes that did not parse; Created the
+	// flows (keys of an interval) created.
+	ParseErrors, Created int
 }
 
 type dirTuple struct {
@@ -152,9 +153,13 @@ func (a *Aggregator) flow(key FlowKey, hits []PolicyHit) *Flow {
 	if f == nil {
 		f = &Flow{FlowKey: key, Enforced: hits, Pending: []PolicyHit{}, Node: a.node}
 		a.flows[key] = f
+		a.Created++
 	}
 	return f
 }
+
+// Tracked is the number of allowed connections followed in conntrack.
+func (a *Aggregator) Tracked() int { return len(a.conns) }
 
 // Conntrack takes a dump of the conntrack table: each known allowed
 // connection's counts grow by what conntrack counted since the last dump;
@@ -202,6 +207,10 @@ func (a *Aggregator) Flush(now time.Time) []Flow {
 	}
 	slices.SortFunc(out, func(x, y Flow) int { return compareKeys(x.FlowKey, y.FlowKey) })
 	a.flows = map[FlowKey]*Flow{}
+	// A path is a packet's verdicts, logged within microseconds; one
+	// still open at a flush never got a final verdict here (a Pass in a
+	// preDNAT chain, whose filter chains decide later): drop it.
+	clear(a.paths)
 	a.start = now
 	return out
 }

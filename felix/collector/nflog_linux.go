@@ -29,19 +29,19 @@ const (
 	nfulaPrefix  = 10
 )
 
-// NFLOGReader reads the verdicts of NFLOG groups from one network
-// namespace over one nfnetlink_log socket.
+// NFLOGReader reads the verdicts of one NFLOG group in one network
+// namespace over an nfnetlink_log socket of its own.
 type NFLOGReader struct {
-	conn   *netfilter.Conn
-	groups []uint16
-	// Overruns counts the times the kernel dropped logs because the
-	// socket's buffer was full (ENOBUFS).
-	Overruns int
+	conn  *netfilter.Conn
+	group uint16
 }
 
-// OpenNFLOG binds groups in the network namespace at netnsPath ("" for
+// Group is the reader's NFLOG group.
+func (r *NFLOGReader) Group() uint16 { return r.group }
+
+// OpenNFLOG binds group in the network namespace at netnsPath ("" for
 // felix's own).
-func OpenNFLOG(netnsPath string, groups ...uint16) (*NFLOGReader, error) {
+func OpenNFLOG(netnsPath string, group uint16) (*NFLOGReader, error) {
 	cfg := &netlink.Config{}
 	if netnsPath != "" {
 		f, err := os.Open(netnsPath)
@@ -55,23 +55,21 @@ func OpenNFLOG(netnsPath string, groups ...uint16) (*NFLOGReader, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening an nfnetlink socket: %w", err)
 	}
-	r := &NFLOGReader{conn: c, groups: groups}
+	r := &NFLOGReader{conn: c, group: group}
 	if err := c.SetReadBuffer(4 << 20); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("sizing the NFLOG socket's buffer: %w", err)
 	}
-	for _, g := range groups {
-		if err := r.config(g, netfilter.Attribute{Type: nfulaCfgCmd, Data: []byte{nfulnlCfgCmdBind}}); err != nil {
-			c.Close()
-			return nil, fmt.Errorf("binding NFLOG group %d (another process may hold it): %w", g, err)
-		}
-		mode := make([]byte, 6)
-		binary.BigEndian.PutUint32(mode, 0xffff) // the rule's --nflog-size limits the copy
-		mode[4] = nfulnlCopyPacket
-		if err := r.config(g, netfilter.Attribute{Type: nfulaCfgMode, Data: mode}); err != nil {
-			c.Close()
-			return nil, fmt.Errorf("setting NFLOG group %d's copy mode: %w", g, err)
-		}
+	if err := r.config(group, netfilter.Attribute{Type: nfulaCfgCmd, Data: []byte{nfulnlCfgCmdBind}}); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("binding NFLOG group %d (another process may hold it): %w", group, err)
+	}
+	mode := make([]byte, 6)
+	binary.BigEndian.PutUint32(mode, 0xffff) // the rule's --nflog-size limits the copy
+	mode[4] = nfulnlCopyPacket
+	if err := r.config(group, netfilter.Attribute{Type: nfulaCfgMode, Data: mode}); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("setting NFLOG group %d's copy mode: %w", group, err)
 	}
 	return r, nil
 }
@@ -89,17 +87,16 @@ func (r *NFLOGReader) config(group uint16, attr netfilter.Attribute) error {
 	return err
 }
 
-// Close unbinds the groups and closes the socket (which unblocks Run).
+// Close unbinds the group and closes the socket (which unblocks Run).
 func (r *NFLOGReader) Close() error {
-	for _, g := range r.groups {
-		_ = r.config(g, netfilter.Attribute{Type: nfulaCfgCmd, Data: []byte{nfulnlCfgCmdUnbind}})
-	}
+	_ = r.config(r.group, netfilter.Attribute{Type: nfulaCfgCmd, Data: []byte{nfulnlCfgCmdUnbind}})
 	return r.conn.Close()
 }
 
 // Run reads logs until ctx ends or the socket is closed, handing each to
-// out with its group. A buffer overrun is counted and reading goes on.
-func (r *NFLOGReader) Run(ctx context.Context, out func(group uint16, p Packet)) error {
+// out. A buffer overrun (the kernel dropped logs) is reported to overrun
+// and reading goes on.
+func (r *NFLOGReader) Run(ctx context.Context, out func(p Packet), overrun func()) error {
 	go func() {
 		<-ctx.Done()
 		r.conn.Close()
@@ -111,7 +108,7 @@ func (r *NFLOGReader) Run(ctx context.Context, out func(group uint16, p Packet))
 				return nil
 			}
 			if errors.Is(err, unix.ENOBUFS) || errors.Is(err, syscall.ENOBUFS) {
-				r.Overruns++
+				overrun()
 				continue
 			}
 			return fmt.Errorf("reading NFLOG: %w", err)
@@ -121,9 +118,11 @@ func (r *NFLOGReader) Run(ctx context.Context, out func(group uint16, p Packet))
 			if err != nil || h.SubsystemID != netfilter.NFSubsysULOG || h.MessageType != nfulnlMsgPacket {
 				continue
 			}
-			if p, ok := decodeNFLOG(attrs); ok {
-				out(h.ResourceID, p)
+			p, ok := decodeNFLOG(attrs)
+			if !ok {
+				p = Packet{} // counted as a parse error downstream
 			}
+			out(p)
 		}
 	}
 }

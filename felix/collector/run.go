@@ -23,15 +23,18 @@ type Config struct {
 	ConntrackInterval time.Duration
 	Resolver          Resolver
 	Counters          *RuleCounters // may be nil
+	Metrics           *Metrics      // may be nil
 	Store             *Store
 	Log               *slog.Logger
 	// DebugTrace logs every flow at Info (FlowLogsCollectorDebugTrace).
 	DebugTrace bool
 }
 
-// packetSource is an NFLOG reader; connDumper a conntrack table.
+// packetSource is an NFLOG reader (one per group); connDumper a
+// conntrack table.
 type packetSource interface {
-	Run(ctx context.Context, out func(group uint16, p Packet)) error
+	Run(ctx context.Context, out func(p Packet), overrun func()) error
+	Group() uint16
 }
 
 type connDumper interface {
@@ -46,7 +49,7 @@ type groupPacket struct {
 // loop is the collector's single goroutine: the aggregator takes
 // packets as they come, a conntrack dump every ConntrackInterval and is
 // flushed to the Store every FlushInterval.
-func loop(ctx context.Context, cfg Config, src packetSource, ct connDumper) error {
+func loop(ctx context.Context, cfg Config, srcs []packetSource, ct connDumper) error {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
@@ -56,30 +59,49 @@ func loop(ctx context.Context, cfg Config, src packetSource, ct connDumper) erro
 	if cfg.ConntrackInterval <= 0 {
 		cfg.ConntrackInterval = min(5*time.Second, cfg.FlushInterval)
 	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = NewMetrics(nil)
+	}
+	m := cfg.Metrics
 	agg := NewAggregator(cfg.Node, cfg.Resolver, cfg.Counters, cfg.Log, time.Now())
 	pkts := make(chan groupPacket, 4096)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	srcDone := make(chan error, 1)
-	go func() {
-		srcDone <- src.Run(ctx, func(g uint16, p Packet) {
-			select {
-			case pkts <- groupPacket{g, p}:
-			case <-ctx.Done():
-			}
-		})
-	}()
+	srcDone := make(chan error, len(srcs))
+	for _, src := range srcs {
+		g := groupLabel(src.Group())
+		logs, overruns, blocked := m.logs.WithLabelValues(g), m.overruns.WithLabelValues(g), m.blocked.WithLabelValues(g)
+		go func() {
+			srcDone <- src.Run(ctx, func(p Packet) {
+				logs.Inc()
+				select {
+				case pkts <- groupPacket{src.Group(), p}:
+					return
+				default:
+				}
+				start := time.Now()
+				select {
+				case pkts <- groupPacket{src.Group(), p}:
+				case <-ctx.Done():
+				}
+				blocked.Add(time.Since(start).Seconds())
+			}, overruns.Inc)
+		}()
+	}
 	flush := time.NewTicker(cfg.FlushInterval)
 	defer flush.Stop()
 	poll := time.NewTicker(cfg.ConntrackInterval)
 	defer poll.Stop()
 	dump := func() {
+		start := time.Now()
 		conns, err := ct.Dump()
 		if err != nil {
 			cfg.Log.Warn("cannot read conntrack; allowed flows' counts wait for the next read", "error", err)
 			return
 		}
 		agg.Conntrack(conns)
+		m.conntrack.Observe(time.Since(start).Seconds())
+		m.tracked.Set(float64(agg.Tracked()))
 	}
 	for {
 		select {
@@ -88,12 +110,18 @@ func loop(ctx context.Context, cfg Config, src packetSource, ct connDumper) erro
 		case err := <-srcDone:
 			return err
 		case gp := <-pkts:
+			before, created := agg.ParseErrors, agg.Created
 			agg.Add(gp.group == rules.NFLOGInboundGroup, gp.p)
+			if agg.ParseErrors != before {
+				m.parseErrors.WithLabelValues(groupLabel(gp.group)).Inc()
+			}
+			m.created.Add(float64(agg.Created - created))
 		case <-poll.C:
 			dump()
 		case now := <-flush.C:
 			dump()
 			flows := agg.Flush(now)
+			m.flushed.Add(float64(len(flows)))
 			if cfg.DebugTrace {
 				for _, f := range flows {
 					cfg.Log.Info("flow", "flow", f)

@@ -6,18 +6,22 @@ import (
 	"github.com/tabbynet/tabby/felix/rules"
 )
 
-// Run collects flows until ctx ends: it binds NFLOG groups 1 and 2 and
+// Run collects flows until ctx ends: it binds NFLOG groups 1 and 2 (a socket each) and
 // reads conntrack in cfg.NetnsPath and publishes each flush to cfg.Store.
 func Run(ctx context.Context, cfg Config) error {
-	r, err := OpenNFLOG(cfg.NetnsPath, rules.NFLOGInboundGroup, rules.NFLOGOutboundGroup)
-	if err != nil {
-		return err
+	var srcs []packetSource
+	for _, g := range []uint16{rules.NFLOGInboundGroup, rules.NFLOGOutboundGroup} {
+		r, err := OpenNFLOG(cfg.NetnsPath, g)
+		if err != nil {
+			return err
+		}
+		defer r.Close()
+		srcs = append(srcs, r)
 	}
-	defer r.Close()
 	ct, err := OpenConntrack(cfg.NetnsPath)
 	if err != nil {
 		return err
 	}
 	defer ct.Close()
-	return loop(ctx, cfg, r, ct)
+	return loop(ctx, cfg, srcs, ct)
 }
