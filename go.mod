@@ -27,7 +27,7 @@ require (
 	sigs.k8s.io/yaml v1.6.0
 )
 
-require github.com/ti-mo/netfilter v0.5.3 // indirect
+require github.com/ti-mo/netfilter v0.5.3
 
 require (
 	github.com/alexflint/go-filemutex v1.3.0 // indirect
@@ -66,7 +66,7 @@ require (
 	github.com/mattn/go-colorable v0.1.14 // indirect
 	github.com/mattn/go-isatty v0.0.20 // indirect
 	github.com/mattn/go-shellwords v1.0.16 // indirect
-	github.com/mdlayher/netlink v1.11.2 // indirect
+	github.com/mdlayher/netlink v1.11.2
 	github.com/mdlayher/socket v0.6.1 // indirect
 	github.com/modern-go/concurrent v0.0.0-20180306012644-bacd9c7ef1dd // indirect
 	github.com/modern-go/reflect2 v1.0.3-0.20250322232337-35a7c28c31ee // indirect
