@@ -89,7 +89,9 @@ func (f *flowBench) set(b *testing.B, on bool) {
 	if _, err := f.dp.Apply(context.Background()); err != nil {
 		b.Fatal(err)
 	}
-	if err := f.node.Do(func(ns.NetNS) error { return writeSysctl("net/netfilter/nf_conntrack_acct", map[bool]string{true: "1", false: "0"}[on]) }); err != nil {
+	if err := f.node.Do(func(ns.NetNS) error {
+		return writeSysctl("net/netfilter/nf_conntrack_acct", map[bool]string{true: "1", false: "0"}[on])
+	}); err != nil {
 		b.Fatal(err)
 	}
 	if !on {
