@@ -46,6 +46,34 @@ type groupPacket struct {
 	p     Packet
 }
 
+// startReaders runs each source in a goroutine of its own (ended with
+// ctx), handing its packets to the channel returned and counting them;
+// a reader's end (an error) comes on the second channel.
+func startReaders(ctx context.Context, srcs []packetSource, m *Metrics) (<-chan groupPacket, <-chan error) {
+	pkts := make(chan groupPacket, 4096)
+	done := make(chan error, len(srcs))
+	for _, src := range srcs {
+		g := groupLabel(src.Group())
+		logs, overruns, blocked := m.logs.WithLabelValues(g), m.overruns.WithLabelValues(g), m.blocked.WithLabelValues(g)
+		send := func(p Packet) {
+			logs.Inc()
+			select {
+			case pkts <- groupPacket{src.Group(), p}:
+				return
+			default:
+			}
+			start := time.Now()
+			select {
+			case pkts <- groupPacket{src.Group(), p}:
+			case <-ctx.Done():
+			}
+			blocked.Add(time.Since(start).Seconds())
+		}
+		go func() { done <- src.Run(ctx, send, overruns.Inc) }()
+	}
+	return pkts, done
+}
+
 // loop is the collector's single goroutine: the aggregator takes
 // packets as they come, a conntrack dump every ConntrackInterval and is
 // flushed to the Store every FlushInterval.
@@ -64,30 +92,9 @@ func loop(ctx context.Context, cfg Config, srcs []packetSource, ct connDumper) e
 	}
 	m := cfg.Metrics
 	agg := NewAggregator(cfg.Node, cfg.Resolver, cfg.Counters, cfg.Log, time.Now())
-	pkts := make(chan groupPacket, 4096)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	srcDone := make(chan error, len(srcs))
-	for _, src := range srcs {
-		g := groupLabel(src.Group())
-		logs, overruns, blocked := m.logs.WithLabelValues(g), m.overruns.WithLabelValues(g), m.blocked.WithLabelValues(g)
-		go func() {
-			srcDone <- src.Run(ctx, func(p Packet) {
-				logs.Inc()
-				select {
-				case pkts <- groupPacket{src.Group(), p}:
-					return
-				default:
-				}
-				start := time.Now()
-				select {
-				case pkts <- groupPacket{src.Group(), p}:
-				case <-ctx.Done():
-				}
-				blocked.Add(time.Since(start).Seconds())
-			}, overruns.Inc)
-		}()
-	}
+	pkts, srcDone := startReaders(ctx, srcs, m)
 	flush := time.NewTicker(cfg.FlushInterval)
 	defer flush.Stop()
 	poll := time.NewTicker(cfg.ConntrackInterval)
