@@ -18,13 +18,14 @@ type Chain struct {
 
 // Rule is one rule: Match is the match part ("-i cali+ -p tcp ..."), may
 // be empty; Action the target part ("-j DROP"); Comment optional free text.
-// NFLOG, when set, is the action instead of Action: a policy verdict
-// logged for flow logs (kept structured for other dataplanes).
+// NFLOG, when set (a Prefix), is the action instead of Action: a policy
+// verdict logged for flow logs (kept structured for other dataplanes; a
+// value, so that rules stay comparable with ==).
 type Rule struct {
 	Match   string
 	Action  string
 	Comment string
-	NFLOG   *NFLOG
+	NFLOG   NFLOG
 }
 
 // HashedRule is a rule rendered for iptables-restore with its ownership
@@ -66,7 +67,7 @@ func (r Rule) body() string {
 	if r.Comment != "" {
 		parts = append(parts, `-m comment --comment "`+r.Comment+`"`)
 	}
-	if r.NFLOG != nil {
+	if r.NFLOG.Prefix != "" {
 		parts = append(parts, r.NFLOG.iptables())
 	} else {
 		parts = append(parts, r.Action)

@@ -150,5 +150,5 @@ func prefixDir(prefix string) byte {
 // nflog returns the rule logging a verdict with prefix to dir's group
 // when match holds.
 func (r *renderer) nflog(match string, dir byte, prefix string) Rule {
-	return Rule{Match: match, NFLOG: &NFLOG{Group: nflogGroup(dir), Prefix: prefix, Size: r.cfg.NFLOGSize}}
+	return Rule{Match: match, NFLOG: NFLOG{Group: nflogGroup(dir), Prefix: prefix, Size: r.cfg.NFLOGSize}}
 }

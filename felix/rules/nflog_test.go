@@ -82,7 +82,7 @@ func checkEveryVerdictLogged(t *testing.T, rs *rules.Ruleset) {
 			if !verdict {
 				continue
 			}
-			if i == 0 || c.Rules[i-1].NFLOG == nil || c.Rules[i-1].Match != r.Match {
+			if i == 0 || c.Rules[i-1].NFLOG.Prefix == "" || c.Rules[i-1].Match != r.Match {
 				t.Errorf("%s rule %d (%s %s) is not logged first", c.Name, i, r.Match, r.Action)
 				continue
 			}
