@@ -79,3 +79,46 @@ func TestFlows(t *testing.T) {
 		t.Errorf("--action drop:\n%s", out)
 	}
 }
+
+// TestFlowsFollow: --follow prints the flushes published after it
+// started, until the stream breaks (the node went away: an error naming
+// the socket).
+func TestFlowsFollow(t *testing.T) {
+	dir := t.TempDir()
+	store := collector.NewStore(100)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	served := make(chan error, 1)
+	go func() { served <- collector.Serve(ctx, dir, store.Handler()) }()
+	sock := filepath.Join(dir, collector.SocketName)
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, code := runLocal(t, "", "", nil, "flows", "--socket", sock); code == 0 {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatal("the flow socket never answered")
+		}
+	}
+	out := make(chan string, 1)
+	go func() {
+		o, _ := runLocal(t, "", "", nil, "flows", "--socket", sock, "--follow", "--namespace", "later")
+		out <- o
+	}()
+	time.Sleep(300 * time.Millisecond)
+	store.Publish([]collector.Flow{{FlowKey: collector.FlowKey{Source: collector.Endpoint{Kind: "wep", Namespace: "later", Name: "a"},
+		Dest: collector.Endpoint{Kind: "net", Name: "pub"}, SourceIP: "10.0.0.9", DestIP: "1.1.1.1", DestPort: 443, Proto: "tcp",
+		Reporter: "Src", Action: "Allow"}, Enforced: []collector.PolicyHit{{Kind: "pro", Tier: "__PROFILE__", Name: "kns.later", Action: "Allow"}}}})
+	time.Sleep(300 * time.Millisecond)
+	cancel() // the node goes away: the stream ends
+	if err := <-served; err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case o := <-out:
+		if !strings.Contains(o, "later/a 10.0.0.9 -> pub 1.1.1.1:443/tcp EGRESS ALLOWED by profile kns.later rule 0") ||
+			!strings.Contains(o, "Error: reading flows from "+sock) {
+			t.Errorf("--follow:\n%s", o)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("--follow did not end with the stream")
+	}
+}
