@@ -1,8 +1,8 @@
 // Command tabby-lab runs a multi-node Tabby cluster on one machine: a real
 // datastore, node namespaces with their agents, pods wired by the calico
 // CNI plugin and serving TCP and UDP, policy applied and probed. Verbs:
-// up, down, status, apply, delete, probe, exec, env (and serve, the pods'
-// workload). See package lab and README.md. It only parses flags and
+// up, down, status, restart, apply, delete, probe, exec, env (and serve,
+// the pods' workload). See package lab and README.md. It only parses flags and
 // calls package lab.
 package main
 
@@ -30,7 +30,11 @@ Verbs:
                        build the lab (default: the upstream NetworkPolicy
                        e2e model, 3 nodes, etcd)
   down                 remove everything of the lab (also a half-built one)
-  status               nodes, agents' health, BGP sessions, pods and IPs
+  status               nodes, agents' health (not running, paused, not
+                       ready and why), BGP sessions, pods, IPs and ports
+  restart <node> [--timeout 60s]
+                       stop the node's calico-node if it runs, start it
+                       again, wait until it is ready
   apply -f FILE        Calico v3 resources and networking.k8s.io/v1
                        NetworkPolicies; returns once every node programmed them
   delete -f FILE       the same, removed
@@ -39,6 +43,7 @@ Verbs:
   exec <ns>/<pod>|<node> -- <command>
                        run a command in a pod's (or node's) network namespace
   env                  exports pointing calicoctl and kubectl at the lab
+                       (calicoctl node status: BIRD of $TABBY_LAB_NODE)
 
 --state defaults to $TABBY_LAB_STATE or /run/tabby-lab; --bin to the folder
 of this binary (make build's bin/).
@@ -128,6 +133,8 @@ func run(ctx context.Context, args []string) error {
 		}
 		defer l.Close()
 		return l.Status(ctx, os.Stdout)
+	case "restart":
+		return restart(ctx, fs, rest, open)
 	case "apply", "delete":
 		file := fs.String("f", "", "file of resources (YAML, documents separated by ---); - for stdin")
 		timeout := fs.Duration("timeout", 30*time.Second, "how long to wait for every node to program the change")
@@ -245,4 +252,27 @@ func readInput(path string) ([]byte, error) {
 		return io.ReadAll(os.Stdin)
 	}
 	return os.ReadFile(path)
+}
+
+// restart is the restart verb: tabby-lab restart <node> [--timeout 60s].
+func restart(ctx context.Context, fs *flag.FlagSet, args []string, open func() (*lab.Lab, error)) error {
+	timeout := fs.Duration("timeout", 60*time.Second, "how long to wait for the agent to be ready")
+	if len(args) == 0 || args[0] == "" || args[0][0] == '-' {
+		return errors.New("restart <node> [--timeout 60s]")
+	}
+	node := args[0]
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	l, err := open()
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	start := time.Now()
+	if err := l.Restart(ctx, node, *timeout); err != nil {
+		return err
+	}
+	fmt.Printf("calico-node of %s running and ready (%s)\n", node, time.Since(start).Round(time.Millisecond))
+	return nil
 }
