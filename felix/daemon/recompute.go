@@ -99,10 +99,10 @@ func (d *Daemon) Recompute() bool {
 	d.applyHostInterfaces(res, t)
 	if delta.Empty() && !d.calc.renderNeeded {
 		// Nothing changed (a wake-up without news, or changes that cancel
-		// out): the dataplane already has this state, policies read
+		// out): the dataplane already has this state, resources read
 		// (that apply to no local endpoint) included.
 		if r := d.cfg.Report; r != nil && d.calc.report.changed {
-			r.policiesRead(d.cfg.Dataplane.Generation(), d.calc.report.handOut())
+			r.resourcesRead(d.cfg.Dataplane.Generation(), d.calc.report.handOut())
 		}
 		return true
 	}
@@ -240,7 +240,7 @@ func (d *Daemon) feedOne(k datastore.Key, c pendingChange) {
 		}
 	}
 	if d.cfg.Report != nil {
-		d.calc.report.notePolicy(k, c)
+		d.calc.report.noteResource(k, c)
 	}
 	if c.deleted || c.obj == nil {
 		d.calc.engine.DeleteKey(k.Kind, k.Namespace, k.Name)

@@ -20,12 +20,13 @@ import (
 // and the profiles that apply to it, each with its iptables chain and
 // that chain's rule hashes (the "cali:<hash>" comment of every rule,
 // which covers the chain's name, the previous rule and the rule's text)
-// as the kernel holds them; and the policies the programmed state was
-// computed from, with the version felix read of each.
+// as the kernel holds them; and the resources the programmed state was
+// computed from (all but WorkloadEndpoints), with the version felix read
+// of each.
 //
 // It is what the dataplane applied, not what the calculation wants: the
 // daemon hands the reporter each ruleset generation's endpoints and
-// policy versions before the dataplane gets the rulesets (Desired), and
+// resource versions before the dataplane gets the rulesets (Desired), and
 // the dataplane, right after an apply, the generation now in the kernel
 // and a view of its chains (Applied). The report then pairs the newest
 // generation applied with the chains' state read at that moment: a chain
@@ -36,7 +37,8 @@ import (
 // So a policy written at resourceVersion V is enforced on a node once
 // that node's report lists it at V (or later) and, on each endpoint it
 // applies to, with its chain programmed: a policy that selects no local
-// endpoint is listed in Policies only.
+// endpoint is listed in Resources only. Likewise for a HostEndpoint, a
+// network set, a tier or a profile written.
 
 // EndpointReportPath is where felix serves its endpoint report.
 const EndpointReportPath = "/debug/endpoints"
@@ -48,10 +50,12 @@ type Report struct {
 	Generation uint64 `json:"generation"`
 	// Endpoints are the local endpoints, by kind and key.
 	Endpoints []EndpointReport `json:"endpoints"`
-	// Policies are the NetworkPolicies and GlobalNetworkPolicies the
-	// programmed generation was computed from, each at the
+	// Resources are the resources the programmed generation was
+	// computed from (policies, tiers, profiles, host endpoints, network
+	// sets: every kind of the calculation's but WorkloadEndpoints, which
+	// are many; the local ones are the Endpoints), each at the
 	// resourceVersion felix read.
-	Policies []PolicyVersion `json:"policies"`
+	Resources []ReadVersion `json:"resources"`
 }
 
 // EndpointReport is one local endpoint as programmed.
@@ -112,9 +116,8 @@ type ChainReport struct {
 	Programmed bool `json:"programmed"`
 }
 
-// PolicyVersion is a policy felix read, at the version it read.
-type PolicyVersion struct {
-	// Kind is NetworkPolicy or GlobalNetworkPolicy.
+// ReadVersion is a resource felix read, at the version it read.
+type ReadVersion struct {
 	Kind            string `json:"kind"`
 	Namespace       string `json:"namespace,omitempty"`
 	Name            string `json:"name"`
@@ -127,11 +130,11 @@ type PolicyVersion struct {
 type ProgrammedChain = func(table, chain string) (hashes []string, programmed bool)
 
 // reportGen is what one ruleset generation holds: its endpoints (chains
-// not yet read) and the policy versions it was computed from (shared,
+// not yet read) and the resource versions it was computed from (shared,
 // never modified).
 type reportGen struct {
 	endpoints []EndpointReport
-	policies  map[datastore.Key]string
+	resources map[datastore.Key]string
 }
 
 // Reporter keeps the endpoint report. Desired is called by the daemon,
@@ -157,18 +160,18 @@ func (r *Reporter) desired(gen uint64, g reportGen) {
 	r.pending[gen] = g
 }
 
-// policiesRead records policy versions read by a computation that changed
-// no rules: they belong to generation gen, the one the dataplane already
+// resourcesRead records resource versions read by a computation that
+// changed no rules: they belong to generation gen, the one the dataplane already
 // has (current at once when applied, else when gen is).
-func (r *Reporter) policiesRead(gen uint64, policies map[datastore.Key]string) {
+func (r *Reporter) resourcesRead(gen uint64, resources map[datastore.Key]string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if g, ok := r.pending[gen]; ok && gen > r.applied {
-		g.policies = policies
+		g.resources = resources
 		r.pending[gen] = g
 		return
 	}
-	r.current.policies = policies
+	r.current.resources = resources
 }
 
 // Applied takes the generation the dataplane has just applied and reads
@@ -206,12 +209,12 @@ func (r *Reporter) Report() Report {
 	r.mu.Lock()
 	cur, gen := r.current, r.applied
 	r.mu.Unlock()
-	rep := Report{Node: r.node, Generation: gen, Endpoints: cur.endpoints, Policies: []PolicyVersion{}}
+	rep := Report{Node: r.node, Generation: gen, Endpoints: cur.endpoints, Resources: []ReadVersion{}}
 	if rep.Endpoints == nil {
 		rep.Endpoints = []EndpointReport{}
 	}
-	for _, k := range slices.SortedFunc(maps.Keys(cur.policies), compareKeys) {
-		rep.Policies = append(rep.Policies, PolicyVersion{Kind: k.Kind, Namespace: k.Namespace, Name: k.Name, ResourceVersion: cur.policies[k]})
+	for _, k := range slices.SortedFunc(maps.Keys(cur.resources), compareKeys) {
+		rep.Resources = append(rep.Resources, ReadVersion{Kind: k.Kind, Namespace: k.Namespace, Name: k.Name, ResourceVersion: cur.resources[k]})
 	}
 	return rep
 }
@@ -302,38 +305,39 @@ func endpointReport(ep *calc.Endpoint) EndpointReport {
 	return out
 }
 
-// reportState is the daemon's side of the report: the policy versions it
-// has read (copied on write once handed out) and the endpoints' reports
+// reportState is the daemon's side of the report: the resource versions
+// it has read (copied on write once handed out) and the endpoints' reports
 // by key (rebuilt only for the endpoints a computation changed).
 type reportState struct {
-	policies map[datastore.Key]string
-	shared   bool // policies was handed out: copy before writing
-	changed  bool // policies changed since last handed out
-	eps      map[calc.EndpointRef]EndpointReport
+	resources map[datastore.Key]string
+	shared    bool // resources was handed out: copy before writing
+	changed   bool // resources changed since last handed out
+	eps       map[calc.EndpointRef]EndpointReport
 }
 
-// notePolicy records the version of a policy read (or its deletion).
-func (s *reportState) notePolicy(k datastore.Key, c pendingChange) {
-	if k.Kind != v3.KindNetworkPolicy && k.Kind != v3.KindGlobalNetworkPolicy {
+// noteResource records the version of a resource read (or its deletion);
+// WorkloadEndpoints are left out.
+func (s *reportState) noteResource(k datastore.Key, c pendingChange) {
+	if k.Kind == v3.KindWorkloadEndpoint {
 		return
 	}
-	if s.shared || s.policies == nil {
-		s.policies, s.shared = maps.Clone(s.policies), false
-		if s.policies == nil {
-			s.policies = map[datastore.Key]string{}
+	if s.shared || s.resources == nil {
+		s.resources, s.shared = maps.Clone(s.resources), false
+		if s.resources == nil {
+			s.resources = map[datastore.Key]string{}
 		}
 	}
 	key := datastore.Key{Kind: k.Kind, Namespace: k.Namespace, Name: k.Name}
 	if c.deleted || c.obj == nil {
-		delete(s.policies, key)
+		delete(s.resources, key)
 	} else {
-		s.policies[key] = c.obj.GetResourceVersion()
+		s.resources[key] = c.obj.GetResourceVersion()
 	}
 	s.changed = true
 }
 
 // generation is what a computation hands the reporter: every local
-// endpoint's report (those in delta rebuilt) and the policy versions.
+// endpoint's report (those in delta rebuilt) and the resource versions.
 func (s *reportState) generation(res *calc.Result, delta *calc.Delta) reportGen {
 	if s.eps == nil {
 		s.eps = map[calc.EndpointRef]EndpointReport{}
@@ -341,7 +345,7 @@ func (s *reportState) generation(res *calc.Result, delta *calc.Delta) reportGen 
 	for _, ref := range delta.Endpoints {
 		delete(s.eps, ref)
 	}
-	g := reportGen{endpoints: make([]EndpointReport, 0, len(res.Endpoints)), policies: s.handOut()}
+	g := reportGen{endpoints: make([]EndpointReport, 0, len(res.Endpoints)), resources: s.handOut()}
 	for i := range res.Endpoints {
 		ep := &res.Endpoints[i]
 		ref := calc.EndpointRef{Kind: ep.Kind, Key: ep.Key}
@@ -362,9 +366,9 @@ func (s *reportState) generation(res *calc.Result, delta *calc.Delta) reportGen 
 	return g
 }
 
-// handOut is the policy versions to hand to the reporter (shared from
+// handOut is the resource versions to hand to the reporter (shared from
 // now on).
 func (s *reportState) handOut() map[datastore.Key]string {
 	s.shared, s.changed = true, false
-	return s.policies
+	return s.resources
 }

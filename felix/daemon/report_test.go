@@ -69,7 +69,7 @@ func kernelHashes(k *fake.Kernel, chain string) []string {
 }
 
 func policyVersion(r daemon.Report, kind, ns, name string) string {
-	for _, p := range r.Policies {
+	for _, p := range r.Resources {
 		if p.Kind == kind && p.Namespace == ns && p.Name == name {
 			return p.ResourceVersion
 		}
@@ -107,7 +107,7 @@ func TestEndpointReportIsWhatIsProgrammed(t *testing.T) {
 	h.d.OnStatusUpdated(datastore.StatusInSync)
 	h.d.OnUpdates(updates(versioned(ct.Scenario())...))
 	h.d.Recompute()
-	if r := h.report(t); len(r.Endpoints) != 0 || len(r.Policies) != 0 || r.Generation != 0 {
+	if r := h.report(t); len(r.Endpoints) != 0 || len(r.Resources) != 0 || r.Generation != 0 {
 		t.Fatalf("report before any apply: %+v", r)
 	}
 	if _, err := h.dp.Apply(ctx); err != nil {
@@ -143,7 +143,7 @@ func TestEndpointReportIsWhatIsProgrammed(t *testing.T) {
 	}
 	remote := policyVersion(r, v3.KindNetworkPolicy, "prod", "remote-only")
 	if remote == "" || policyVersion(r, v3.KindGlobalNetworkPolicy, "", "allow-kubelet") == "" {
-		t.Fatalf("policies %+v: want remote-only (selects nothing here) and allow-kubelet listed", r.Policies)
+		t.Fatalf("resources %+v: want remote-only (selects nothing here) and allow-kubelet listed", r.Resources)
 	}
 
 	// A policy that applies to no local endpoint: no rules change, its
