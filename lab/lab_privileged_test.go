@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -265,61 +264,6 @@ func TestPrivilegedLabDownAfterKill(t *testing.T) {
 			}
 		})
 	}
-}
-
-// TestPrivilegedLabApplyNamesLaggingNode: with node1's calico-node
-// paused (SIGSTOP), the wait for an edit of an existing policy (its
-// chain is there, with the old rules) fails after its bound naming node1
-// and only node1, and passes once node1 runs again; with node1's
-// calico-node stopped (kill -9: its felix with it), the wait for a new
-// policy fails likewise.
-func TestPrivilegedLabApplyNamesLaggingNode(t *testing.T) {
-	l, _ := upLab(t, DefaultModel(), DatastoreEtcd)
-	probeUntil(t, l, allAllowed, 30*time.Second)
-	var agent []int
-	for _, pid := range markedProcesses(l.State.Prefix) {
-		env, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
-		cmdline, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
-		if strings.Contains(string(env), "\x00NODENAME=node1\x00") && strings.HasSuffix(strings.TrimRight(string(cmdline), "\x00"), "/calico-node") {
-			agent = append(agent, pid)
-		}
-	}
-	if len(agent) != 1 {
-		t.Fatalf("calico-node processes of node1: %v", agent)
-	}
-	applyAndWait(t, l, allowFromYOn(80, "labels: {v: \"1\"}"), false)
-	if err := syscall.Kill(agent[0], syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	edit, err := l.Apply(context.Background(), allowFromYOn(81, "labels: {v: \"1\"}"), false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = l.WaitProgrammed(context.Background(), edit, 3*time.Second)
-	_ = syscall.Kill(agent[0], syscall.SIGCONT)
-	if err == nil || !strings.Contains(err.Error(), "node1 (chain cali-pi-") || !strings.Contains(err.Error(), "holds other rules than the policy's") ||
-		strings.Contains(err.Error(), "node0") || strings.Contains(err.Error(), "node2") {
-		t.Fatalf("wait for an edit with node1's calico-node paused: %v; want node1 named (old rules), and only node1", err)
-	}
-	t.Log(err)
-	if err := l.WaitProgrammed(context.Background(), edit, 30*time.Second); err != nil {
-		t.Fatalf("node1's calico-node running again: %v", err)
-	}
-	probeExactly(t, l, allowFromYOnVerdict(81))
-	applyAndWait(t, l, allowFromYOn(81, "labels: {v: \"1\"}"), true)
-	if err := killAll(agent, 0); err != nil {
-		t.Fatal(err)
-	}
-	refs, err := l.Apply(context.Background(), readExample(t, "deny-x-allow-from-y.yaml"), false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = l.WaitProgrammed(context.Background(), refs, 3*time.Second)
-	if err == nil || !strings.Contains(err.Error(), "node1 (no chain cali-pi-") || strings.Contains(err.Error(), "node0") || strings.Contains(err.Error(), "node2") {
-		t.Fatalf("wait with node1's calico-node stopped: %v; want node1 named, and only node1", err)
-	}
-	t.Log(err)
-	downAndCheck(t, l)
 }
 
 // waitBIRDs waits until n BIRD processes run for the lab in dir, found by
