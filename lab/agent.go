@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -232,29 +233,34 @@ func processState(pid int) byte {
 	return 0
 }
 
-// Restart stops node's calico-node if it still runs (SIGTERM, as the
-// kubelet stops a container, then SIGKILL after a grace period; BIRD goes
-// with it) and starts it again with the same environment, then waits
-// until it is ready (as up does), naming why not after timeout.
-func (l *Lab) Restart(ctx context.Context, node string, timeout time.Duration) error {
-	var n *NodeState
-	for i := range l.State.Nodes {
-		if l.State.Nodes[i].Name == node {
-			n = &l.State.Nodes[i]
+// Restart stops the calico-node of each of nodes if it still runs
+// (SIGTERM, as the kubelet stops a container, then SIGKILL after a grace
+// period; BIRD goes with it) and starts it again with the same
+// environment, then waits until they are all ready (as up does; with BGP
+// a node is ready once its sessions to every other node are up, so nodes
+// that went down together are restarted together), naming why not after
+// timeout.
+func (l *Lab) Restart(ctx context.Context, nodes []string, timeout time.Duration) error {
+	var restart []*NodeState
+	for _, name := range nodes {
+		i := slices.IndexFunc(l.State.Nodes, func(n NodeState) bool { return n.Name == name })
+		if i < 0 {
+			return fmt.Errorf("no node %q in the lab (see tabby-lab status)", name)
 		}
+		restart = append(restart, &l.State.Nodes[i])
 	}
-	if n == nil {
-		return fmt.Errorf("no node %q in the lab (see tabby-lab status)", node)
+	for _, n := range restart {
+		pids := l.agentPids(n)
+		for _, pid := range pids {
+			_ = syscall.Kill(pid, syscall.SIGCONT) // a paused one cannot stop
+		}
+		if err := killAll(pids, 5*time.Second); err != nil {
+			return err
+		}
+		if err := l.startAgent(ctx, n); err != nil {
+			return err
+		}
+		l.step("calico-node of %s started again", n.Name)
 	}
-	for _, pid := range l.agentPids(n) {
-		_ = syscall.Kill(pid, syscall.SIGCONT) // a paused one cannot stop
-	}
-	if err := killAll(l.agentPids(n), 5*time.Second); err != nil {
-		return err
-	}
-	l.step("calico-node of %s stopped; starting it again", node)
-	if err := l.startAgent(ctx, n); err != nil {
-		return err
-	}
-	return l.waitAgentsReady(ctx, []*NodeState{n}, timeout)
+	return l.waitAgentsReady(ctx, restart, timeout)
 }

@@ -169,7 +169,7 @@ func labelChangedLive(t *testing.T, l *Lab) {
 	calicoctlRun(t, l, "label", "workloadendpoints", wep, "-n", "y", "role=db")
 	pol := []byte(`apiVersion: projectcalico.org/v3
 kind: NetworkPolicy
-metadata: {name: deny-to-db, namespace: y}
+metadata: {name: deny-to-db, namespace: "y"}
 spec: {selector: role == 'db', types: [Ingress]}
 `)
 	applyAndWait(t, l, pol, false)
@@ -239,7 +239,7 @@ func killedAgentRestart(t *testing.T, l *Lab) {
 	}
 	t.Log(err)
 	start := time.Now()
-	if err := l.Restart(context.Background(), n1.Name, 60*time.Second); err != nil {
+	if err := l.Restart(context.Background(), []string{n1.Name}, 60*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("restart of node1's calico-node to ready: %s", time.Since(start).Round(10*time.Millisecond))
@@ -266,21 +266,31 @@ func felixConfigurationPatch(t *testing.T, l *Lab) {
 		}
 	}
 	calicoctlRun(t, l, "patch", "felixconfiguration", "default", "-p", `{"spec":{"prometheusMetricsEnabled":true}}`)
+	// Each node either serves the metrics or has exited to apply them.
+	var exited []string
 	for i := range l.State.Nodes {
 		n := &l.State.Nodes[i]
 		deadline := time.Now().Add(30 * time.Second)
 		for !metricsServed(*n) {
 			if state := l.agentState(n); strings.HasPrefix(state, "not running") {
 				t.Logf("%s: calico-node %s", n.Name, state)
-				if err := l.Restart(context.Background(), n.Name, 60*time.Second); err != nil {
-					t.Fatal(err)
-				}
-				continue
+				exited = append(exited, n.Name)
+				break
 			}
 			if time.Now().After(deadline) {
 				t.Fatalf("%s: felix's metrics not served 30s after the patch (agent: %q)", n.Name, l.agentState(n))
 			}
 			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	if len(exited) > 0 {
+		if err := l.Restart(context.Background(), exited, 60*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, n := range l.State.Nodes {
+		if !metricsServed(n) {
+			t.Errorf("%s: felix's metrics not served after the patch (and a restart)", n.Name)
 		}
 	}
 	probeUntil(t, l, allAllowed, 30*time.Second)

@@ -244,3 +244,13 @@ func fetchReport(ctx context.Context, n NodeState) (*daemon.Report, error) {
 	}
 	return &rep, nil
 }
+
+// Report is node's felix endpoint report (see above).
+func (l *Lab) Report(ctx context.Context, node string) (*daemon.Report, error) {
+	for _, n := range l.State.Nodes {
+		if n.Name == node {
+			return fetchReport(ctx, n)
+		}
+	}
+	return nil, fmt.Errorf("no node %q in the lab (see tabby-lab status)", node)
+}
