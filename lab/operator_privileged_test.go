@@ -6,8 +6,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,8 +14,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/containernetworking/plugins/pkg/ns"
 
 	v3 "github.com/tabbynet/tabby/api/v3"
 	"github.com/tabbynet/tabby/datastore"
@@ -299,23 +295,17 @@ func felixConfigurationPatch(t *testing.T, l *Lab) {
 // metricsServed says whether felix's metrics port (Calico's default
 // 9091) answers /metrics with felix's metrics inside node n's namespace.
 func metricsServed(n NodeState) bool {
-	netns, err := ns.GetNS(netnsPath(n.Netns))
+	c, netns, err := nodeHTTPClient(n, time.Second)
 	if err != nil {
 		return false
 	}
 	defer netns.Close()
-	var body []byte
-	_ = netns.Do(func(ns.NetNS) error {
-		c := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true,
-			DialContext: (&net.Dialer{}).DialContext}}
-		resp, err := c.Get("http://127.0.0.1:9091/metrics")
-		if err != nil {
-			return nil
-		}
-		defer resp.Body.Close()
-		body, _ = io.ReadAll(resp.Body)
-		return nil
-	})
+	resp, err := c.Get("http://127.0.0.1:9091/metrics")
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
 	return strings.Contains(string(body), "felix_")
 }
 

@@ -203,26 +203,36 @@ func versionAtLeast(got, want string) bool {
 // does not answer within it (paused, hung) is named.
 const reportTimeout = 2 * time.Second
 
-// fetchReport reads node n's felix endpoint report from calico-node's
-// health port inside the node's namespace.
-func fetchReport(ctx context.Context, n NodeState) (*daemon.Report, error) {
+// nodeHTTPClient is an HTTP client whose connections are made inside
+// node n's network namespace (its loopback is the node's own); close
+// the namespace handle returned when done.
+func nodeHTTPClient(n NodeState, timeout time.Duration) (*http.Client, ns.NetNS, error) {
 	netns, err := ns.GetNS(netnsPath(n.Netns))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	defer netns.Close()
-	client := &http.Client{Timeout: reportTimeout, Transport: &http.Transport{
+	return &http.Client{Timeout: timeout, Transport: &http.Transport{
 		DisableKeepAlives: true,
 		DialContext: func(ctx context.Context, network, addr string) (c net.Conn, err error) {
 			// The socket is made in the node's namespace (and stays
-			// there).
+			// there), on a thread of its own.
 			derr := netns.Do(func(ns.NetNS) error {
 				var d net.Dialer
 				c, err = d.DialContext(ctx, network, addr)
 				return nil
 			})
 			return c, errors.Join(err, derr)
-		}}}
+		}}}, netns, nil
+}
+
+// fetchReport reads node n's felix endpoint report from calico-node's
+// health port inside the node's namespace.
+func fetchReport(ctx context.Context, n NodeState) (*daemon.Report, error) {
+	client, netns, err := nodeHTTPClient(n, reportTimeout)
+	if err != nil {
+		return nil, err
+	}
+	defer netns.Close()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+healthAddr+daemon.EndpointReportPath, nil)
 	if err != nil {
 		return nil, err
