@@ -206,13 +206,17 @@ func readExample(t testing.TB, name string) []byte {
 // applyAndWait applies (or deletes) a file and waits for every node.
 func applyAndWait(t testing.TB, l *Lab, data []byte, del bool) {
 	t.Helper()
+	start := time.Now()
 	refs, err := l.Apply(context.Background(), data, del)
 	if err != nil {
 		t.Fatal(err)
 	}
+	written := time.Now()
 	if err := l.WaitProgrammed(context.Background(), refs, 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("apply (delete %v) of %d resources: written in %s, programmed on every node %s later", del, len(refs),
+		written.Sub(start).Round(time.Millisecond), time.Since(written).Round(time.Millisecond))
 }
 
 // calicoVerdict is the fate of traffic under testdata/gnp-deny-udp81-to-c.
