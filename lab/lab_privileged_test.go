@@ -87,23 +87,35 @@ func TestPrivilegedLabKubernetes(t *testing.T) {
 	policyStory(t, l, start)
 }
 
-// TestPrivilegedLabFixedIP: a pod's fixed address is requested through
-// its ipAddrs annotation (Kubernetes datastore); etcd mode refuses it.
+// TestPrivilegedLabFixedIP: the README's example model
+// (examples/model.yaml: two subnets, a VXLAN CrossSubnet pool, a
+// database serving only 5432 at a fixed address through its ipAddrs
+// annotation) comes up on the Kubernetes datastore and every pod is
+// probed on exactly the ports it serves; etcd mode refuses the fixed
+// address.
 func TestPrivilegedLabFixedIP(t *testing.T) {
-	m := &Model{Nodes: NumberedNodes(2), Pods: []Pod{{Name: "fixed", IP: "10.200.77.7"}, {Name: "other"}}}
-	if err := m.Complete(); err != nil {
+	m, err := LoadModel(filepath.Join("examples", "model.yaml"))
+	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Up(context.Background(), UpOptions{Dir: stateDir(t), Bin: labBin(t), Model: m}); err == nil || !strings.Contains(err.Error(), "needs --datastore kubernetes") {
 		t.Fatalf("etcd mode with a fixed ip: %v, want a refusal", err)
 	}
 	l, _ := upLab(t, m, DatastoreKubernetes)
+	fixed := false
 	for _, p := range l.State.Pods {
-		if p.Name == "fixed" && p.IP != "10.200.77.7" {
-			t.Fatalf("pod fixed got %s, want 10.200.77.7", p.IP)
+		if p.Key() == "db/postgres" {
+			fixed = true
+			if p.IP != "10.210.99.5" {
+				t.Fatalf("pod db/postgres got %s, want 10.210.99.5", p.IP)
+			}
 		}
 	}
+	if !fixed {
+		t.Fatalf("no pod db/postgres in the example model: %+v", l.State.Pods)
+	}
 	probeUntil(t, l, allAllowed, 30*time.Second)
+	checkProbedPorts(t, l, probeExactly(t, l, allAllowed))
 	downAndCheck(t, l)
 }
 

@@ -61,27 +61,36 @@ func TestPrivilegedLabOperator(t *testing.T) {
 func perPodPorts(t *testing.T, l *Lab) {
 	probeUntil(t, l, allAllowed, 30*time.Second)
 	res := probeExactly(t, l, allAllowed)
-	got := map[string][]string{}
-	for _, r := range res {
-		if !slices.Contains(got[r.To], r.Port) {
-			got[r.To] = append(got[r.To], r.Port)
-		}
-	}
-	for _, p := range l.State.Pods {
-		var want []string
-		for _, pt := range p.Ports {
-			want = append(want, pt.String())
-		}
-		slices.Sort(want)
-		slices.Sort(got[p.Key()])
-		if !slices.Equal(got[p.Key()], want) {
-			t.Errorf("pod %s probed on %v, serves %v", p.Key(), got[p.Key()], want)
-		}
-	}
+	checkProbedPorts(t, l, res)
 	// To each pod from each of the 10 others: the 9 e2e pods on 4 ports,
 	// the DNS pod on 2, the database on 1.
 	if want := 9*10*4 + 10*2 + 10*1; len(res) != want {
 		t.Errorf("%d probes, want %d", len(res), want)
+	}
+}
+
+// checkProbedPorts checks that each pod was probed from every other pod
+// on exactly the ports it serves.
+func checkProbedPorts(t *testing.T, l *Lab, res []ProbeResult) {
+	t.Helper()
+	got := map[string][]string{}
+	for _, r := range res {
+		got[r.To] = append(got[r.To], r.From+" "+r.Port)
+	}
+	for _, to := range l.State.Pods {
+		var want []string
+		for _, from := range l.State.Pods {
+			for _, pt := range to.Ports {
+				if from.Key() != to.Key() {
+					want = append(want, from.Key()+" "+pt.String())
+				}
+			}
+		}
+		slices.Sort(want)
+		slices.Sort(got[to.Key()])
+		if !slices.Equal(got[to.Key()], want) {
+			t.Errorf("pod %s (serving %v) probed as %v, want %v", to.Key(), to.Ports, got[to.Key()], want)
+		}
 	}
 }
 
