@@ -153,11 +153,20 @@ func NewReporter(node string) *Reporter {
 	return &Reporter{node: node, pending: map[uint64]reportGen{}}
 }
 
+// maxPendingReports bounds the generations kept for a dataplane that
+// does not apply (failing): past it the oldest go, and an apply of one of
+// them reports the newest older one kept, or the current one (behind,
+// never ahead of what is programmed).
+const maxPendingReports = 64
+
 // desired records generation gen's content, before the dataplane has it.
 func (r *Reporter) desired(gen uint64, g reportGen) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.pending[gen] = g
+	if len(r.pending) > maxPendingReports {
+		delete(r.pending, slices.Min(slices.Collect(maps.Keys(r.pending))))
+	}
 }
 
 // resourcesRead records resource versions read by a computation that
