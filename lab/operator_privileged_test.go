@@ -4,6 +4,7 @@ package lab
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -17,6 +18,7 @@ import (
 
 	v3 "github.com/tabbynet/tabby/api/v3"
 	"github.com/tabbynet/tabby/datastore"
+	"github.com/tabbynet/tabby/felix/daemon"
 )
 
 // operatorModel is the default model plus pods that serve other ports
@@ -127,8 +129,43 @@ spec:
 `)
 	applyAndWait(t, l, pol, false)
 	probeExactly(t, l, sampleVerdict)
+	// `tabby-lab report` shows it on each x pod of the node, programmed.
+	for _, n := range l.State.Nodes {
+		var rep daemon.Report
+		if err := json.Unmarshal(labCLI(t, l, "report", n.Name), &rep); err != nil {
+			t.Fatal(err)
+		}
+		var onX, programmed int
+		for _, ep := range rep.Endpoints {
+			for _, c := range endpointPolicyChains(ep, PolicyRef{Kind: v3.KindNetworkPolicy, Namespace: "x", Name: "sa-from-y"}) {
+				onX++
+				if c.Programmed && len(c.RuleHashes) > 0 {
+					programmed++
+				}
+			}
+		}
+		want := 0
+		for _, p := range l.State.Pods {
+			if p.Namespace == "x" && p.Node == n.Name {
+				want += 3 // the policy's chain and the endpoint's two
+			}
+		}
+		if onX != want || programmed != want {
+			t.Errorf("%s's report: %d chains of sa-from-y and its endpoints (%d programmed), want %d", n.Name, onX, programmed, want)
+		}
+	}
 	applyAndWait(t, l, pol, true)
 	probeExactly(t, l, allAllowed)
+}
+
+// labCLI runs the lab's tabby-lab on this lab and returns its output.
+func labCLI(t *testing.T, l *Lab, args ...string) []byte {
+	t.Helper()
+	out, err := exec.Command(filepath.Join(l.Bin, "tabby-lab"), append([]string{"--state", l.Dir}, args...)...).Output()
+	if err != nil {
+		t.Fatalf("tabby-lab %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
 }
 
 // hostEndpointPolicy: node1's eth0 as a HostEndpoint with an
@@ -230,8 +267,8 @@ func killedAgentRestart(t *testing.T, l *Lab) {
 	if err := killAll(l.agentPids(n1), 0); err != nil {
 		t.Fatal(err)
 	}
-	if state := l.agentState(n1); !strings.HasPrefix(state, "not running") {
-		t.Errorf("status of a killed agent: %q", state)
+	if status := string(labCLI(t, l, "status")); !strings.Contains(status, "not running (exited") {
+		t.Errorf("tabby-lab status with node1's calico-node killed:\n%s", status)
 	}
 	sample := readExample(t, "deny-x-allow-from-y.yaml")
 	refs, err := l.Apply(context.Background(), sample, false)
@@ -244,9 +281,7 @@ func killedAgentRestart(t *testing.T, l *Lab) {
 	}
 	t.Log(err)
 	start := time.Now()
-	if err := l.Restart(context.Background(), []string{n1.Name}, 60*time.Second); err != nil {
-		t.Fatal(err)
-	}
+	t.Logf("%s", labCLI(t, l, "restart", n1.Name))
 	t.Logf("restart of node1's calico-node to ready: %s", time.Since(start).Round(10*time.Millisecond))
 	if state := l.agentState(n1); state != "" {
 		t.Errorf("status after restart: %q", state)
