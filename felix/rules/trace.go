@@ -46,7 +46,7 @@ const (
 
 // TraceChainInput is one endpoint chain: its kind, the direction of the
 // policies' rules it runs, its tiers and profiles, and for a host
-// endpoint's normal chains the failsafe ports (inbound: matched on the
+// endpoint's chains but the forward ones the failsafe ports (inbound: matched on the
 // source net and destination port; outbound: destination net and port).
 type TraceChainInput struct {
 	Kind     TraceKind
@@ -99,8 +99,14 @@ type ChainTrace struct {
 // TraceChain follows pkt through one endpoint chain rendered from res.
 func TraceChain(res *calc.Result, in TraceChainInput, pkt Packet) ChainTrace {
 	var out ChainTrace
-	if in.Kind == TraceNormal && failsafeAccepts(in.Failsafe, in.Ingress, pkt) {
-		out.Failsafe, out.Verdict = true, v3.Allow
+	if failsafeAccepts(in.Failsafe, in.Ingress, pkt) {
+		// The failsafe chain accepts in this table only: a raw or
+		// mangle chain's accept sets no mark, so the filter table (whose
+		// failsafe accepts the same packets) still sees it.
+		out.Failsafe = true
+		if in.Kind == TraceNormal {
+			out.Verdict = v3.Allow
+		}
 		return out
 	}
 	for _, t := range in.Tiers {
