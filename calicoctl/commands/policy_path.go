@@ -202,12 +202,29 @@ func (h hopSpec) tiersFor(ep *calc.Endpoint) ([]calc.TierPolicies, []string) {
 // tracer runs one trace: a path over one set of objects (the cluster's,
 // or with the staged policies enforced).
 type tracer struct {
-	objs  []any
+	in    calc.Input // the objects the path needs, Node unset
 	index *policyIndex
-	addrs []netip.Addr
 	pkt   rules.Packet
-	// results caches the calculation per node and endpoint.
+	// results caches the calculation per node.
 	results map[string]*calc.Result
+}
+
+// newTracer narrows objs once to what the path's chains need (its
+// endpoints, the items holding the flow's addresses).
+func newTracer(objs []any, index *policyIndex, path []hopSpec, addrs []netip.Addr, pkt rules.Packet) *tracer {
+	t := &tracer{index: index, pkt: pkt, results: map[string]*calc.Result{}}
+	var in calc.Input
+	for _, o := range objs {
+		in.Add(o)
+	}
+	f := calc.Focus{Addrs: addrs}
+	for _, h := range path {
+		if h.ref != (calc.EndpointRef{}) {
+			f.Endpoints = append(f.Endpoints, h.ref)
+		}
+	}
+	t.in = f.Narrow(in)
+	return t
 }
 
 // run traces the path: each hop's chain trace, in order, until a chain
@@ -252,16 +269,12 @@ type hopResult struct {
 // chain runs felix's calculation for the hop's node narrowed to its
 // endpoint and the flow, and follows the packet through the chain.
 func (t *tracer) chain(h hopSpec) (rules.ChainTrace, error) {
-	key := h.node + "\x00" + string(h.ref.Kind) + "\x00" + h.ref.Key
-	res, ok := t.results[key]
+	res, ok := t.results[h.node]
 	if !ok {
-		var in calc.Input
-		for _, o := range t.objs {
-			in.Add(o)
-		}
+		in := t.in
 		in.Node = h.node
-		res = calc.ComputeFocused(in, calc.Focus{Endpoint: h.ref, Addrs: t.addrs})
-		t.results[key] = res
+		res = calc.Compute(in)
+		t.results[h.node] = res
 	}
 	for i := range res.Endpoints {
 		ep := &res.Endpoints[i]

@@ -4,7 +4,6 @@ import (
 	"net/netip"
 	"strconv"
 
-	"github.com/tabbynet/tabby/felix/calc"
 	"github.com/tabbynet/tabby/felix/rules"
 )
 
@@ -29,7 +28,7 @@ func traceFlow(s *policySnapshot, fromSpec, toSpec string, pkt rules.Packet) (*T
 		return nil, err
 	}
 	addrs := []netip.Addr{from.addr, to.addr}
-	enforced := &tracer{objs: s.objs, index: newPolicyIndex(s.objs, nil), addrs: addrs, pkt: pkt, results: map[string]*calc.Result{}}
+	enforced := newTracer(s.objs, newPolicyIndex(s.objs, nil), path, addrs, pkt)
 	hops, verdict, err := enforced.run(path)
 	if err != nil {
 		return nil, err
@@ -42,7 +41,7 @@ func traceFlow(s *policySnapshot, fromSpec, toSpec string, pkt rules.Packet) (*T
 		return rep, nil
 	}
 	pobjs := s.pendingObjects(staged)
-	pending := &tracer{objs: pobjs, index: newPolicyIndex(pobjs, staged), addrs: addrs, pkt: pkt, results: map[string]*calc.Result{}}
+	pending := newTracer(pobjs, newPolicyIndex(pobjs, staged), path, addrs, pkt)
 	phops, pverdict, err := pending.run(path)
 	if err != nil {
 		return nil, err

@@ -125,7 +125,7 @@ func focusedEndpoint(objs []any, end traceEnd) (*calc.Endpoint, error) {
 	for _, o := range objs {
 		in.Add(o)
 	}
-	res := calc.ComputeFocused(in, calc.Focus{Endpoint: end.ref()})
+	res := calc.ComputeFocused(in, calc.Focus{Endpoints: []calc.EndpointRef{end.ref()}})
 	for i := range res.Endpoints {
 		if ep := &res.Endpoints[i]; ep.Kind == end.ref().Kind && ep.Key == end.ref().Key {
 			return ep, nil

@@ -14,17 +14,14 @@ import (
 // loads every object through the same per-object loaders (load.go,
 // policy.go) and derives the rest directly: every policy against every
 // local endpoint, every set's selector against every item.
-func Compute(in Input) *Result { return compute(in, nil) }
-
-// compute is Compute over the objects keep keeps (all when keep is nil).
-func compute(in Input, keep func(any) bool) *Result {
+func Compute(in Input) *Result {
 	c := &computer{
 		env:      itemEnv{node: in.Node, profiles: map[string]*v3.Profile{}},
 		tiers:    builtInTiers(),
 		problems: map[Problem]bool{},
 		demands:  map[string]*demand{},
 	}
-	objs := c.latest(in, keep)
+	objs := c.latest(in)
 	c.loadProfilesAndTiers(objs)
 	for _, o := range objs {
 		c.loadItem(o)
@@ -62,13 +59,10 @@ func (c *computer) report(ps []Problem) {
 // (string order) winning where a key is listed more than once (reported),
 // so that input order never matters; objects of the same key and
 // resourceVersion are the same stored object. The objects come in key
-// order. Objects keep refuses are left out (keep nil keeps all).
-func (c *computer) latest(in Input, keep func(any) bool) []any {
+// order.
+func (c *computer) latest(in Input) []any {
 	byKey := map[objKey]any{}
 	for _, o := range in.objects() {
-		if keep != nil && !keep(o) {
-			continue
-		}
 		k, _ := keyOf(o)
 		old, dup := byKey[k]
 		if !dup {

@@ -30,7 +30,7 @@ func TestComputeFocusedAgreesWithCompute(t *testing.T) {
 	for _, want := range full.Endpoints {
 		for _, addrs := range addrSets {
 			ref := calc.EndpointRef{Kind: want.Kind, Key: want.Key}
-			got := calc.ComputeFocused(in, calc.Focus{Endpoint: ref, Addrs: addrs})
+			got := calc.ComputeFocused(in, calc.Focus{Endpoints: []calc.EndpointRef{ref}, Addrs: addrs})
 			ep := findEndpoint(got, ref)
 			if ep == nil {
 				t.Fatalf("%s: not in the focused result", want.Key)
