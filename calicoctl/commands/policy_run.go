@@ -1,7 +1,9 @@
 package commands
 
 import (
+	"maps"
 	"net/netip"
+	"slices"
 	"strconv"
 
 	"github.com/tabbynet/tabby/felix/rules"
@@ -33,7 +35,8 @@ func traceFlow(s *policySnapshot, fromSpec, toSpec string, pkt rules.Packet) (*T
 	if err != nil {
 		return nil, err
 	}
-	rep := &TraceReport{From: from.peer(), To: to.peer(), Packet: packetReport(pkt), Verdict: string(verdict), Notes: notes}
+	rep := &TraceReport{From: from.peer(), To: to.peer(), Packet: packetReport(pkt), Verdict: string(verdict),
+		Notes: append(notes, enforced.unrenderable()...)}
 	for _, h := range hops {
 		rep.Hops = append(rep.Hops, enforced.report(h))
 	}
@@ -109,4 +112,20 @@ func protoLabel(p uint8) string {
 		return "UDPLite"
 	}
 	return strconv.Itoa(int(p))
+}
+
+// unrenderable are notes on the rules of the traced chains' policies
+// and profiles that felix enforces other than as written (fail closed).
+func (t *tracer) unrenderable() []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, node := range slices.Sorted(maps.Keys(t.results)) {
+		for _, u := range t.results[node].Unrenderable {
+			if s := "felix enforces " + u.String(); !seen[s] {
+				seen[s] = true
+				out = append(out, s)
+			}
+		}
+	}
+	return out
 }
