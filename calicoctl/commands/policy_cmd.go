@@ -20,6 +20,9 @@ func newPolicyCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "policy",
 		Short: "Explain policy: trace a flow, show an endpoint's policies, name a chain",
+		Example: `  calicoctl policy trace --from dev/tester --to shop/backend --port tcp/8080
+  calicoctl policy show shop/backend
+  calicoctl policy chain cali-pi-_HP4W459tOSxdMbBc_yJ`,
 	}
 	cmd.AddCommand(newPolicyTraceCmd(a), newPolicyShowCmd(a), newPolicyChainCmd(a))
 	return cmd

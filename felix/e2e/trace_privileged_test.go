@@ -33,7 +33,8 @@ import (
 // GlobalNetworkSet, a NetworkSet selected across namespaces, a
 // service-account rule, a named port, a Kubernetes NetworkPolicy, a
 // profile that denies before the namespace's, an all-interfaces host
-// endpoint with normal, applyOnForward and preDNAT policy, and a staged
+// endpoint with normal, applyOnForward and preDNAT policy, a host
+// endpoint on eth2 with doNotTrack policy, and a staged
 // deny.
 func tracePolicies(t *testing.T) []v3.Resource {
 	tcp, udp := ct.Proto("TCP"), ct.Proto("UDP")
@@ -91,6 +92,11 @@ func tracePolicies(t *testing.T) []v3.Resource {
 			{Action: v3.Deny, Protocol: tcp, Destination: v3.EntityRule{Nets: []string{"10.65.0.0/16"}, Ports: port("9090")}},
 			{Action: v3.Allow, Destination: v3.EntityRule{Nets: []string{"10.65.0.0/16"}}},
 		}, nil), true, false, false),
+		ct.HEP("node1-eth2", node, "eth2", map[string]string{"role": "edge"}, nodeIPOn(1)),
+		ct.HostPolicy(ct.GNP("untracked-8083", "default", ct.Ptr(10.0), "role == 'edge'", ct.Both, []v3.Rule{
+			{Action: v3.Allow, Protocol: tcp, Source: v3.EntityRule{Nets: []string{"192.168.52.2/32"}}, Destination: v3.EntityRule{Ports: port("8083")}}},
+			[]v3.Rule{{Action: v3.Allow, Protocol: tcp, Source: v3.EntityRule{Ports: port("8083")}, Destination: v3.EntityRule{Nets: []string{"192.168.52.2/32"}}}}),
+			false, false, true),
 		ct.HostPolicy(ct.GNP("pre-dnat", "default", ct.Ptr(10.0), "role == 'node'", ct.Ingress, []v3.Rule{
 			{Action: v3.Deny, Protocol: tcp, Source: v3.EntityRule{Nets: []string{"192.168.51.2/32"}},
 				Destination: v3.EntityRule{Nets: []string{"10.65.0.2/32"}, Ports: port("8080")}}}, nil), false, true, false),
@@ -108,7 +114,8 @@ type traceProbe struct {
 
 // TestPrivilegedTraceMatchesPackets runs felix's whole pipeline over a
 // real etcd on a node namespace with six pods in three namespaces, a peer
-// behind eth1 and an all-interfaces host endpoint, and for each of 38
+// behind eth1 and eth2, an all-interfaces host endpoint and one on eth2
+// (doNotTrack), and for each of 40
 // flows checks that `calicoctl policy trace` (the command, over the same
 // etcd) gives the verdict the real packet gets.
 func TestPrivilegedTraceMatchesPackets(t *testing.T) {
@@ -118,9 +125,9 @@ func TestPrivilegedTraceMatchesPackets(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Close() })
-	h := newHostNet(t, 1)
+	h := newHostNet(t, 2)
 	peer := h.peers[0]
-	for _, p := range []int{22, 8081, 8082} {
+	for _, p := range []int{22, 8081, 8082, 8083, 8084} {
 		listenTCP(t, h.node, p)
 	}
 	listenTCP(t, peer, tcpPortA)
@@ -153,7 +160,7 @@ func TestPrivilegedTraceMatchesPackets(t *testing.T) {
 		}
 	}
 	dp := runDaemon(t, c, h.node, nil)
-	probes := traceProbes(pods, peer, h.node)
+	probes := traceProbes(pods, h.peers, h.node)
 	eventually(t, 20*time.Second, "policy programmed", func() bool {
 		return dp.InSync() && pods["frontend"].tcp(pods["backend"], tcpPortA) && !pods["frontend"].tcp(pods["backend"], tcpPortB)
 	})
@@ -219,7 +226,8 @@ func calicoctl(t *testing.T, args ...string) string {
 // traceProbes are the flows: pods by name, the peer behind eth1
 // (192.168.51.2, a partner) and the node itself (192.168.51.1, host
 // endpoint node1-all).
-func traceProbes(pods map[string]*pod, peer, nodeNS ns.NetNS) []traceProbe {
+func traceProbes(pods map[string]*pod, peers []ns.NetNS, nodeNS ns.NetNS) []traceProbe {
+	peer := peers[0]
 	ref := map[string]string{"backend": "shop/backend", "db": "shop/db", "tester": "dev/tester",
 		"frontend": "shop/frontend", "monitor": "ops/monitor", "rogue": "dev/rogue"}
 	var out []traceProbe
@@ -280,6 +288,11 @@ func traceProbes(pods map[string]*pod, peer, nodeNS ns.NetNS) []traceProbe {
 	// To the host: host endpoint policy and failsafe.
 	for _, p := range []int{8081, 8082, 22} {
 		dial(peerIP, peer, nodeIPOn(0), nodeIPOn(0), p)
+	}
+	// To the host through eth2's host endpoint: doNotTrack allows 8083
+	// (the filter table then accepts it), nothing allows 8084, failsafe.
+	for _, p := range []int{8083, 8084, 22} {
+		dial(peerIPOn(1), peers[1], nodeIPOn(1), nodeIPOn(1), p)
 	}
 	// Out of the cluster, to the host from a pod, from the host to a pod.
 	dial("dev/tester", pods["tester"].netns, peerIP, peerIP, tcpPortB)
