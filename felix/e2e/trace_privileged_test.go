@@ -181,8 +181,8 @@ func checkTraces(t *testing.T, probes []traceProbe) {
 		allowed := rep.Verdict == "Allow"
 		verdicts[p.from+p.to+p.port] = allowed
 		counts[allowed]++
-		if p.pending != "" && rep.PendingVerdict != p.pending {
-			t.Errorf("%s -> %s %s: pending verdict %q, want %q", p.from, p.to, p.port, rep.PendingVerdict, p.pending)
+		if p.pending != "" && (rep.PendingVerdict != p.pending || !pendingNames(rep, "StagedNetworkPolicy", "lockdown", p.pending)) {
+			t.Errorf("%s -> %s %s: pending verdict %q, want %q by StagedNetworkPolicy lockdown:\n%s", p.from, p.to, p.port, rep.PendingVerdict, p.pending, traceText(t, p))
 		}
 		if p.probe() != allowed {
 			retry = append(retry, p)
@@ -198,6 +198,24 @@ func checkTraces(t *testing.T, probes []traceProbe) {
 		}
 	}
 	t.Logf("%d flows: %d allowed, %d denied, trace = packet for all but %d", len(probes), counts[true], counts[false], len(retry))
+}
+
+// pendingNames reports whether a hop's pending trace ends at a rule of
+// the staged policy kind/name with the given action.
+func pendingNames(rep commands.TraceReport, kind, name, action string) bool {
+	for _, h := range rep.Hops {
+		if h.Pending == nil {
+			continue
+		}
+		for _, tier := range h.Pending.Tiers {
+			for _, p := range tier.Policies {
+				if p.Kind == kind && p.Name == name && p.Match != nil && p.Match.Action == action {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 func runTrace(t *testing.T, p traceProbe) commands.TraceReport {
