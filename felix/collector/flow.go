@@ -55,8 +55,8 @@ type Flow struct {
 	StartTime time.Time `json:"start_time"`
 	EndTime   time.Time `json:"end_time"`
 	// Enforced are the verdicts that decided the flow, in path order;
-	// Pending those of staged policies (none yet: staged policies are not
-	// rendered).
+	// Pending would be those with the staged policies in force (empty: the
+	// collector does not evaluate staged policies yet, see felix/STATUS.md).
 	Enforced []PolicyHit `json:"enforced_policies"`
 	Pending  []PolicyHit `json:"pending_policies"`
 	// Packets and Bytes are both directions' (conntrack's for allowed
