@@ -3,7 +3,7 @@ GO ?= go
 BIN := bin
 CONTROLLER_GEN := $(GO) tool controller-gen
 
-.PHONY: all build test test-privileged test-integration kube-binaries test-all bench bench-cni bench-felix bench-scale bench-scale-calc bench-trace lab demo lint generate fuzz clean
+.PHONY: all build test test-privileged test-integration kube-binaries test-all bench bench-cni bench-felix bench-flowlogs bench-scale bench-scale-calc bench-trace lab demo lint generate fuzz clean
 
 all: build
 
@@ -55,6 +55,12 @@ bench-felix:
 	$(GO) test -tags privileged -run '^$$' -bench DaemonPolicyChange -benchtime 20x ./felix/e2e/
 	$(GO) test -tags privileged -run '^$$' -bench PrivilegedOneChange -benchtime 30x ./felix/dataplane/
 	$(GO) test -run '^$$' -bench . -benchmem ./felix/calc/ ./felix/rules/
+
+## bench-flowlogs: flow logs (issue 26, root): TCP throughput between two
+## pods of a node with flow logs off and on (alternating rounds, same run)
+## and the collector's CPU at 1,000 new connections/s
+bench-flowlogs:
+	$(GO) test -tags privileged -run '^$$' -bench PrivilegedFlowLogs -benchtime 1x ./felix/e2e/
 
 ## bench-scale: felix at cluster scale (issue 15, root): the real
 ## cmd/felix over a real etcd loaded with the synthetic cluster (1,000

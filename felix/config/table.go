@@ -8,7 +8,8 @@ const (
 	rNFT     = "the nftables dataplane is not implemented: felix programs iptables (through the iptables-nft or -legacy tools, see IptablesBackend)"
 	rNFTOnly = "used only by the nftables dataplane, which Tabby does not have: felix programs iptables"
 	rTypha   = "Tabby has no Typha: felix watches the datastore directly"
-	rFlow    = "flow logs are not implemented: none are collected"
+	rFlow    = "flow logs are collected on each node and served on its local flow socket (FlowLogsLocalReporter); there is no Goldmane aggregator to send them to"
+	rPending = "staged policies are not evaluated, so flows carry no pending policies to re-evaluate"
 	rXDP     = "XDP is not implemented: untracked (doNotTrack) policy runs in the iptables raw table"
 	rOStack  = "OpenStack support is not implemented"
 	rDebug   = "felix's debugging hooks are not implemented"
@@ -219,11 +220,12 @@ var Params = []Param{
 	r("SidecarAccelerationEnabled", "SidecarAccelerationEnabled", KindBool, "false", "sidecar acceleration is not implemented"),
 	r("IstioAmbientMode", "IstioAmbientMode", OneOf("Disabled", "Enabled"), "Disabled", rIstio),
 	r("IstioDSCPMark", "IstioDSCPMark", KindOpaque, "23", rIstio),
-	r("FlowLogsFlushInterval", "FlowLogsFlushInterval", KindSeconds, "300", rFlow),
-	r("FlowLogsCollectorDebugTrace", "FlowLogsCollectorDebugTrace", KindBool, "false", rFlow),
+	// Flow logs (felix/collector): honoured with the local reporter.
+	h("FlowLogsFlushInterval", "FlowLogsFlushInterval", KindSeconds, "300").nz(),
+	h("FlowLogsCollectorDebugTrace", "FlowLogsCollectorDebugTrace", KindBool, "false"),
 	r("FlowLogsGoldmaneServer", "FlowLogsGoldmaneServer", KindString, "", rFlow),
-	r("FlowLogsLocalReporter", "FlowLogsLocalReporter", OneOf("Enabled", "Disabled"), "Disabled", rFlow),
-	r("FlowLogsPolicyEvaluationMode", "FlowLogsPolicyEvaluationMode", OneOf("None", "Continuous"), "Continuous", rFlow, "None", "Continuous"),
+	h("FlowLogsLocalReporter", "FlowLogsLocalReporter", OneOf("Enabled", "Disabled"), "Disabled"),
+	r("FlowLogsPolicyEvaluationMode", "FlowLogsPolicyEvaluationMode", OneOf("None", "Continuous"), "Continuous", rPending, "None", "Continuous"),
 
 	// Debugging.
 	r("DebugMemoryProfilePath", "DebugMemoryProfilePath", KindString, "", rDebug),
