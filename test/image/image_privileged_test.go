@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -29,10 +30,10 @@ const repoRoot = "../.."
 func TestPrivilegedImageRuns(t *testing.T) {
 	netnstest.RequireRoot(t)
 	tmp := t.TempDir()
-	digest, tarball := buildImage(t, tmp, "a")
-	digest2, tarball2 := buildImage(t, tmp, "b")
-	if digest != digest2 || fileHash(t, tarball) != fileHash(t, tarball2) {
-		t.Errorf("two builds of the same inputs differ: %s vs %s", digest, digest2)
+	a := buildImage(t, tmp, "a")
+	b := buildImage(t, tmp, "b")
+	if a.digest != b.digest || a.id != b.id || fileHash(t, a.tarball) != fileHash(t, b.tarball) {
+		t.Errorf("two builds of the same inputs differ: %+v vs %+v", a, b)
 	}
 	version, err := os.ReadFile(filepath.Join(repoRoot, "VERSION"))
 	if err != nil {
@@ -41,39 +42,18 @@ func TestPrivilegedImageRuns(t *testing.T) {
 	ref := "docker.io/tabbynet/tabby:" + strings.TrimSpace(string(version))
 
 	c := startContainerd(t, tmp)
-	out := c.ctr(t, "images", "import", tarball)
+	out := c.ctr(t, "images", "import", a.tarball)
 	if !strings.Contains(out, ref) {
 		t.Fatalf("ctr images import did not report %s:\n%s", ref, out)
 	}
-	for _, tc := range []struct {
-		args []string
-		want []string // every one must appear in the output
-	}{
-		{[]string{"/usr/bin/calico-node", "-h"}, []string{"-felix-live"}},
-		{[]string{"/usr/bin/calicoctl", "--help"}, []string{"calicoctl"}},
-		{[]string{"/usr/bin/kube-controllers", "-h"}, nil},
-		{[]string{"/usr/bin/check-status", "-h"}, nil},
-		{[]string{"/usr/bin/install-cni", "-h"}, nil},
-		{[]string{"/opt/cni/bin/calico", "version"}, []string{"CNI"}},
-		{[]string{"/opt/cni/bin/calico-ipam", "version"}, []string{"CNI"}},
-		{[]string{"/opt/cni/bin/calico-k8s", "version"}, []string{"CNI"}},
-		{[]string{"/opt/cni/bin/portmap", "version"}, []string{"CNI"}},
-		{[]string{"bird", "--version"}, []string{"BIRD version 2."}},
-		{[]string{"birdc", "--version"}, []string{"BIRD version 2."}},
-		{[]string{"iptables", "--version"}, []string{"nf_tables"}},
-		{[]string{"iptables-nft", "-m", "conntrack", "-m", "set", "-j", "MASQUERADE", "-h"},
-			[]string{"conntrack match options", "--match-set", "MASQUERADE target options"}},
-		{[]string{"iptables-legacy", "-m", "conntrack", "-m", "set", "-j", "MASQUERADE", "-h"},
-			[]string{"conntrack match options", "--match-set", "MASQUERADE target options"}},
-		{[]string{"ip6tables-legacy-restore", "--version"}, []string{"legacy"}},
-		{[]string{"iptables-nft-save", "--version"}, []string{"nf_tables"}},
-		{[]string{"ipset", "--version"}, []string{"ipset v7"}},
-		{[]string{"conntrack", "--version"}, []string{"conntrack v1"}},
-		{[]string{"ip", "-V"}, []string{"iproute2"}},
-		{[]string{"modprobe", "--version"}, []string{"kmod version"}},
-	} {
-		out, err := c.run(t, ref, tc.args...)
-		if err != nil {
+	// containerd writes its own manifest for a docker archive, so its
+	// digest is not make image's; the configuration (the image ID) is.
+	if id := c.configOf(t, ref); id != a.id {
+		t.Errorf("containerd's %s has configuration %s, the build's image ID is %s", ref, id, a.id)
+	}
+	for _, tc := range imageCommands() {
+		out, err := c.run(t, ref, tc)
+		if err != nil && !tc.anyExit {
 			t.Errorf("%v in the image: %v\n%s", tc.args, err, out)
 			continue
 		}
@@ -82,6 +62,64 @@ func TestPrivilegedImageRuns(t *testing.T) {
 				t.Errorf("%v in the image: no %q in\n%s", tc.args, w, out)
 			}
 		}
+	}
+}
+
+// command is one run in a container of the image.
+type command struct {
+	args     []string
+	env      []string // CNI_COMMAND=VERSION ...
+	input    string   // when set, a read-only file at /input in the container
+	netAdmin bool     // CAP_NET_ADMIN and CAP_NET_RAW, in the container's own network namespace
+	anyExit  bool     // a usage message with a non-zero exit is fine: it ran
+	want     []string // every one must appear in the output
+}
+
+// felixRules programs what felix's rules use (conntrack, mark, comment,
+// multiport, MASQUERADE) through iptables-restore: it only commits if
+// every match and target plugin loads and the kernel takes the rules.
+const felixRules = `*filter
+:FORWARD ACCEPT [0:0]
+:cali-test - [0:0]
+-A FORWARD -m comment --comment "cali:test" -j cali-test
+-A cali-test -m conntrack --ctstate INVALID -j DROP
+-A cali-test -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT
+-A cali-test -p tcp -m multiport --dports 80,443 -m mark --mark 0x10000/0x10000 -j ACCEPT
+COMMIT
+*nat
+:POSTROUTING ACCEPT [0:0]
+-A POSTROUTING -o eth0 -j MASQUERADE --random-fully
+COMMIT
+`
+
+// imageCommands are the image's programs, each run so it must load every
+// library (and iptables its plugins).
+func imageCommands() []command {
+	cni := []string{"CNI_COMMAND=VERSION"}
+	plugins := []string{"-m", "conntrack", "-m", "set", "-m", "multiport", "-j", "MASQUERADE", "-h"}
+	pluginHelp := []string{"conntrack match options", "--match-set", "multiport match options", "MASQUERADE target options"}
+	return []command{
+		{args: []string{"/usr/bin/calico-node", "-h"}, want: []string{"-felix-live"}},
+		{args: []string{"/usr/bin/calicoctl", "--help"}, want: []string{"calicoctl"}},
+		{args: []string{"/usr/bin/kube-controllers", "-h"}},
+		{args: []string{"/usr/bin/check-status", "-h"}, anyExit: true, want: []string{"Usage of check-status"}},
+		{args: []string{"/usr/bin/install-cni", "-h"}},
+		{args: []string{"/opt/cni/bin/calico"}, env: cni, want: []string{"supportedVersions"}},
+		{args: []string{"/opt/cni/bin/calico-ipam"}, env: cni, want: []string{"supportedVersions"}},
+		{args: []string{"/opt/cni/bin/calico-k8s"}, env: cni, want: []string{"supportedVersions"}},
+		{args: []string{"/opt/cni/bin/portmap"}, env: cni, want: []string{"supportedVersions"}},
+		{args: []string{"bird", "--version"}, want: []string{"BIRD version 2."}},
+		{args: []string{"birdc", "-s", "/nonexistent"}, anyExit: true, want: []string{"Unable to connect to server control socket"}},
+		{args: []string{"iptables", "--version"}, want: []string{"nf_tables"}},
+		{args: append([]string{"iptables-nft"}, plugins...), netAdmin: true, want: pluginHelp},
+		{args: append([]string{"iptables-legacy"}, plugins...), netAdmin: true, want: pluginHelp},
+		{args: []string{"iptables-nft-restore", "/input"}, input: felixRules, netAdmin: true},
+		{args: []string{"iptables-legacy-restore", "/input"}, input: felixRules, netAdmin: true},
+		{args: []string{"ip6tables-legacy-save", "--version"}, want: []string{"legacy"}},
+		{args: []string{"ipset", "--version"}, netAdmin: true, want: []string{"ipset v7"}},
+		{args: []string{"conntrack", "--version"}, want: []string{"conntrack v1"}},
+		{args: []string{"ip", "-V"}, want: []string{"iproute2", "libbpf"}},
+		{args: []string{"modprobe", "--version"}, want: []string{"kmod version"}},
 	}
 }
 
@@ -94,9 +132,15 @@ func goBin() string {
 
 func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 
+// built is one build's output.
+type built struct {
+	digest, id, tarball string
+}
+
 // buildImage runs hack/imagebuild as make image does, with its own
-// binaries folder and tarball, and returns the digest it printed last.
-func buildImage(t *testing.T, tmp, name string) (string, string) {
+// binaries folder and tarball: the digest it printed last, the image ID
+// from its first line, the tarball.
+func buildImage(t *testing.T, tmp, name string) built {
 	t.Helper()
 	out := filepath.Join(tmp, name+".tar")
 	cmd := exec.Command(goBin(), "run", "./hack/imagebuild", "-go", goBin(),
@@ -114,8 +158,13 @@ func buildImage(t *testing.T, tmp, name string) (string, string) {
 	if !strings.HasPrefix(digest, "sha256:") || len(digest) != 71 {
 		t.Fatalf("imagebuild's last line is not a digest: %q", digest)
 	}
+	_, id, _ := strings.Cut(lines[0], "image ID ")
+	id, _, _ = strings.Cut(id, ",")
+	if !strings.HasPrefix(id, "sha256:") {
+		t.Fatalf("imagebuild's first line names no image ID: %q", lines[0])
+	}
 	t.Logf("build %s: %s in %v (%s)", name, digest, time.Since(start).Round(time.Millisecond), lines[0])
-	return digest, out
+	return built{digest: digest, id: id, tarball: out}
 }
 
 func fileHash(t *testing.T, p string) string {
@@ -137,7 +186,7 @@ func fileHash(t *testing.T, p string) string {
 // and a private mount namespace (a tmpfs on /run/containerd for the
 // shims' sockets), so nothing of it is visible to the host's.
 type containerd struct {
-	sock, ns string
+	sock, ns, dir string
 }
 
 func startContainerd(t *testing.T, tmp string) *containerd {
@@ -147,7 +196,7 @@ func startContainerd(t *testing.T, tmp string) *containerd {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	c := &containerd{sock: filepath.Join(dir, "containerd.sock"), ns: "tabby-image-test"}
+	c := &containerd{sock: filepath.Join(dir, "containerd.sock"), ns: "tabby-image-test", dir: dir}
 	conf := fmt.Sprintf(`version = 2
 root = %q
 state = %q
@@ -213,16 +262,57 @@ func (c *containerd) ctr(t *testing.T, args ...string) string {
 	return string(out)
 }
 
-// run runs one command in a fresh container of the image (removed
-// after) and returns its output.
-func (c *containerd) run(t *testing.T, ref string, args ...string) (string, error) {
+// configOf returns the configuration digest of the image ref as
+// containerd stores it.
+func (c *containerd) configOf(t *testing.T, ref string) string {
+	t.Helper()
+	var digest string
+	for _, line := range strings.Split(c.ctr(t, "images", "ls"), "\n") {
+		if f := strings.Fields(line); len(f) >= 3 && f[0] == ref {
+			digest = f[2]
+		}
+	}
+	if digest == "" {
+		t.Fatalf("containerd lists no %s", ref)
+	}
+	var m struct {
+		Config struct {
+			Digest string `json:"digest"`
+		} `json:"config"`
+	}
+	if err := json.Unmarshal([]byte(c.ctr(t, "content", "get", digest)), &m); err != nil {
+		t.Fatalf("containerd's manifest %s: %v", digest, err)
+	}
+	return m.Config.Digest
+}
+
+// run runs one command in a fresh container of the image (its own
+// network namespace; removed after) and returns its output. Output goes
+// through a log file and the command has no stdin: ctr run can leave a
+// program reading stdin waiting for an EOF that never comes.
+func (c *containerd) run(t *testing.T, ref string, cmd command) (string, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	id := fmt.Sprintf("t%d", time.Now().UnixNano())
-	full := append([]string{"--address", c.sock, "-n", c.ns, "run", "--rm", ref, id}, args...)
-	out, err := exec.CommandContext(ctx, "ctr", full...).CombinedOutput()
-	return string(out), err
+	logFile := filepath.Join(c.dir, id+".log")
+	full := []string{"--address", c.sock, "-n", c.ns, "run", "--rm", "--log-uri", "file://" + logFile}
+	for _, e := range cmd.env {
+		full = append(full, "--env", e)
+	}
+	if cmd.netAdmin {
+		full = append(full, "--cap-add", "CAP_NET_ADMIN", "--cap-add", "CAP_NET_RAW")
+	}
+	if cmd.input != "" {
+		in := filepath.Join(c.dir, id+".input")
+		if err := os.WriteFile(in, []byte(cmd.input), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		full = append(full, "--mount", "type=bind,src="+in+",dst=/input,options=rbind:ro")
+	}
+	out, err := exec.CommandContext(ctx, "ctr", append(append(full, ref, id), cmd.args...)...).CombinedOutput()
+	logged, _ := os.ReadFile(logFile)
+	return string(out) + string(logged), err
 }
 
 // cleanup removes what the test left in containerd (containers of a
