@@ -16,19 +16,21 @@ import (
 	"github.com/tabbynet/tabby/internal/vmtest/guest"
 )
 
-// client calls one guest agent over the segment.
-type client struct {
+// Guest calls one VM's agent (package guest) over the segment: the
+// harness's and the lab's one way into a VM.
+type Guest struct {
 	base string
 	hc   *http.Client
 }
 
-func newClient(seg *Segment, addr netip.Addr) *client {
+// NewGuest is the agent of the VM whose underlay address is addr.
+func NewGuest(seg *Segment, addr netip.Addr) *Guest {
 	tr := &http.Transport{DialContext: seg.DialContext, DisableKeepAlives: true}
-	return &client{base: "http://" + net.JoinHostPort(addr.String(), strconv.Itoa(guest.ControlPort)), hc: &http.Client{Transport: tr}}
+	return &Guest{base: "http://" + net.JoinHostPort(addr.String(), strconv.Itoa(guest.ControlPort)), hc: &http.Client{Transport: tr}}
 }
 
-// call posts req as JSON to path and decodes the answer into res.
-func (c *client) call(ctx context.Context, path string, req, res any) error {
+// Call posts req as JSON to path and decodes the answer into res.
+func (c *Guest) Call(ctx context.Context, path string, req, res any) error {
 	b, err := json.Marshal(req)
 	if err != nil {
 		return err
@@ -55,18 +57,25 @@ func (c *client) call(ctx context.Context, path string, req, res any) error {
 	return json.Unmarshal(body, res)
 }
 
-// callTimeout is call bounded by d.
-func (c *client) callTimeout(d time.Duration, path string, req, res any) error {
+// CallTimeout is Call bounded by d.
+func (c *Guest) CallTimeout(d time.Duration, path string, req, res any) error {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
-	return c.call(ctx, path, req, res)
+	return c.Call(ctx, path, req, res)
+}
+
+// Exec runs a command in the VM (in a pod's namespace with r.Pod).
+func (c *Guest) Exec(r guest.ExecRequest) (guest.ExecResult, error) {
+	var res guest.ExecResult
+	err := c.CallTimeout(2*time.Minute, "/exec", r, &res)
+	return res, err
 }
 
 // Exec runs argv on the node and returns its output; a non-zero exit is
 // an error carrying the output.
 func (n *Node) Exec(argv ...string) (string, error) {
-	var r guest.ExecResult
-	if err := n.http.callTimeout(2*time.Minute, "/exec", guest.ExecRequest{Argv: argv}, &r); err != nil {
+	r, err := n.Guest.Exec(guest.ExecRequest{Argv: argv})
+	if err != nil {
 		return "", err
 	}
 	if r.Code != 0 {
@@ -88,7 +97,7 @@ func (n *Node) MustExec(argv ...string) string {
 // Spawn starts a long-running process on the node (its log lands in the
 // share as <name>-<id>.log).
 func (n *Node) Spawn(name string, env []string, argv ...string) error {
-	return n.http.callTimeout(time.Minute, "/spawn", guest.SpawnRequest{Name: name, Argv: argv, Env: env}, nil)
+	return n.Guest.CallTimeout(time.Minute, "/spawn", guest.SpawnRequest{Name: name, Argv: argv, Env: env}, nil)
 }
 
 // Pod is a pod on a node.
@@ -106,7 +115,7 @@ type Pod struct {
 func (n *Node) AddPod(name string) *Pod {
 	n.c.t.Helper()
 	var r guest.PodResult
-	if err := n.http.callTimeout(2*time.Minute, "/pod/add", guest.PodRequest{Name: name}, &r); err != nil {
+	if err := n.Guest.CallTimeout(2*time.Minute, "/pod/add", guest.PodRequest{Name: name}, &r); err != nil {
 		n.c.t.Fatalf("adding pod %s on %s: %v", name, n.Name, err)
 	}
 	ip, err := netip.ParseAddr(r.IP)
@@ -118,7 +127,7 @@ func (n *Node) AddPod(name string) *Pod {
 
 // Delete runs CNI DEL for the pod.
 func (p *Pod) Delete() error {
-	return p.Node.http.callTimeout(time.Minute, "/pod/del", guest.PodRequest{Name: p.Name}, nil)
+	return p.Node.Guest.CallTimeout(time.Minute, "/pod/del", guest.PodRequest{Name: p.Name}, nil)
 }
 
 // Probe tries one flow from p to dst ("tcp", "udp" or "icmp"): the
@@ -131,7 +140,7 @@ func (p *Pod) Probe(proto string, dst netip.Addr, timeout time.Duration) (string
 func (p *Pod) ProbeSize(proto string, dst netip.Addr, size int, timeout time.Duration) (string, error) {
 	var r guest.ProbeResult
 	req := guest.ProbeRequest{From: p.Name, Proto: proto, Dst: dst.String(), Size: size, TimeoutMillis: int(timeout.Milliseconds())}
-	if err := p.Node.http.callTimeout(timeout+30*time.Second, "/probe", req, &r); err != nil {
+	if err := p.Node.Guest.CallTimeout(timeout+30*time.Second, "/probe", req, &r); err != nil {
 		return "", err
 	}
 	if r.Error != "" {
@@ -142,5 +151,5 @@ func (p *Pod) ProbeSize(proto string, dst netip.Addr, size int, timeout time.Dur
 
 // quit asks the agent to stop; the guest then powers off.
 func (n *Node) quit() error {
-	return n.http.callTimeout(5*time.Second, "/quit", struct{}{}, nil)
+	return n.Guest.CallTimeout(5*time.Second, "/quit", struct{}{}, nil)
 }

@@ -162,7 +162,7 @@ func (c *Cluster) boot(img Image, mem int) {
 			t.Fatal(err)
 		}
 		n.VM = vm
-		n.http = newClient(c.Seg, n.Addr.Addr())
+		n.Guest = NewGuest(c.Seg, n.Addr.Addr())
 		t.Cleanup(func() { c.stop(n) })
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
@@ -227,5 +227,5 @@ type Node struct {
 	Subnet int
 	Addr   netip.Prefix // the underlay address
 	VM     *VM
-	http   *client
+	Guest  *Guest
 }

@@ -55,7 +55,7 @@ func (c *Cluster) StartCalicoNode() {
 			var last string
 			errs[i] = n.VM.waitFor(ctx, 2*time.Second, func() bool {
 				var r guest.ExecResult
-				err := n.http.callTimeout(time.Minute, "/exec", guest.ExecRequest{Argv: []string{"calico-node", "-felix-ready"}, Env: n.CalicoNodeEnv()}, &r)
+				err := n.Guest.CallTimeout(time.Minute, "/exec", guest.ExecRequest{Argv: []string{"calico-node", "-felix-ready"}, Env: n.CalicoNodeEnv()}, &r)
 				last = strings.TrimSpace(r.Output)
 				return err == nil && r.Code == 0
 			})

@@ -52,9 +52,20 @@ type SpawnRequest struct {
 }
 
 // PodRequest names a pod (Kubernetes namespace "default" unless set).
+// Serve, when set, is the pod's workload (run in its namespace, killed
+// with the pod) instead of the agent's own TCP and UDP servers.
 type PodRequest struct {
-	Name      string `json:"name"`
-	Namespace string `json:"namespace,omitempty"`
+	Name      string   `json:"name"`
+	Namespace string   `json:"namespace,omitempty"`
+	Serve     []string `json:"serve,omitempty"`
+}
+
+// Key is the pod's "<namespace>/<name>".
+func (r PodRequest) Key() string {
+	if r.Namespace == "" {
+		return "default/" + r.Name
+	}
+	return r.Namespace + "/" + r.Name
 }
 
 // PodResult is an added pod's IPv4 address and how long the ADD took.
@@ -63,10 +74,14 @@ type PodResult struct {
 	AddMillis int64  `json:"addMillis"`
 }
 
-// ProbeRequest tries one flow from pod From: tcp to Dst:80, udp to
-// Dst:81, or icmp echo to Dst, giving up after TimeoutMillis.
+// ProbeRequest tries one flow from pod From ("<namespace>/<name>", or a
+// name in "default"): tcp to Dst:80, udp to Dst:81 (or Port), or icmp
+// echo to Dst, giving up after TimeoutMillis. With Want, an answer other
+// than Want (trimmed) is an error.
 type ProbeRequest struct {
 	From          string `json:"from"`
+	Port          int    `json:"port,omitempty"`
+	Want          string `json:"want,omitempty"`
 	Proto         string `json:"proto"`
 	Dst           string `json:"dst"`
 	Size          int    `json:"size,omitempty"` // udp payload bytes (with DF set)

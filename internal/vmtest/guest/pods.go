@@ -1,14 +1,17 @@
 package guest
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -19,7 +22,26 @@ import (
 	"github.com/tabbynet/tabby/internal/netnstest"
 )
 
-func podNetns(name string) string { return "pod-" + name }
+// podNetns names a pod's namespace in the VM: pod-<name> in "default",
+// else pod-<namespace>-<name>.
+func podNetns(key string) string {
+	ns, name, ok := strings.Cut(key, "/")
+	switch {
+	case !ok:
+		return "pod-" + key
+	case ns == "default":
+		return "pod-" + name
+	}
+	return "pod-" + ns + "-" + name
+}
+
+// podKey is "<namespace>/<name>" for a key or a bare name (in "default").
+func podKey(key string) string {
+	if strings.Contains(key, "/") {
+		return key
+	}
+	return "default/" + key
+}
 
 // AddPod creates the pod's namespace, runs CNI ADD from the node (the
 // plugin's own wait for felix's endpoint status included) and starts the
@@ -28,7 +50,7 @@ func (a *Agent) AddPod(r PodRequest) (PodResult, error) {
 	if r.Namespace == "" {
 		r.Namespace = "default"
 	}
-	name := podNetns(r.Name)
+	name := podNetns(r.Key())
 	if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
 		return PodResult{}, fmt.Errorf("ip netns add %s: %w: %s", name, err, out)
 	}
@@ -54,11 +76,16 @@ func (a *Agent) AddPod(r PodRequest) (PodResult, error) {
 	if err != nil {
 		return PodResult{}, err
 	}
-	if err := p.serve(r.Name); err != nil {
+	if len(r.Serve) > 0 {
+		err = a.Spawn(SpawnRequest{Name: "serve-" + name, Argv: append([]string{"ip", "netns", "exec", name}, r.Serve...)})
+	} else {
+		err = p.serve(r.Name)
+	}
+	if err != nil {
 		return PodResult{}, err
 	}
 	a.mu.Lock()
-	a.pods[r.Name] = p
+	a.pods[r.Key()] = p
 	a.mu.Unlock()
 	return PodResult{IP: ip.String(), AddMillis: took.Milliseconds()}, nil
 }
@@ -96,8 +123,8 @@ func (p *pod) serve(name string) error {
 // DelPod runs CNI DEL and removes the pod's namespace.
 func (a *Agent) DelPod(r PodRequest) error {
 	a.mu.Lock()
-	p, ok := a.pods[r.Name]
-	delete(a.pods, r.Name)
+	p, ok := a.pods[r.Key()]
+	delete(a.pods, r.Key())
 	a.mu.Unlock()
 	if !ok {
 		return fmt.Errorf("no pod %s", r.Name)
@@ -109,7 +136,7 @@ func (a *Agent) DelPod(r PodRequest) error {
 		return fmt.Errorf("CNI DEL %s: %w", r.Name, err)
 	}
 	_ = p.ns.Close()
-	if out, err := exec.Command("ip", "netns", "del", podNetns(r.Name)).CombinedOutput(); err != nil {
+	if out, err := exec.Command("ip", "netns", "del", podNetns(r.Key())).CombinedOutput(); err != nil {
 		return fmt.Errorf("ip netns del: %w: %s", err, out)
 	}
 	return nil
@@ -118,7 +145,7 @@ func (a *Agent) DelPod(r PodRequest) error {
 // Probe tries one flow from a pod (see ProbeRequest).
 func (a *Agent) Probe(r ProbeRequest) (ProbeResult, error) {
 	a.mu.Lock()
-	p, ok := a.pods[r.From]
+	p, ok := a.pods[podKey(r.From)]
 	a.mu.Unlock()
 	if !ok {
 		return ProbeResult{}, fmt.Errorf("no pod %s", r.From)
@@ -129,20 +156,67 @@ func (a *Agent) Probe(r ProbeRequest) (ProbeResult, error) {
 	}
 	var reply string
 	var err error
+	port := func(def int) string {
+		if r.Port != 0 {
+			def = r.Port
+		}
+		return net.JoinHostPort(r.Dst, strconv.Itoa(def))
+	}
 	switch r.Proto {
 	case "tcp":
-		reply, err = netnstest.DialTCPWithin(p.ns, net.JoinHostPort(r.Dst, strconv.Itoa(TCPPort)), d)
+		reply, err = tcpProbe(p.ns, port(TCPPort), d)
 	case "udp":
-		reply, err = udpProbe(p.ns, net.JoinHostPort(r.Dst, strconv.Itoa(UDPPort)), r.Size, d)
+		reply, err = udpProbe(p.ns, port(UDPPort), r.Size, d)
 	case "icmp":
 		err = netnstest.Ping(p.ns, r.Dst, int(time.Now().UnixNano()&0x7fff), d)
 	default:
 		return ProbeResult{}, fmt.Errorf("probe: unknown protocol %q", r.Proto)
 	}
-	if err != nil {
+	reply = strings.TrimSpace(reply)
+	switch {
+	case err != nil:
 		return ProbeResult{Error: err.Error()}, nil
+	case r.Want != "" && reply != r.Want:
+		return ProbeResult{Reply: reply, Error: "answered by " + strconv.Quote(reply)}, nil
 	}
-	return ProbeResult{Reply: strings.TrimSpace(reply)}, nil
+	return ProbeResult{Reply: reply}, nil
+}
+
+// Probes runs several probes at once and returns their results in order.
+func (a *Agent) Probes(rs []ProbeRequest) ([]ProbeResult, error) {
+	out := make([]ProbeResult, len(rs))
+	errs := make([]error, len(rs))
+	var wg sync.WaitGroup
+	for i, r := range rs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i], errs[i] = a.Probe(r)
+		}()
+	}
+	wg.Wait()
+	return out, errors.Join(errs...)
+}
+
+// tcpProbe connects and reads the server's first line (the pod's
+// servers close after it; the lab's keep it open).
+func tcpProbe(n ns.NetNS, addr string, d time.Duration) (string, error) {
+	var got string
+	err := n.Do(func(ns.NetNS) error {
+		c, err := net.DialTimeout("tcp", addr, d)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(d))
+		line, err := bufio.NewReader(c).ReadString('\n')
+		if err != nil && (line == "" || !errors.Is(err, io.EOF)) {
+			return err
+		}
+		got = line
+		return nil
+	})
+	return got, err
 }
 
 // udpProbe sends one datagram of size bytes (at least 1; Don't Fragment
