@@ -68,6 +68,9 @@ func (l *Lab) Probe(ctx context.Context, ports []Port, timeout time.Duration) ([
 	if len(ports) == 0 {
 		ports = l.ProbePorts()
 	}
+	if l.State.VMs {
+		return l.probeVMs(ports, timeout)
+	}
 	var jobs []ProbeResult
 	for _, from := range l.State.Pods {
 		for _, to := range l.State.Pods {

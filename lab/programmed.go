@@ -172,6 +172,16 @@ func (l *Lab) WaitProgrammed(ctx context.Context, refs []PolicyRef, timeout time
 // nodeProgrammed compares the node's filter table with want and says what
 // differs ("" when nothing).
 func nodeProgrammed(ctx context.Context, n NodeState, want map[string]chainWant) (string, error) {
+	if n.VM != nil {
+		r, err := n.VM.vmExec("", nil, "iptables-save", "-t", "filter")
+		if err == nil && r.Code != 0 {
+			err = fmt.Errorf("iptables-save: %s", r.Output)
+		}
+		if err != nil {
+			return "", fmt.Errorf("reading %s's iptables: %w", n.Name, err)
+		}
+		return chainsDiff(r.Output, want), nil
+	}
 	run := dataplane.ExecRunner{NetnsPath: netnsPath(n.Netns)}
 	v4, _, err := dataplane.BackendsFor(ctx, run, "")
 	if err != nil {

@@ -2,10 +2,8 @@ package vmtest
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/netip"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -125,26 +123,14 @@ func (c *Cluster) startDatastore() {
 		Spec: v3.ProfileSpec{Ingress: []v3.Rule{{Action: v3.Allow}}, Egress: []v3.Rule{{Action: v3.Allow}}}})
 }
 
-// writeShare writes config.json (nodes, the CNI configuration) and
-// run.sh, which the guest's init runs.
+// writeShare writes the guests' config and run script into the share.
 func (c *Cluster) writeShare() {
-	t := c.t
-	cni, _ := json.Marshal(map[string]any{"cniVersion": "1.0.0", "name": "k8s-pod-network", "plugins": []any{map[string]any{
-		"type": "calico", "log_level": "info", "log_file_path": "/var/log/calico/cni/cni.log",
-		"datastore_type": "etcdv3", "etcd_endpoints": c.EtcdEndpoint,
-		"ipam": map[string]any{"type": "calico-ipam"}, "policy_setup_timeout_seconds": 20,
-	}}})
-	cfg := guest.Config{CNI: cni}
+	cfg := guest.Config{CNI: CNIConfList(c.EtcdEndpoint)}
 	for _, n := range c.Nodes {
-		cfg.Nodes = append(cfg.Nodes, guest.Node{ID: n.ID, Name: n.Name, Addr: n.Addr.String(),
-			Gateway: RouterAddr(n.Subnet).Addr().String(), MAC: NodeMAC(n.ID)})
+		cfg.Nodes = append(cfg.Nodes, GuestNode(n.ID, n.Name, n.Subnet))
 	}
-	b, _ := json.MarshalIndent(cfg, "", "  ")
-	run := "#!/bin/sh\nexec /mnt/share/bin/tabby-vmguest -id \"$1\"\n"
-	for name, data := range map[string][]byte{"config.json": b, "run.sh": []byte(run)} {
-		if err := os.WriteFile(filepath.Join(c.Share, name), data, 0o644); err != nil {
-			t.Fatal(err)
-		}
+	if err := WriteShare(c.Share, cfg); err != nil {
+		c.t.Fatal(err)
 	}
 }
 

@@ -16,10 +16,21 @@ import (
 // on the underlay, the datastore over the segment. Every path is
 // Calico's default: each VM has its own file system.
 func (n *Node) CalicoNodeEnv() []string {
+	return CalicoNodeEnv(n.Name, "vxlan", n.c.EtcdEndpoint)
+}
+
+// CalicoNodeEnv is calico-node's environment for node name on a VM with
+// the given CALICO_NETWORKING_BACKEND (bird also sets CLUSTER_TYPE
+// k8s,bgp), reaching etcd at endpoint.
+func CalicoNodeEnv(name, backend, endpoint string) []string {
+	clusterType := "k8s"
+	if backend == "bird" {
+		clusterType = "k8s,bgp"
+	}
 	return []string{
-		"NODENAME=" + n.Name,
-		"CALICO_NETWORKING_BACKEND=vxlan",
-		"CLUSTER_TYPE=k8s",
+		"NODENAME=" + name,
+		"CALICO_NETWORKING_BACKEND=" + backend,
+		"CLUSTER_TYPE=" + clusterType,
 		"IP=autodetect",
 		"IP_AUTODETECTION_METHOD=cidr=172.30.0.0/16",
 		"NO_DEFAULT_POOLS=true",
@@ -29,7 +40,7 @@ func (n *Node) CalicoNodeEnv() []string {
 		"FELIX_LOGSEVERITYSCREEN=Info",
 		"CALICO_DISABLE_FILE_LOGGING=true",
 		"DATASTORE_TYPE=etcdv3",
-		"ETCD_ENDPOINTS=" + n.c.EtcdEndpoint,
+		"ETCD_ENDPOINTS=" + endpoint,
 	}
 }
 

@@ -227,3 +227,13 @@ func (c *Capture) Stop() []string {
 	}
 	return lines
 }
+
+// OpenSegment opens an existing segment by its namespace's name (a lab's,
+// from another process than the one that made it).
+func OpenSegment(name string) (*Segment, error) {
+	n, err := ns.GetNS(filepath.Join("/run/netns", name))
+	if err != nil {
+		return nil, fmt.Errorf("the VMs' segment %s: %w", name, err)
+	}
+	return &Segment{Netns: name, ns: n}, nil
+}

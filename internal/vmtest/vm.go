@@ -60,9 +60,10 @@ func (c VMConfig) qemuArgs(console string) []string {
 	}
 }
 
-// Boot starts the VM's qemu inside the segment's namespace. It dies with
-// the process that booted it (parent-death signal) and by Kill.
-func Boot(c VMConfig) (*VM, error) {
+// Command is the VM's qemu command line, run inside the segment's
+// namespace by nsenter (for callers that supervise it themselves, as the
+// lab does); the serial console goes to <share>/console-<id>.log.
+func (c VMConfig) Command() ([]string, error) {
 	if c.MemMiB == 0 {
 		c.MemMiB = 1024
 	}
@@ -73,9 +74,19 @@ func Boot(c VMConfig) (*VM, error) {
 	if err != nil {
 		return nil, fmt.Errorf("qemu is not installed (apt-get install qemu-system-x86): %w", err)
 	}
+	console := filepath.Join(c.Share, fmt.Sprintf("console-%d.log", c.ID))
+	return append([]string{"nsenter", "--net=" + filepath.Join("/run/netns", c.Segment.Netns), "--", qemu}, c.qemuArgs(console)...), nil
+}
+
+// Boot starts the VM's qemu inside the segment's namespace. It dies with
+// the process that booted it (parent-death signal) and by Kill.
+func Boot(c VMConfig) (*VM, error) {
+	argv, err := c.Command()
+	if err != nil {
+		return nil, err
+	}
 	v := &VM{cfg: c, Console: filepath.Join(c.Share, fmt.Sprintf("console-%d.log", c.ID)), done: make(chan struct{})}
-	argv := append([]string{"--net=" + filepath.Join("/run/netns", c.Segment.Netns), "--", qemu}, c.qemuArgs(v.Console)...)
-	v.cmd = exec.Command("nsenter", argv...)
+	v.cmd = exec.Command(argv[0], argv[1:]...)
 	stderr, err := os.Create(filepath.Join(c.Share, fmt.Sprintf("qemu-%d.log", c.ID)))
 	if err != nil {
 		return nil, err

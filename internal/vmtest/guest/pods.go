@@ -59,7 +59,7 @@ func (a *Agent) AddPod(r PodRequest) (PodResult, error) {
 		return PodResult{}, err
 	}
 	p := &pod{ns: n, rt: &libcni.RuntimeConf{
-		ContainerID: "cid-" + a.Me.Name + "-" + r.Name, NetNS: n.Path(), IfName: "eth0",
+		ContainerID: "cid-" + a.Me.Name + "-" + r.Namespace + "-" + r.Name, NetNS: n.Path(), IfName: "eth0",
 		Args: [][2]string{{"IgnoreUnknown", "1"}, {"K8S_POD_NAMESPACE", r.Namespace}, {"K8S_POD_NAME", r.Name}},
 	}}
 	start := time.Now()

@@ -26,7 +26,7 @@ import (
 const usage = `Usage: tabby-lab [--state DIR] [--bin DIR] <verb> [flags]
 
 Verbs:
-  up [--model FILE] [--datastore etcd|kubernetes] [--nodes N]
+  up [--model FILE] [--datastore etcd|kubernetes] [--nodes N] [--vms]
                        build the lab (default: the upstream NetworkPolicy
                        e2e model, 3 nodes, etcd)
   down                 remove everything of the lab (also a half-built one)
@@ -87,6 +87,7 @@ func run(ctx context.Context, args []string) error {
 		model := fs.String("model", "", "model file (YAML); default: the upstream NetworkPolicy e2e model")
 		ds := fs.String("datastore", lab.DatastoreEtcd, "etcd or kubernetes")
 		nodes := fs.Int("nodes", 0, "number of nodes (overrides the model's)")
+		vms := fs.Bool("vms", false, "each node a qemu VM on Debian's own kernel (ipip, wireguard, dummy); etcd only")
 		if err := fs.Parse(rest); err != nil {
 			return err
 		}
@@ -103,7 +104,7 @@ func run(ctx context.Context, args []string) error {
 				return err
 			}
 		}
-		l, err := lab.Up(ctx, lab.UpOptions{Dir: stateDir, Bin: *bin, Model: m, Datastore: *ds, Out: os.Stdout})
+		l, err := lab.Up(ctx, lab.UpOptions{Dir: stateDir, Bin: *bin, Model: m, Datastore: *ds, Out: os.Stdout, VMs: *vms})
 		if err != nil {
 			return err
 		}
