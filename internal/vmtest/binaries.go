@@ -25,23 +25,25 @@ var (
 )
 
 // BuildGuestBinaries builds GuestPackages once per process, statically
-// (CGO_ENABLED=0: the guest's libc is not the host's concern), into a
-// temporary folder (Go's build cache makes a rebuild cheap), and copies
-// them into dst with calico-ipam beside calico.
+// (CGO_ENABLED=0: the guest's libc is not the host's concern), into
+// <cache>/guest-bin (Go's build cache makes a rebuild cheap; nothing is
+// left in /tmp), and copies them into dst with calico-ipam beside calico.
 func BuildGuestBinaries(dst string) error {
 	buildOnce.Do(func() {
-		if buildDir, buildErr = os.MkdirTemp("", "tabby-vmtest-bin-"); buildErr != nil {
+		buildDir = filepath.Join(CacheDir(), "guest-bin")
+		if buildErr = os.MkdirAll(buildDir, 0o755); buildErr != nil {
 			return
 		}
-		goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-		for name, pkg := range GuestPackages {
-			cmd := exec.Command(goBin, "build", "-o", filepath.Join(buildDir, name), pkg)
-			cmd.Dir = RepoRoot()
-			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-			if out, err := cmd.CombinedOutput(); err != nil {
-				buildErr = fmt.Errorf("building %s: %w\n%s", pkg, err, out)
-				return
-			}
+		// One go command for all: it builds their shared packages once.
+		args := []string{"build", "-o", buildDir + "/"}
+		for _, pkg := range GuestPackages {
+			args = append(args, pkg)
+		}
+		cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), args...)
+		cmd.Dir = RepoRoot()
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("building the guest binaries: %w\n%s", err, out)
 		}
 	})
 	if buildErr != nil {

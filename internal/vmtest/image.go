@@ -22,6 +22,19 @@ func RepoRoot() string {
 	return filepath.Dir(filepath.Dir(filepath.Dir(file)))
 }
 
+// CacheDir is where the image and the guest binaries are kept:
+// $TABBY_VM_CACHE, else ~/.cache/tabby-vm (as hack/build-vm-image.sh).
+func CacheDir() string {
+	if d := os.Getenv("TABBY_VM_CACHE"); d != "" {
+		return d
+	}
+	base, err := os.UserCacheDir()
+	if err != nil {
+		base = filepath.Join(os.TempDir(), ".cache")
+	}
+	return filepath.Join(base, "tabby-vm")
+}
+
 // EnsureImage returns the cached image, building it first when the
 // package list or the guest's init changed (hack/build-vm-image.sh: ~4 min
 // cold, instant when cached).

@@ -76,6 +76,10 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err := copyDir(filepath.Join(a.Share, "bin"), a.Bin); err != nil {
 		return err
 	}
+	// Commands are looked up in this process's PATH: the binaries first.
+	if err := os.Setenv("PATH", a.Bin+":/usr/sbin:/usr/bin:/sbin:/bin"); err != nil {
+		return err
+	}
 	if err := a.underlay(); err != nil {
 		return err
 	}
@@ -192,10 +196,8 @@ func (a *Agent) Exec(r ExecRequest) (ExecResult, error) {
 	return ExecResult{Output: string(out)}, nil
 }
 
-// env is the agent's environment with the local binaries first on PATH.
-func (a *Agent) env() []string {
-	return append(os.Environ(), "PATH="+a.Bin+":/usr/sbin:/usr/bin:/sbin:/bin")
-}
+// env is the agent's environment (PATH with the local binaries first).
+func (a *Agent) env() []string { return os.Environ() }
 
 // Spawn starts a long-running process (calico-node), logging to the
 // share; it is killed when the agent stops.
