@@ -36,7 +36,7 @@ vm-image:
 ## test-vm: only the VM tests (Debian's kernel under qemu: IPIP and what
 ## this machine's kernel lacks); root, ~10 min on 2 cores
 test-vm: kube-binaries vm-image
-	$(GO) test -race -count=1 -tags privileged -p 1 -timeout 30m -v -run '^TestPrivilegedVM' ./internal/vmtest/
+	$(GO) test -race -count=1 -tags privileged -p 1 -timeout 30m -v -run '^TestPrivileged(VM|LabVMs)' ./internal/vmtest/ ./lab/
 
 ## kube-binaries: real kube-apiserver, kubectl and etcd from the Go module
 ## proxy, cached in ~/.cache/tabby-kube/bin (8 min cold, seconds warm)
