@@ -89,7 +89,7 @@ func Start(t testing.TB, o Options) *Cluster {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if err := c.Seg.Close(); err != nil {
+		if err := c.Seg.Remove(); err != nil {
 			t.Errorf("removing the segment: %v", err)
 		}
 	})

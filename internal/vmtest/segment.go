@@ -50,6 +50,12 @@ type Segment struct {
 	lns   []net.Listener
 }
 
+// Remove closes the segment and deletes its namespace (with the bridges
+// and taps in it).
+func (s *Segment) Remove() error {
+	return errors.Join(s.Close(), ipCmd("netns", "del", s.Netns))
+}
+
 // NewSegment creates the namespace <prefix>-seg with bridges br0..br<subnets-1>.
 func NewSegment(prefix string, subnets int) (*Segment, error) {
 	s := &Segment{Netns: prefix + "-seg"}
@@ -58,7 +64,7 @@ func NewSegment(prefix string, subnets int) (*Segment, error) {
 	}
 	var err error
 	if s.ns, err = ns.GetNS(filepath.Join("/run/netns", s.Netns)); err != nil {
-		_ = s.Close()
+		_ = s.Remove()
 		return nil, err
 	}
 	steps := [][]string{{"link", "set", "lo", "up"}}
@@ -69,12 +75,12 @@ func NewSegment(prefix string, subnets int) (*Segment, error) {
 	}
 	for _, st := range steps {
 		if err := ipCmd(append([]string{"-n", s.Netns}, st...)...); err != nil {
-			_ = s.Close()
+			_ = s.Remove()
 			return nil, err
 		}
 	}
 	if err := s.Do(func() error { return writeSysctl("net/ipv4/ip_forward", "1") }); err != nil {
-		_ = s.Close()
+		_ = s.Remove()
 		return nil, err
 	}
 	return s, nil
@@ -154,20 +160,21 @@ func splice(c net.Conn, target string) {
 	<-done
 }
 
-// Close stops the forwarders and deletes the namespace (and with it the
-// bridges and taps).
+// Close stops the forwarders and releases this process's handle; the
+// namespace stays (Remove deletes it).
 func (s *Segment) Close() error {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	for _, ln := range s.lns {
 		_ = ln.Close()
 	}
 	s.lns = nil
-	s.mu.Unlock()
-	var errs []error
-	if s.ns != nil {
-		errs = append(errs, s.ns.Close())
+	if s.ns == nil {
+		return nil
 	}
-	return errors.Join(append(errs, ipCmd("netns", "del", s.Netns))...)
+	err := s.ns.Close()
+	s.ns = nil
+	return err
 }
 
 func ipCmd(args ...string) error {
