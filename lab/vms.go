@@ -127,6 +127,9 @@ func (l *Lab) upVMs(ctx context.Context, start time.Time) error {
 	return nil
 }
 
+// vmProbeTimeout is the least time a probe from a VM is given.
+const vmProbeTimeout = 3 * time.Second
+
 // vmEtcd is etcd as the VMs reach it: the proxy on the segment's router.
 func (l *Lab) vmEtcd() string {
 	return "http://" + vmtest.RouterAddr(0).Addr().String() + ":2379"
@@ -328,6 +331,10 @@ func (l *Lab) execVM(target string, argv []string) error {
 // probeVMs is Probe for a VM lab: each source pod's probes go to its
 // node's agent in one batch (run there at once, inside the pod).
 func (l *Lab) probeVMs(ports []Port, timeout time.Duration) ([]ProbeResult, error) {
+	// Under software emulation a probe's goroutine, namespace switch and
+	// handshake take far longer than on the host: a short timeout would
+	// report allowed flows as denied.
+	timeout = max(timeout, vmProbeTimeout)
 	nodes := map[string]NodeState{}
 	for _, n := range l.State.Nodes {
 		nodes[n.Name] = n

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -214,4 +215,14 @@ type Node struct {
 	Addr   netip.Prefix // the underlay address
 	VM     *VM
 	Guest  *Guest
+}
+
+// Log is the output of a process the node's agent spawned (name as given
+// to Spawn), read from the share.
+func (n *Node) Log(name string) string {
+	b, err := os.ReadFile(filepath.Join(n.c.Share, fmt.Sprintf("%s-%d.log", name, n.ID)))
+	if err != nil {
+		return err.Error()
+	}
+	return string(b)
 }

@@ -117,3 +117,14 @@ func routesTo(t *testing.T, n *Node, pool netip.Prefix) []string {
 	}
 	return out
 }
+
+// grepLines returns the lines of s containing sub.
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
