@@ -112,6 +112,9 @@ func (l *Lab) readyFlags() []string {
 // agentProbe runs calico-node's readiness probe in node n's namespace as
 // the kubelet would: "" when it exits 0, else its message.
 func (l *Lab) agentProbe(ctx context.Context, n *NodeState) string {
+	if n.VM != nil {
+		return l.vmAgentProbe(*n)
+	}
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	argv := append([]string{"--net=" + netnsPath(n.Netns), "--", filepath.Join(l.Bin, "calico-node")}, l.readyFlags()...)
@@ -134,6 +137,9 @@ func (l *Lab) agentProbe(ctx context.Context, n *NodeState) string {
 // Established to every other node (calico-node's rule asks that only in
 // its first 30 s; the lab wants the full mesh's routes).
 func (l *Lab) agentReady(ctx context.Context, n *NodeState) string {
+	if n.VM != nil {
+		return l.vmAgentProbe(*n) // calico-node's probe allows BGP its time
+	}
 	if why := l.agentProbe(ctx, n); why != "" {
 		return why
 	}
@@ -160,6 +166,9 @@ func peerAddr(n NodeState) string { a, _, _ := strings.Cut(n.Addr, "/"); return 
 // bgpSessions maps each BGP peer address of node n to its session state
 // (BIRD's protocol info, "Established" when up).
 func (l *Lab) bgpSessions(ctx context.Context, n *NodeState) (map[string]string, error) {
+	if n.VM != nil {
+		return l.vmBGPSessions(*n)
+	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	out, err := bird.Exec{Socket: birdSocket(n)}.Command(ctx, "show", "protocols")

@@ -46,6 +46,8 @@ type UpOptions struct {
 	Model     *Model
 	Datastore string // DatastoreEtcd (default) or DatastoreKubernetes
 	Out       io.Writer
+	// VMs makes each node a VM on Debian's kernel (vms.go).
+	VMs bool
 }
 
 // Open finds the lab in dir.
@@ -122,7 +124,7 @@ func Up(ctx context.Context, o UpOptions) (*Lab, error) {
 		return nil, err
 	}
 	l := &Lab{Dir: o.Dir, Bin: o.Bin, Out: o.Out,
-		State: &State{Prefix: newPrefix(), Datastore: o.Datastore, Phase: "starting", Model: o.Model}}
+		State: &State{Prefix: newPrefix(), Datastore: o.Datastore, Phase: "starting", Model: o.Model, VMs: o.VMs}}
 	// The prefix first: from here on, down finds everything by it.
 	if err := os.WriteFile(filepath.Join(o.Dir, prefixFile), []byte(l.State.Prefix), 0o644); err != nil {
 		return nil, err
@@ -151,6 +153,9 @@ func (l *Lab) up(ctx context.Context) error {
 	l.step("datastore up (%s)", since(start))
 	if err := l.createResources(ctx); err != nil {
 		return err
+	}
+	if l.State.VMs {
+		return l.upVMs(ctx, start)
 	}
 	if err := l.buildUnderlay(ctx); err != nil {
 		return err

@@ -86,6 +86,9 @@ func (l *Lab) Probe(ctx context.Context, ports []Port, timeout time.Duration) ([
 	if len(jobs) == 0 {
 		return nil, fmt.Errorf("no pod serves any of the ports %v", ports)
 	}
+	if l.State.VMs {
+		return l.probeVMs(jobs, timeout)
+	}
 	pods := map[string]PodState{}
 	nss := map[string]ns.NetNS{}
 	for _, p := range l.State.Pods {
@@ -119,13 +122,19 @@ func (l *Lab) Probe(ctx context.Context, ports []Port, timeout time.Duration) ([
 	if err != nil {
 		return nil, err
 	}
+	sortResults(jobs)
+	return jobs, nil
+}
+
+// sortResults orders results by source then target, keeping each pair's
+// ports in probeJobs' order.
+func sortResults(jobs []ProbeResult) {
 	slices.SortStableFunc(jobs, func(a, b ProbeResult) int {
 		if c := strings.Compare(a.From, b.From); c != 0 {
 			return c
 		}
 		return strings.Compare(a.To, b.To)
 	})
-	return jobs, nil
 }
 
 // probeOne returns "" when the server at addr answered with want, else

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"sort"
@@ -228,6 +229,9 @@ func nodeHTTPClient(n NodeState, timeout time.Duration) (*http.Client, ns.NetNS,
 // fetchReport reads node n's felix endpoint report from calico-node's
 // health port inside the node's namespace.
 func fetchReport(ctx context.Context, n NodeState) (*daemon.Report, error) {
+	if n.VM != nil {
+		return n.VM.fetchReport()
+	}
 	client, netns, err := nodeHTTPClient(n, reportTimeout)
 	if err != nil {
 		return nil, err
@@ -263,4 +267,25 @@ func (l *Lab) Report(ctx context.Context, node string) (*daemon.Report, error) {
 		}
 	}
 	return nil, fmt.Errorf("no node %q in the lab (see tabby-lab status)", node)
+}
+
+// Get writes the body of an HTTP GET of url to w; an answer other than
+// 200 is an error.
+func Get(ctx context.Context, url string, w io.Writer) error {
+	ctx, cancel := context.WithTimeout(ctx, reportTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	_, err = io.Copy(w, resp.Body)
+	return err
 }

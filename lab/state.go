@@ -36,11 +36,13 @@ type State struct {
 	EtcdUnix string `json:"etcdUnix,omitempty"`
 	EtcdURL  string `json:"etcdURL,omitempty"`
 	// APIServer and Kubeconfig (admin) with --datastore kubernetes.
-	APIServer  string      `json:"apiServer,omitempty"`
-	Kubeconfig string      `json:"kubeconfig,omitempty"`
-	Model      *Model      `json:"model"`
-	Nodes      []NodeState `json:"nodes,omitempty"`
-	Pods       []PodState  `json:"pods,omitempty"`
+	APIServer  string `json:"apiServer,omitempty"`
+	Kubeconfig string `json:"kubeconfig,omitempty"`
+	Model      *Model `json:"model"`
+	// VMs: the nodes are VMs (up --vms, vms.go).
+	VMs   bool        `json:"vms,omitempty"`
+	Nodes []NodeState `json:"nodes,omitempty"`
+	Pods  []PodState  `json:"pods,omitempty"`
 }
 
 // NodeState is one node as built.
@@ -51,6 +53,9 @@ type NodeState struct {
 	Addr   string `json:"addr"` // eth0's address with prefix length
 	// Dir holds the node's agent files (status, BIRD, CNI cache).
 	Dir string `json:"dir"`
+	// VM is set when the node is a VM (up --vms, vms.go): Netns is then
+	// empty and the node is reached through its agent.
+	VM *VMNode `json:"vm,omitempty"`
 }
 
 // PodState is one pod as built.

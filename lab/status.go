@@ -89,6 +89,9 @@ func (l *Lab) Env() string {
 // "<namespace>/<pod>") or a node's (target "<node>"), with this process's
 // standard streams.
 func (l *Lab) Exec(target string, argv []string) error {
+	if l.State.VMs {
+		return l.execVM(target, argv)
+	}
 	netns := ""
 	for _, p := range l.State.Pods {
 		if p.Key() == target {

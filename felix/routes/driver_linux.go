@@ -228,7 +228,11 @@ func (dr *Driver) syncIPIP(addr netip.Addr, st *Stats) error {
 	}
 	if cur == nil {
 		st.DevicesChanged++
-		if err := dr.h.LinkAdd(&netlink.Iptun{LinkAttrs: netlink.LinkAttrs{Name: IPIPDevice}}); err != nil {
+		// EEXIST is success: on a kernel that had not loaded ipip yet, this
+		// very request loads the module, which creates its fallback device
+		// tunl0 in every namespace before the add itself runs (seen on
+		// Debian's 6.1 kernel, internal/vmtest).
+		if err := dr.h.LinkAdd(&netlink.Iptun{LinkAttrs: netlink.LinkAttrs{Name: IPIPDevice}}); err != nil && !errors.Is(err, unix.EEXIST) {
 			return fmt.Errorf("creating %s (does the kernel have ipip?): %w", IPIPDevice, err)
 		}
 		if cur, err = dr.h.LinkByName(IPIPDevice); err != nil {

@@ -27,7 +27,7 @@ import (
 const usage = `Usage: tabby-lab [--state DIR] [--bin DIR] <verb> [flags]
 
 Verbs:
-  up [--model FILE] [--datastore etcd|kubernetes] [--nodes N]
+  up [--model FILE] [--datastore etcd|kubernetes] [--nodes N] [--vms]
                        build the lab (default: the upstream NetworkPolicy
                        e2e model, 3 nodes, etcd)
   down                 remove everything of the lab (also a half-built one)
@@ -96,6 +96,7 @@ func run(ctx context.Context, args []string) error {
 		model := fs.String("model", "", "model file (YAML); default: the upstream NetworkPolicy e2e model")
 		ds := fs.String("datastore", lab.DatastoreEtcd, "etcd or kubernetes")
 		nodes := fs.Int("nodes", 0, "number of nodes (overrides the model's)")
+		vms := fs.Bool("vms", false, "each node a qemu VM on Debian's own kernel (ipip, wireguard, dummy); etcd only")
 		if err := fs.Parse(rest); err != nil {
 			return err
 		}
@@ -112,7 +113,7 @@ func run(ctx context.Context, args []string) error {
 				return err
 			}
 		}
-		l, err := lab.Up(ctx, lab.UpOptions{Dir: stateDir, Bin: *bin, Model: m, Datastore: *ds, Out: os.Stdout})
+		l, err := lab.Up(ctx, lab.UpOptions{Dir: stateDir, Bin: *bin, Model: m, Datastore: *ds, Out: os.Stdout, VMs: *vms})
 		if err != nil {
 			return err
 		}
@@ -237,6 +238,16 @@ func run(ctx context.Context, args []string) error {
 			return err
 		}
 		return lab.Proxy(ctx, fs.Args(), *listen, *to)
+	case "get":
+		// Used inside a VM node: prints the answer of an HTTP GET on the
+		// node's own loopback (felix's endpoint report).
+		if err := fs.Parse(rest); err != nil {
+			return err
+		}
+		if fs.NArg() != 1 {
+			return errors.New("usage: tabby-lab get <url>")
+		}
+		return lab.Get(ctx, fs.Arg(0), os.Stdout)
 	case "serve":
 		id := fs.String("id", "", "the pod's id, sent in every answer")
 		portsFlag := fs.String("ports", "tcp/80,udp/80,tcp/81,udp/81", "ports to serve")
