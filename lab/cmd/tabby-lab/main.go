@@ -39,6 +39,9 @@ Verbs:
   exec <ns>/<pod>|<node> -- <command>
                        run a command in a pod's (or node's) network namespace
   env                  exports pointing calicoctl and kubectl at the lab
+  cluster <verb>       a real Kubernetes cluster with Tabby installed by
+                       kubectl apply (up, down, status, env; see
+                       tabby-lab cluster)
 
 --state defaults to $TABBY_LAB_STATE or /run/tabby-lab; --bin to the folder
 of this binary (make build's bin/).
@@ -217,6 +220,8 @@ func run(ctx context.Context, args []string) error {
 		defer l.Close()
 		fmt.Print(l.Env())
 		return nil
+	case "cluster":
+		return runCluster(ctx, *bin, rest)
 	case "proxy":
 		listen := fs.String("listen", "127.0.0.1:6443", "address to listen on inside each namespace")
 		to := fs.String("to", "", "address to forward to, from this namespace")
