@@ -31,7 +31,7 @@ func repoRoot() string {
 // testCluster brings a cluster up for the test (the binaries built into
 // a temporary folder, the Kubernetes ones and the image from their
 // caches) and removes it when the test ends, whatever happened.
-func testCluster(t *testing.T, o Options) *Cluster {
+func testCluster(t testing.TB, o Options) *Cluster {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Fatal("needs root: the cluster runs in network and mount namespaces")
@@ -76,7 +76,7 @@ func envOr(k, def string) string {
 	return def
 }
 
-type testWriter struct{ t *testing.T }
+type testWriter struct{ t testing.TB }
 
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))
@@ -101,7 +101,7 @@ func agnPod(ns, name, node string, labels map[string]string) *corev1.Pod {
 }
 
 // createPods creates the pods and waits until each runs with an address.
-func createPods(t *testing.T, ctx context.Context, kc kubernetes.Interface, pods ...*corev1.Pod) []*corev1.Pod {
+func createPods(t testing.TB, ctx context.Context, kc kubernetes.Interface, pods ...*corev1.Pod) []*corev1.Pod {
 	t.Helper()
 	for _, p := range pods {
 		if _, err := kc.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{}); err != nil {
