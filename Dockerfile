@@ -1,21 +1,19 @@
-# The image manifests/tabby.yaml and manifests/tabby-etcd.yaml run
-# (docker.io/tabbynet/tabby:latest, hack/manifestgen's Image): calico-node
-# and install-cni in the calico-node DaemonSet, kube-controllers in its
-# Deployment. Not built by the tests (base images cannot be pulled on the
-# build machines); TestDockerfileHasWhatManifestsRun keeps it in step with
-# the manifests.
+# The Tabby image for people with Docker. `make image` builds the same
+# image without Docker (hack/imagebuild: the same Debian packages, pinned
+# in hack/imagebuild/debian.lock, and the same binaries); image.conf
+# there is the source of truth, and TestDockerfileMatchesConf keeps this
+# file equal to it (suite, package list, files copied, command).
 #
 # The binaries come from the project, built static beforehand:
 #
-#   CGO_ENABLED=0 make build
-#   CGO_ENABLED=0 go build -o bin/ github.com/containernetworking/plugins/plugins/meta/portmap
-#   docker build -t docker.io/tabbynet/tabby:latest .
+#   CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o bin/ \
+#     ./cni-plugin/cmd/... ./node/cmd/calico-node ./kubecontrollers/cmd/... \
+#     ./calicoctl github.com/containernetworking/plugins/plugins/meta/portmap
+#   docker build -t docker.io/tabbynet/tabby:$(cat VERSION) .
 #
 # portmap (chained after calico in 10-calico.conflist) is built from the
 # containernetworking/plugins module already in go.mod.
-# calico-node (node/cmd/calico-node), kube-controllers and check-status
-# (kubecontrollers/cmd) are built by make build.
-FROM debian:trixie-slim
+FROM debian:bookworm-slim
 
 # What calico-node drives on the node, from Debian:
 # - iptables (nft and legacy backends, iptables-restore/-save): felix's rules
@@ -24,9 +22,10 @@ FROM debian:trixie-slim
 # - bird2: BGP (confd renders its configuration, calico-node supervises it)
 # - iproute2, kmod: diagnostics and loading ipip/vxlan/ip_set modules
 # - ca-certificates: TLS to etcd and the API server
+# - libatm1: tc's ATM qdisc plugin (iproute2 only recommends it)
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
-      iptables ipset conntrack bird2 iproute2 kmod ca-certificates \
+      iptables ipset conntrack bird2 iproute2 kmod ca-certificates libatm1 \
  && rm -rf /var/lib/apt/lists/*
 
 # The CNI binaries install-cni copies into the host's /opt/cni/bin.

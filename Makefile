@@ -3,7 +3,7 @@ GO ?= go
 BIN := bin
 CONTROLLER_GEN := $(GO) tool controller-gen
 
-.PHONY: all build test test-privileged test-integration kube-binaries test-all bench bench-cni bench-felix bench-scale bench-scale-calc lab demo lint generate fuzz clean cluster cluster-down bench-cluster
+.PHONY: all build image test test-privileged test-integration kube-binaries test-all bench bench-cni bench-felix bench-scale bench-scale-calc lab demo lint generate fuzz clean cluster cluster-down bench-cluster
 
 all: build
 
@@ -12,6 +12,14 @@ build:
 	@mkdir -p $(BIN)
 	@pkgs=$$($(GO) list -f '{{if eq .Name "main"}}{{.ImportPath}}{{end}}' ./... | grep -v /hack/); \
 	if [ -n "$$pkgs" ]; then $(GO) build -o $(BIN)/ $$pkgs; fi
+
+## image: the Tabby image as bin/tabby-image.tar (docker load, ctr images
+## import), named docker.io/tabbynet/tabby:$(cat VERSION), with no Docker
+## daemon: static binaries plus the Debian packages pinned in
+## hack/imagebuild/debian.lock (cached in ~/.cache/tabby-image). The same
+## commit and lock give the same digest, printed on the last line
+image:
+	@SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct) $(GO) run ./hack/imagebuild -go $(GO)
 
 ## test: unit tests (no root needed), with the race detector
 test:

@@ -111,7 +111,8 @@ func documents(t *testing.T, name string) [][]byte {
 }
 
 // TestDockerfileHasWhatManifestsRun: every container of both manifests
-// runs the image the Dockerfile describes and a command it installs, and
+// runs the image make image builds (tagged with VERSION) and a command the
+// Dockerfile installs, and
 // the CNI binaries install-cni needs are in its /opt/cni/bin.
 func TestDockerfileHasWhatManifestsRun(t *testing.T) {
 	df, err := os.ReadFile("../Dockerfile")
@@ -134,6 +135,11 @@ func TestDockerfileHasWhatManifestsRun(t *testing.T) {
 			t.Errorf("the Dockerfile does not put %s in /opt/cni/bin", bin)
 		}
 	}
+	version, err := os.ReadFile("../VERSION")
+	if err != nil {
+		t.Fatal(err)
+	}
+	image := "docker.io/tabbynet/tabby:" + strings.TrimSpace(string(version))
 	for _, name := range []string{"tabby.yaml", "tabby-etcd.yaml"} {
 		containers := 0
 		for _, doc := range documents(t, name) {
@@ -153,8 +159,8 @@ func TestDockerfileHasWhatManifestsRun(t *testing.T) {
 			ps := w.Spec.Template.Spec
 			for _, c := range append(ps.InitContainers, ps.Containers...) {
 				containers++
-				if !strings.HasPrefix(c.Image, "docker.io/tabbynet/tabby:") {
-					t.Errorf("%s: container %s runs image %s", name, c.Name, c.Image)
+				if c.Image != image {
+					t.Errorf("%s: container %s runs image %s, want %s (VERSION; make generate)", name, c.Name, c.Image, image)
 				}
 				var cmds []string
 				if len(c.Command) > 0 {

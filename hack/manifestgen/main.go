@@ -9,7 +9,10 @@
 // an object with apiVersion, kind and metadata.name, or nothing is
 // written.
 //
-// Usage: manifestgen [-parts DIR] [-crds DIR] [-out DIR]
+// Every container runs Repository tagged with the VERSION file's version
+// (the tag make image gives the image).
+//
+// Usage: manifestgen [-parts DIR] [-crds DIR] [-out DIR] [-version FILE]
 package main
 
 import (
@@ -25,8 +28,9 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// Image is the image the manifests run (see the Dockerfile).
-const Image = "docker.io/tabbynet/tabby:latest"
+// Repository is the image the manifests run, without its tag (make image,
+// hack/imagebuild; the Dockerfile).
+const Repository = "docker.io/tabbynet/tabby"
 
 // Data is what a part's template sees.
 type Data struct {
@@ -42,19 +46,38 @@ func main() {
 	parts := flag.String("parts", "manifests/parts", "the folder of the parts (*.yaml templates)")
 	crds := flag.String("crds", "manifests/crds", "the folder of the CRDs")
 	out := flag.String("out", "manifests", "where tabby.yaml and tabby-etcd.yaml are written")
+	version := flag.String("version", "VERSION", "the file holding the version, the image's tag")
 	flag.Parse()
-	if err := run(*parts, *crds, *out); err != nil {
+	image, err := imageRef(*version)
+	if err == nil {
+		err = run(*parts, *crds, *out, image)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "manifestgen:", err)
 		os.Exit(1)
 	}
 }
 
-func run(partsDir, crdsDir, outDir string) error {
-	kdd, err := render(partsDir, crdsDir, Data{Image: Image})
+// imageRef is Repository tagged with the version in the file: one line,
+// "v" and a version, never "latest".
+func imageRef(versionFile string) (string, error) {
+	data, err := os.ReadFile(versionFile)
+	if err != nil {
+		return "", err
+	}
+	v := strings.TrimSpace(string(data))
+	if !strings.HasPrefix(v, "v") || strings.ContainsAny(v, " \t\n:/@") || len(v) < 2 {
+		return "", fmt.Errorf("%s: %q is not a version like v1.2.3", versionFile, v)
+	}
+	return Repository + ":" + v, nil
+}
+
+func run(partsDir, crdsDir, outDir, image string) error {
+	kdd, err := render(partsDir, crdsDir, Data{Image: image})
 	if err != nil {
 		return fmt.Errorf("tabby.yaml: %w", err)
 	}
-	etcd, err := render(partsDir, "", Data{Etcd: true, Image: Image})
+	etcd, err := render(partsDir, "", Data{Etcd: true, Image: image})
 	if err != nil {
 		return fmt.Errorf("tabby-etcd.yaml: %w", err)
 	}

@@ -61,3 +61,35 @@ func TestRenderRefusesBadParts(t *testing.T) {
 		}
 	}
 }
+
+// TestImageRefFromVersion: the manifests name the image tagged with
+// VERSION's version; a file without one is refused, never "latest".
+func TestImageRefFromVersion(t *testing.T) {
+	dir := t.TempDir()
+	for text, want := range map[string]string{
+		"v0.9.0\n":      Repository + ":v0.9.0",
+		"v1.2.3-rc.1":   Repository + ":v1.2.3-rc.1",
+		"latest\n":      "",
+		"":              "",
+		"v1.0.0 extra":  "",
+		"v1.0.0:latest": "",
+	} {
+		f := filepath.Join(dir, "VERSION")
+		if err := os.WriteFile(f, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		got, err := imageRef(f)
+		if want == "" {
+			if err == nil {
+				t.Errorf("%q: got %s, want an error", text, got)
+			}
+			continue
+		}
+		if err != nil || got != want {
+			t.Errorf("%q: got %s, %v; want %s", text, got, err, want)
+		}
+	}
+	if _, err := imageRef(filepath.Join(dir, "missing")); err == nil {
+		t.Error("a missing VERSION file gave an image")
+	}
+}
