@@ -280,3 +280,29 @@ func (c *Cluster) checkRoll(t *testing.T, ctx context.Context, server, client *c
 	}
 	t.Logf("rolled %d nodes to %s in %s; %d requests on one TCP connection, none failed", len(c.State.Nodes), next, rolled.Round(time.Second), sent)
 }
+
+// TestPrivilegedClusterEtcd is the same install with tabby-etcd.yaml:
+// calico-node, the CNI plugin and calicoctl on etcd (the control plane's),
+// kube-controllers syncing Kubernetes policies, namespaces, pods and
+// nodes into it. Pods on different nodes (and subnets) reach each other,
+// a NetworkPolicy (through kube-controllers) is enforced, and a deleted
+// pod's address is released.
+func TestPrivilegedClusterEtcd(t *testing.T) {
+	c := testCluster(t, Options{Datastore: DatastoreEtcd, Manifest: filepath.Join(repoRoot(), "manifests", "tabby-etcd.yaml")})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	kc, err := c.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Kubectl(ctx, "create", "namespace", "t"); err != nil {
+		t.Fatal(err)
+	}
+	pods := createPods(t, ctx, kc,
+		agnPod("t", "a1", "node-1", map[string]string{"app": "a"}),
+		agnPod("t", "a2", "node-2", map[string]string{"app": "a"}),
+		agnPod("t", "a3", "node-3", map[string]string{"app": "b"}))
+	t.Run("vxlan", func(t *testing.T) { c.checkPoolMode(t, ctx, pods, "Always") })
+	t.Run("networkpolicy", func(t *testing.T) { c.checkNetworkPolicy(t, ctx, pods) })
+	t.Run("delete-releases-address", func(t *testing.T) { c.checkDeleteReleases(t, ctx) })
+}
