@@ -51,7 +51,7 @@ func TestPrivilegedCluster(t *testing.T) {
 // calicoctl runs the cluster's calicoctl (built beside tabby-lab).
 func (c *Cluster) calicoctl(ctx context.Context, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, filepath.Join(c.Bin, "calicoctl"), args...)
-	cmd.Env = append(cmd.Environ(), strings.Split(strings.ReplaceAll(strings.ReplaceAll(c.Env(), "export ", ""), "\n", " "), " ")...)
+	cmd.Env = append(cmd.Environ(), c.ClientEnv()...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return string(out), fmt.Errorf("calicoctl %s: %w: %s", strings.Join(args, " "), err, out)

@@ -113,11 +113,20 @@ func removeCgroups(prefix string) error {
 
 // Env is the shell exports pointing kubectl and calicoctl at the cluster.
 func (c *Cluster) Env() string {
-	s := fmt.Sprintf("export KUBECONFIG=%s\nexport PATH=%s:$PATH\n", c.State.Kubeconfig, c.KubeBin)
-	if c.State.Datastore == DatastoreEtcd {
-		return s + fmt.Sprintf("export DATASTORE_TYPE=etcdv3 ETCD_ENDPOINTS=%s\n", c.State.Etcd)
+	s := fmt.Sprintf("export PATH=%s:$PATH\n", c.KubeBin)
+	for _, v := range c.ClientEnv() {
+		s += "export " + v + "\n"
 	}
-	return s + "export DATASTORE_TYPE=kubernetes\n"
+	return s
+}
+
+// ClientEnv is the environment of kubectl and calicoctl for the cluster.
+func (c *Cluster) ClientEnv() []string {
+	env := []string{"KUBECONFIG=" + c.State.Kubeconfig}
+	if c.State.Datastore == DatastoreEtcd {
+		return append(env, "DATASTORE_TYPE=etcdv3", "ETCD_ENDPOINTS="+c.State.Etcd)
+	}
+	return append(env, "DATASTORE_TYPE=kubernetes")
 }
 
 // Status prints the nodes and the pods of every namespace, as kubectl
