@@ -20,6 +20,8 @@ var nodeMounts = []struct{ dir, path string }{
 	{"run-calico", "/run/calico"},
 	{"etc-cni-net.d", "/etc/cni/net.d"},
 	{"opt-cni-bin", "/opt/cni/bin"},
+	// calico-node mounts /lib/modules; this machine has none.
+	{"lib-modules", "/lib/modules"},
 }
 
 // nodeFiles are files bind-mounted over the host's, with their content:
