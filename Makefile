@@ -104,6 +104,8 @@ lab:
 CLUSTER_ARGS ?=
 cluster:
 	@t0=$$(date +%s); \
+	hack/install-packages.sh && { command -v containerd >/dev/null && command -v runc >/dev/null || \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends containerd runc; }; } && \
 	hack/build-kube-binaries.sh node >/dev/null && t1=$$(date +%s) && echo "kube binaries (hack/build-kube-binaries.sh node): $$((t1 - t0))s" && \
 	$(MAKE) --no-print-directory build image >/dev/null && t2=$$(date +%s) && echo "make build image: $$((t2 - t1))s" && \
 	$(BIN)/tabby-lab cluster down >/dev/null && \
