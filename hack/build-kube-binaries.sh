@@ -90,7 +90,7 @@ upstream_mod="$(go env GOMODCACHE)/k8s.io/kubernetes@v$KVER/go.mod"
 # downloaded) when they are asked for.
 pkgs=(cmd/kube-apiserver cmd/kubectl)
 if [[ $what == node ]]; then
-	pkgs+=(cmd/kubelet cmd/kube-controller-manager cmd/kube-scheduler cmd/kube-proxy test/images/agnhost)
+	pkgs+=(cmd/kubelet cmd/kube-scheduler cmd/kube-proxy test/images/agnhost cmd/kube-controller-manager)
 fi
 {
 	printf '//go:build tools\n\npackage tools\n\nimport (\n'
