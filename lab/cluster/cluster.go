@@ -93,6 +93,15 @@ func planNodes(dir, prefix string, nodes, subnets int) []NodeState {
 // time. On failure what was built stays for inspection; Down removes it.
 func Up(ctx context.Context, o Options) (*Cluster, error) {
 	o.defaults()
+	// Commands run in the nodes' mount namespaces, where the working
+	// folder is /.
+	for _, p := range []*string{&o.Dir, &o.Bin, &o.KubeBin, &o.Manifest, &o.ImageTar} {
+		abs, err := filepath.Abs(*p)
+		if err != nil {
+			return nil, err
+		}
+		*p = abs
+	}
 	if err := checkBinaries(o); err != nil {
 		return nil, err
 	}
