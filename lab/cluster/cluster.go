@@ -26,7 +26,8 @@ const (
 type Options struct {
 	// Dir is the state folder (DefaultStateDir when "").
 	Dir string
-	// Bin holds tabby-lab and tabby-pause (make build's bin/); KubeBin
+	// Bin holds tabby-lab, tabby-pause (make build's bin/) and the
+	// standard loopback CNI plugin (containernetworking/plugins); KubeBin
 	// the Kubernetes binaries (hack/build-kube-binaries.sh node).
 	Bin, KubeBin string
 	// Nodes (default 3) are spread over Subnets (default 2) in order:
@@ -154,7 +155,7 @@ func checkBinaries(o Options) error {
 			missing = append(missing, filepath.Join(o.KubeBin, b))
 		}
 	}
-	for _, b := range []string{"tabby-lab", "tabby-pause"} {
+	for _, b := range []string{"tabby-lab", "tabby-pause", "loopback"} {
 		if _, err := os.Stat(filepath.Join(o.Bin, b)); err != nil {
 			missing = append(missing, filepath.Join(o.Bin, b))
 		}
@@ -285,6 +286,12 @@ func (c *Cluster) prepareNode(n NodeState, tars []string) error {
 	if err := c.makeCgroups(n); err != nil {
 		return err
 	}
+	// containerd's CRI runs the standard loopback plugin for every pod's
+	// lo: it comes with a node's OS (kubernetes-cni, Debian's
+	// containernetworking-plugins), not with Calico's or Tabby's CNI.
+	if err := copyFile(filepath.Join(c.Bin, "loopback"), filepath.Join(n.Dir, "opt-cni-bin", "loopback")); err != nil {
+		return fmt.Errorf("node %s: %w", n.Name, err)
+	}
 	if err := c.startContainerd(n); err != nil {
 		return err
 	}
@@ -298,6 +305,14 @@ func (c *Cluster) startKubelets(p *pki, tok tokens) error {
 		}
 	}
 	return nil
+}
+
+func copyFile(from, to string) error {
+	b, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(to, b, 0o755)
 }
 
 func randHex(n int) string {
