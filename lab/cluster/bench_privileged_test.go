@@ -27,7 +27,7 @@ import (
 // to the first answer to a pod on another node.
 type podTimes struct {
 	start, scheduled, sandboxStart, sandboxDone, conn time.Time
-	cniAdd                                           time.Duration
+	cniAdd                                            time.Duration
 }
 
 // BenchmarkPrivilegedClusterPodReady: on one cluster, per pool mode,
