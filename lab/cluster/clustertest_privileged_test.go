@@ -38,8 +38,10 @@ func testCluster(t testing.TB, o Options) *Cluster {
 	}
 	root := repoRoot()
 	o.Bin = t.TempDir()
-	out, err := exec.Command("go", "build", "-o", o.Bin+"/", "./lab/cmd/tabby-lab", "./lab/cluster/cmd/tabby-pause", "./calicoctl",
-		"github.com/containernetworking/plugins/plugins/main/loopback").CombinedOutput()
+	build := exec.Command("go", "build", "-o", o.Bin+"/", "./lab/cmd/tabby-lab", "./lab/cluster/cmd/tabby-pause", "./calicoctl",
+		"github.com/containernetworking/plugins/plugins/main/loopback")
+	build.Dir = root
+	out, err := build.CombinedOutput()
 	if err != nil {
 		t.Fatalf("building: %v\n%s", err, out)
 	}
