@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -53,9 +54,22 @@ func (c *Cluster) install(ctx context.Context, o Options) error {
 	if _, err := c.Kubectl(ctx, "apply", "--server-side", "--force-conflicts", "-f", o.Manifest); err != nil {
 		return err
 	}
+	// The manifest's veth_mtu (1480) suits IPIP on a 1500 network; VXLAN
+	// needs 50 bytes (Calico's documented 1450): felix cannot set 1480 on
+	// vxlan.calico over a 1500 eth0 (EINVAL) and leaves it down.
+	data := map[string]string{}
+	if strings.HasPrefix(o.PoolMode, "vxlan") {
+		data["veth_mtu"] = "1450"
+	}
 	if o.Datastore == DatastoreEtcd {
-		patch := fmt.Sprintf(`{"data":{"etcd_endpoints":"http://%s:%d"}}`, cpAddr, etcdPort)
-		if _, err := c.Kubectl(ctx, "-n", "kube-system", "patch", "configmap", "calico-config", "--type", "merge", "-p", patch); err != nil {
+		data["etcd_endpoints"] = fmt.Sprintf("http://%s:%d", cpAddr, etcdPort)
+	}
+	if len(data) > 0 {
+		patch, err := json.Marshal(map[string]any{"data": data})
+		if err != nil {
+			return err
+		}
+		if _, err := c.Kubectl(ctx, "-n", "kube-system", "patch", "configmap", "calico-config", "--type", "merge", "-p", string(patch)); err != nil {
 			return err
 		}
 	}
