@@ -94,11 +94,8 @@ func (c *Cluster) checkPoolMode(t *testing.T, ctx context.Context, pods []*corev
 		pairs = pairs[:2]
 	}
 	for _, p := range pairs {
-		from, to := pods[p[0]], pods[p[1]]
-		name, err := c.hostnameFrom(ctx, from, to, 3*time.Second)
-		if err != nil || name != to.Name {
-			t.Errorf("%s (%s) -> %s (%s): %q, %v", from.Name, from.Spec.NodeName, to.Name, to.Spec.NodeName, name, err)
-		}
+		// Retried: a pod Running may not listen yet.
+		c.waitReach(t, ctx, pods[p[0]], pods[p[1]], true)
 	}
 }
 
