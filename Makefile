@@ -3,7 +3,7 @@ GO ?= go
 BIN := bin
 CONTROLLER_GEN := $(GO) tool controller-gen
 
-.PHONY: all build image test test-privileged test-integration kube-binaries test-all bench bench-cni bench-felix bench-flowlogs bench-scale bench-scale-calc bench-trace lab demo lint generate fuzz clean vm-image test-vm
+.PHONY: all build image test test-privileged test-integration kube-binaries test-all bench bench-cni bench-felix bench-flowlogs bench-scale bench-scale-calc bench-trace lab demo lint generate fuzz clean vm-image test-vm cluster cluster-down bench-cluster
 
 all: build
 
@@ -115,6 +115,40 @@ bench-trace:
 DATASTORE ?= etcd
 lab:
 	DATASTORE=$(DATASTORE) lab/make-lab.sh
+
+## cluster: a real Kubernetes cluster on this machine (root): the
+## Kubernetes node binaries (hack/build-kube-binaries.sh node, cached),
+## Tabby's binaries and image, then `tabby-lab cluster up` (an existing
+## cluster is removed first): a control plane and 3 nodes (kubelet,
+## containerd, kube-proxy) in namespaces, Tabby installed with kubectl
+## apply -f manifests/tabby.yaml. Prints each step's time. Then
+## eval "$$(bin/tabby-lab cluster env)"; kubectl get pods -A.
+## CLUSTER_ARGS="--datastore etcdv3" for tabby-etcd.yaml,
+## "--pool-mode bgp|vxlan-crosssubnet", "--nodes N".
+CLUSTER_ARGS ?=
+cluster:
+	@t0=$$(date +%s); \
+	hack/install-packages.sh && { command -v containerd >/dev/null && command -v runc >/dev/null || \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends containerd runc; }; } && \
+	hack/build-kube-binaries.sh node >/dev/null && t1=$$(date +%s) && echo "kube binaries (hack/build-kube-binaries.sh node): $$((t1 - t0))s" && \
+	$(MAKE) --no-print-directory build image >/dev/null && $(GO) build -o $(BIN)/ github.com/containernetworking/plugins/plugins/main/loopback && \
+	t2=$$(date +%s) && echo "make build image: $$((t2 - t1))s" && \
+	$(BIN)/tabby-lab cluster down >/dev/null && \
+	$(BIN)/tabby-lab cluster up $(CLUSTER_ARGS) && \
+	echo "make cluster: $$(( $$(date +%s) - t0 ))s in all"
+
+## cluster-down: removes the cluster (also after a crash)
+cluster-down:
+	$(BIN)/tabby-lab cluster down
+
+## bench-cluster: on a fresh cluster per pool mode (root), a pod created
+## with kubectl on node-1 -> its first successful connection from a pod
+## on node-2, p50/p99 over 50 pods, and where the time goes (scheduler,
+## kubelet, sandbox, CNI ADD, policy/route wait)
+bench-cluster:
+	hack/build-kube-binaries.sh node >/dev/null
+	$(MAKE) --no-print-directory build image >/dev/null
+	$(GO) test -tags privileged -run '^$$' -bench PrivilegedClusterPodReady -benchtime 1x -timeout 60m ./lab/cluster/
 
 ## demo: the lab (make lab) tells the demo's story now; the old one-node
 ## demo stays runnable

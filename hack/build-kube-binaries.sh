@@ -5,21 +5,26 @@
 # version, and etcd as a tiny wrapper around etcdmain.Main (its own go.mod
 # has replace directives, so `go install` of it is refused).
 #
-# Usage: hack/build-kube-binaries.sh [all|etcd]
+# Usage: hack/build-kube-binaries.sh [all|etcd|node]
 #   all (default): etcd, kube-apiserver and kubectl.
 #   etcd: etcd only (what the lab's default etcd datastore needs; ~1-2 min
 #   cold instead of ~8-40).
+#   node: all, plus what `make cluster` runs: kubelet,
+#   kube-controller-manager, kube-scheduler, kube-proxy and agnhost (the
+#   upstream e2e test image's program, from k8s.io/kubernetes/test/images)
+#   (~10 min more cold; the suite's other tests never ask for it).
 #
 # Output: $TABBY_KUBE_BIN (default ~/.cache/tabby-kube/bin) with
 # kube-apiserver, kubectl, etcd; the stamp .built-<kube>-<etcd> once all
-# three are there (.etcd-<etcd> once etcd is). Cold: ~8 min on 2 cores;
-# warm: seconds. Prints the bin folder on its last line.
+# three are there (.etcd-<etcd> once etcd is, .node-<kube> once the node
+# binaries are). Cold: ~8 min on 2 cores; warm: seconds. Prints the bin
+# folder on its last line.
 set -euo pipefail
 what=${1:-all}
 case $what in
-all | etcd) ;;
+all | etcd | node) ;;
 *)
-	echo "usage: $0 [all|etcd]" >&2
+	echo "usage: $0 [all|etcd|node]" >&2
 	exit 2
 	;;
 esac
@@ -32,7 +37,14 @@ mkdir -p "$BIN" "$CACHE/kube" "$CACHE/etcd"
 
 stamp="$BIN/.built-$KVER-$ETCDVER"
 etcd_stamp="$BIN/.etcd-$ETCDVER"
-if [[ -f $stamp && -x $BIN/kube-apiserver && -x $BIN/kubectl && -x $BIN/etcd ]]; then
+node_stamp="$BIN/.node-$KVER"
+node_bins=(kubelet kube-controller-manager kube-scheduler kube-proxy agnhost)
+node_built() {
+	[[ -f $node_stamp ]] || return 1
+	for b in "${node_bins[@]}"; do [[ -x $BIN/$b ]] || return 1; done
+}
+if [[ -f $stamp && -x $BIN/kube-apiserver && -x $BIN/kubectl && -x $BIN/etcd ]] &&
+	{ [[ $what != node ]] || node_built; }; then
 	echo "$BIN"
 	exit 0
 fi
@@ -74,21 +86,30 @@ upstream_mod="$(go env GOMODCACHE)/k8s.io/kubernetes@v$KVER/go.mod"
 		while read -r m; do printf '\t%s => %s v%s\n' "$m" "$m" "$STAGING_VER"; done
 	printf ')\n'
 } >go.mod
-cat >tools.go <<'GO'
-//go:build tools
-
-package tools
-
-import (
-	_ "k8s.io/kubernetes/cmd/kube-apiserver"
-	_ "k8s.io/kubernetes/cmd/kubectl"
-)
-GO
+# The node binaries' packages are only required (and their modules only
+# downloaded) when they are asked for.
+pkgs=(cmd/kube-apiserver cmd/kubectl)
+if [[ $what == node ]]; then
+	pkgs+=(cmd/kubelet cmd/kube-scheduler cmd/kube-proxy test/images/agnhost cmd/kube-controller-manager)
+fi
+{
+	printf '//go:build tools\n\npackage tools\n\nimport (\n'
+	for p in "${pkgs[@]}"; do printf '\t_ "k8s.io/kubernetes/%s"\n' "$p"; done
+	printf ')\n'
+} >tools.go
 go mod tidy
 vpkg=k8s.io/component-base/version
 ldflags="-s -w -X $vpkg.gitVersion=v$KVER -X $vpkg.gitMajor=1 -X $vpkg.gitMinor=$(cut -d. -f2 <<<"$KVER") -X $vpkg.gitTreeState=clean"
-go build -ldflags "$ldflags" -o "$BIN/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver
-go build -ldflags "$ldflags" -o "$BIN/kubectl" k8s.io/kubernetes/cmd/kubectl
-
-touch "$stamp"
+if [[ ! -f $stamp ]]; then
+	go build -ldflags "$ldflags" -o "$BIN/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver
+	go build -ldflags "$ldflags" -o "$BIN/kubectl" k8s.io/kubernetes/cmd/kubectl
+	touch "$stamp"
+fi
+if [[ $what == node ]]; then
+	for p in "${pkgs[@]:2}"; do
+		# CGO_ENABLED=0: static, so they also run inside the node images.
+		CGO_ENABLED=0 go build -ldflags "$ldflags" -o "$BIN/$(basename "$p")" "k8s.io/kubernetes/$p"
+	done
+	touch "$node_stamp"
+fi
 echo "$BIN"

@@ -48,6 +48,9 @@ Verbs:
                        run a command in a pod's (or node's) network namespace
   env                  exports pointing calicoctl and kubectl at the lab
                        (calicoctl node status: BIRD of $TABBY_LAB_NODE)
+  cluster <verb>       a real Kubernetes cluster with Tabby installed by
+                       kubectl apply (up, down, status, env; see
+                       tabby-lab cluster)
 
 --state defaults to $TABBY_LAB_STATE or /run/tabby-lab; --bin to the folder
 of this binary (make build's bin/).
@@ -231,6 +234,8 @@ func run(ctx context.Context, args []string) error {
 		defer l.Close()
 		fmt.Print(l.Env())
 		return nil
+	case "cluster":
+		return runCluster(ctx, *bin, rest)
 	case "proxy":
 		listen := fs.String("listen", "127.0.0.1:6443", "address to listen on inside each namespace")
 		to := fs.String("to", "", "address to forward to, from this namespace")

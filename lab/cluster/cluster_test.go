@@ -1,0 +1,52 @@
+package cluster
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+func TestPlanNodes(t *testing.T) {
+	got := planNodes("/s", "tk1", 3, 2)
+	want := []struct{ name, addr string }{{"node-1", "10.77.0.11/24"}, {"node-2", "10.77.0.12/24"}, {"node-3", "10.77.1.11/24"}}
+	if len(got) != len(want) {
+		t.Fatalf("%d nodes, want %d", len(got), len(want))
+	}
+	for i, w := range want {
+		if got[i].Name != w.name || got[i].Addr != w.addr || got[i].Netns != "tk1-"+w.name {
+			t.Errorf("node %d: %+v, want %s at %s", i, got[i], w.name, w.addr)
+		}
+	}
+}
+
+// TestWriteImageReproducible: the same files give the same tarball.
+func TestWriteImageReproducible(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "prog")
+	if err := os.WriteFile(src, []byte("#!/bin/true\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var outs [][]byte
+	for i, name := range []string{"a.tar", "b.tar"} {
+		if i == 1 { // a later mtime must not change the image
+			_ = os.Chtimes(src, time.Now().Add(time.Hour), time.Now().Add(time.Hour))
+		}
+		p := filepath.Join(dir, name)
+		if err := writeImage(p, "example/x:1", []imageFile{{path: "tmp", mode: 0o1777}, {path: "prog", src: src, mode: 0o755}}, []string{"/prog"}); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		outs = append(outs, b)
+	}
+	if !bytes.Equal(outs[0], outs[1]) {
+		t.Error("two writes of the same image differ")
+	}
+	if !bytes.Contains(outs[0], []byte(`"RepoTags":["example/x:1"]`)) {
+		t.Error("manifest.json does not name the image")
+	}
+}

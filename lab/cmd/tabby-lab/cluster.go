@@ -1,0 +1,94 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/tabbynet/tabby/lab/cluster"
+)
+
+const clusterUsage = `Usage: tabby-lab cluster <verb> [flags]
+
+A real Kubernetes cluster (kubelet, containerd, kube-proxy in node
+namespaces) with Tabby installed by kubectl apply; see lab/cluster.
+
+  up [--nodes N] [--subnets S] [--datastore kubernetes|etcdv3]
+     [--pool-mode vxlan|vxlan-crosssubnet|bgp] [--manifest FILE] [--image FILE]
+  down      remove everything of the cluster (also after a crash)
+  status    nodes and pods
+  env       exports pointing kubectl and calicoctl at the cluster
+
+--state defaults to $TABBY_CLUSTER_STATE or /run/tabby-cluster, --kube-bin
+to $TABBY_KUBE_BIN or ~/.cache/tabby-kube/bin.
+`
+
+// runCluster runs `tabby-lab cluster <verb>`.
+func runCluster(ctx context.Context, bin string, args []string) error {
+	fs := flag.NewFlagSet("tabby-lab cluster", flag.ContinueOnError)
+	fs.Usage = func() { fmt.Fprint(os.Stderr, clusterUsage) }
+	state := envOr("TABBY_CLUSTER_STATE", cluster.DefaultStateDir)
+	home, _ := os.UserHomeDir()
+	kubeBin := envOr("TABBY_KUBE_BIN", filepath.Join(home, ".cache", "tabby-kube", "bin"))
+	fs.StringVar(&state, "state", state, "the cluster's state folder")
+	fs.StringVar(&kubeBin, "kube-bin", kubeBin, "folder of the Kubernetes binaries")
+	if len(args) == 0 {
+		fs.Usage()
+		return flag.ErrHelp
+	}
+	verb := args[0]
+	o := cluster.Options{Dir: state, Bin: bin, Out: os.Stdout}
+	if verb == "up" {
+		fs.IntVar(&o.Nodes, "nodes", 3, "number of nodes")
+		fs.IntVar(&o.Subnets, "subnets", 2, "number of underlay subnets the nodes are spread over")
+		fs.StringVar(&o.Datastore, "datastore", cluster.DatastoreKubernetes, "kubernetes or etcdv3")
+		fs.StringVar(&o.PoolMode, "pool-mode", "vxlan", "vxlan, vxlan-crosssubnet or bgp")
+		fs.StringVar(&o.Manifest, "manifest", "", "manifest to apply (default manifests/tabby.yaml, tabby-etcd.yaml with etcdv3)")
+		fs.StringVar(&o.ImageTar, "image", filepath.Join(bin, "tabby-image.tar"), "the Tabby image tarball")
+	}
+	if verb == "forward" {
+		fs.StringVar(&state, "netns", "", "namespace to dial in")
+	}
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	o.Dir, o.KubeBin = state, kubeBin
+	switch verb {
+	case "up":
+		if o.Manifest == "" {
+			o.Manifest = map[bool]string{true: "manifests/tabby-etcd.yaml", false: "manifests/tabby.yaml"}[o.Datastore == cluster.DatastoreEtcd]
+		}
+		_, err := cluster.Up(ctx, o)
+		return err
+	case "down":
+		if err := cluster.Down(state); err != nil {
+			return err
+		}
+		fmt.Println("cluster removed")
+		return nil
+	case "forward":
+		return cluster.Forward(ctx, state, fs.Args())
+	case "status", "env":
+		c, err := cluster.Open(state, bin, kubeBin, os.Stdout)
+		if err != nil {
+			return err
+		}
+		if verb == "env" {
+			fmt.Print(c.Env())
+			return nil
+		}
+		return c.Status(ctx, os.Stdout)
+	}
+	fs.Usage()
+	return errors.New("unknown cluster verb " + verb)
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
