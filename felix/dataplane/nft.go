@@ -51,9 +51,9 @@ type nftDriver struct {
 	dial      NftDialer
 	conn      NftConn // nil: dial before the next transaction
 	closeConn func()
-	log     *slog.Logger
-	desired map[int]*rules.Ruleset
-	written map[int]*nftWritten // nil entry: the kernel's table unknown
+	log       *slog.Logger
+	desired   map[int]*rules.Ruleset
+	written   map[int]*nftWritten // nil entry: the kernel's table unknown
 	// untranslatable counts rules that could not be translated and were
 	// programmed as a DROP instead (fail closed).
 	untranslatable int
@@ -376,4 +376,3 @@ func (n *nftDriver) encode(p *nftFamilyPlan) error {
 	}
 	return nil
 }
-

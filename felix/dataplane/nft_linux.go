@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/mdlayher/netlink"
 	"github.com/google/nftables"
+	"github.com/mdlayher/netlink"
 	"golang.org/x/sys/unix"
 
 	"github.com/tabbynet/tabby/felix/rules"

@@ -268,6 +268,16 @@ func testPolicyEnforcement(t *testing.T, mode string) {
 			t.Error("connectivity not restored")
 		}
 		r := dataplane.ExecRunner{NetnsPath: nodeNS.Path()}
+		if mode == "nftables" {
+			ruleset, err := r.Run(context.Background(), "nft", []string{"list", "ruleset"}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s := string(ruleset); !strings.Contains(s, "chain filter-cali-FORWARD") || strings.Contains(s, "chain filter-cali-pi-") ||
+				strings.Contains(s, "chain filter-cali-po-") || strings.Contains(s, "set cali40s:") {
+				t.Errorf("stale policy chains or sets left, or felix's chains missing:\n%s", s)
+			}
+		}
 		save, err := r.Run(context.Background(), "iptables-save", []string{"-t", "filter"}, nil)
 		if err != nil {
 			t.Fatal(err)
