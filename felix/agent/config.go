@@ -32,6 +32,8 @@ type config struct {
 	goMetrics        bool
 	processMetrics   bool
 	iptablesBackend  string // Auto, NFT or Legacy
+	nftablesMode     string // Disabled, Enabled or Auto
+	nftRefresh       time.Duration
 	chainAppend      bool   // ChainInsertMode append
 	markAccept       uint32
 	markPass         uint32
@@ -72,6 +74,8 @@ func fromSettings(s *felixconfig.Settings, getenv func(string) string) (config, 
 		goMetrics:          s.Bool("PrometheusGoMetricsEnabled"),
 		processMetrics:     s.Bool("PrometheusProcessMetricsEnabled"),
 		iptablesBackend:    s.String("IptablesBackend"),
+		nftablesMode:       s.String("NFTablesMode"),
+		nftRefresh:         s.Duration("NftablesRefreshInterval"),
 		chainAppend:        s.String("ChainInsertMode") == "append",
 		statusPrefix:       s.String("EndpointStatusPathPrefix"),
 		mtuIfacePattern:    s.Regexp("MTUIfacePattern").Text,

@@ -136,3 +136,30 @@ func CleanupIPSets(ctx context.Context, run Runner) (int, error) {
 	}
 	return n, nil
 }
+
+// KubeProxyNftables reports whether kube-proxy runs in nftables mode in
+// the namespace at netnsPath: a table named "kube-proxy" with at least
+// one chain in the ip or ip6 family (Calico's check). A kernel without
+// nftables has no such table.
+func KubeProxyNftables(netnsPath string) (bool, error) {
+	c, closeConn, err := NewNftConn(netnsPath)
+	if err != nil {
+		return false, err
+	}
+	defer closeConn()
+	for _, fam := range []nftables.TableFamily{nftables.TableFamilyIPv4, nftables.TableFamilyIPv6} {
+		chains, err := c.ListChainsOfTableFamily(fam)
+		if err != nil {
+			if errors.Is(err, unix.EAFNOSUPPORT) || errors.Is(err, unix.EPROTONOSUPPORT) {
+				return false, nil
+			}
+			return false, fmt.Errorf("listing nftables chains: %w", err)
+		}
+		for _, ch := range chains {
+			if ch.Table != nil && ch.Table.Name == "kube-proxy" {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
+}

@@ -250,15 +250,15 @@ func TestPrivilegedFelixSettingsHonoured(t *testing.T) {
 }
 
 // TestPrivilegedFelixSettingsRefused: refused settings (bpfEnabled and
-// the Typha address from the environment, wireguardEnabled and
-// nftablesMode Enabled from the FelixConfiguration) are logged at ERROR
+// the Typha address from the environment, wireguardEnabled from the
+// FelixConfiguration) are logged at ERROR
 // with what runs instead and exported as tabby_felix_config_problems,
 // while felix programs iptables and is ready; a refused value set later
 // is reported the same way without a restart.
 func TestPrivilegedFelixSettingsRefused(t *testing.T) {
 	e := testservers.StartEtcd(t)
 	c := etcdClient(t, e)
-	putFelixConfig(t, c, "default", v3.FelixConfigurationSpec{WireguardEnabled: new(true), NFTablesMode: new(v3.NFTablesModeEnabled)})
+	putFelixConfig(t, c, "default", v3.FelixConfigurationSpec{WireguardEnabled: new(true)})
 	nodeNS := newNode(t)
 	f := startRealFelix(t, e.Endpoint(), nodeNS, map[string]string{"FELIX_BPFENABLED": "true", "FELIX_TYPHAADDR": "typha:5473",
 		"FELIX_USAGEREPORTINGENABLED": "false"})
@@ -271,7 +271,6 @@ func TestPrivilegedFelixSettingsRefused(t *testing.T) {
 		{"BPFEnabled", "environment", "felix programs iptables"},
 		{"TyphaAddr", "environment", "no Typha"},
 		{"WireguardEnabled", "FelixConfiguration default", "not encrypted"},
-		{"NFTablesMode", "FelixConfiguration default", "felix programs iptables"},
 	} {
 		if !regexp.MustCompile(`level=ERROR msg="felix setting refused" setting=` + want.setting + ` .*reason="[^"]*` + want.says).MatchString(logs) {
 			t.Errorf("no ERROR refusing %s saying %q:\n%s", want.setting, want.says, logs)
@@ -284,8 +283,7 @@ func TestPrivilegedFelixSettingsRefused(t *testing.T) {
 		t.Error("usageReportingEnabled=false (what Tabby does) was reported")
 	}
 
-	putFelixConfig(t, c, "default", v3.FelixConfigurationSpec{WireguardEnabled: new(true), NFTablesMode: new(v3.NFTablesModeEnabled),
-		XDPEnabled: new(true)})
+	putFelixConfig(t, c, "default", v3.FelixConfigurationSpec{WireguardEnabled: new(true), XDPEnabled: new(true)})
 	eventually(t, 20*time.Second, "xdpEnabled set later refused", func() bool {
 		return f.hasProblem("XDPEnabled", "FelixConfiguration default", "refused") &&
 			strings.Contains(f.logs.String(), `msg="felix setting refused" setting=XDPEnabled`)
