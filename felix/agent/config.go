@@ -34,7 +34,7 @@ type config struct {
 	iptablesBackend  string // Auto, NFT or Legacy
 	nftablesMode     string // Disabled, Enabled or Auto
 	nftRefresh       time.Duration
-	chainAppend      bool   // ChainInsertMode append
+	chainAppend      bool // ChainInsertMode append
 	markAccept       uint32
 	markPass         uint32
 	statusPrefix     string // EndpointStatusPathPrefix; "" disables the status files
