@@ -16,6 +16,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -39,6 +40,7 @@ type realFelix struct {
 	health, metrics       string // base URLs
 	logFile               string
 	healthPort, metricsPt int
+	restarts              atomic.Int32
 }
 
 func freeLoopbackPort(t *testing.T) int {
@@ -54,6 +56,14 @@ func freeLoopbackPort(t *testing.T) int {
 // startRealFelix runs felix with the common settings of these tests plus
 // vars (FELIX_* and others), until the test ends.
 func startRealFelix(t *testing.T, etcdURL string, nodeNS ns.NetNS, vars map[string]string) *realFelix {
+	t.Helper()
+	return startRealFelixWith(t, etcdURL, nodeNS, vars, false)
+}
+
+// startRealFelixWith is startRealFelix; with supervise, felix is started
+// again whenever it stops with agent.ErrConfigChanged (as calico-node
+// restarts it), counted in restarts.
+func startRealFelixWith(t *testing.T, etcdURL string, nodeNS ns.NetNS, vars map[string]string, supervise bool) *realFelix {
 	t.Helper()
 	f := &realFelix{done: make(chan error, 1), logs: &testlog.Buffer{}, logFile: filepath.Join(t.TempDir(), "felix.log"),
 		healthPort: freeLoopbackPort(t), metricsPt: freeLoopbackPort(t)}
@@ -76,9 +86,18 @@ func startRealFelix(t *testing.T, etcdURL string, nodeNS ns.NetNS, vars map[stri
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	f.stop = cancel
+	cfgFile := filepath.Join(t.TempDir(), "felix.cfg")
 	go func() {
-		f.done <- agent.Run(ctx, agent.Options{Getenv: func(k string) string { return all[k] }, Environ: func() []string { return environ },
-			ConfigFile: filepath.Join(t.TempDir(), "felix.cfg"), Stderr: f.logs})
+		for {
+			err := agent.Run(ctx, agent.Options{Getenv: func(k string) string { return all[k] }, Environ: func() []string { return environ },
+				ConfigFile: cfgFile, Stderr: f.logs})
+			if supervise && errors.Is(err, agent.ErrConfigChanged) && ctx.Err() == nil {
+				f.restarts.Add(1)
+				continue
+			}
+			f.done <- err
+			return
+		}
 	}()
 	t.Cleanup(func() {
 		cancel()
