@@ -23,6 +23,14 @@ func forEachMode(t *testing.T, f func(t *testing.T, mode string)) {
 	}
 }
 
+// nftablesModeOf is the nftablesMode that selects mode.
+func nftablesModeOf(mode string) string {
+	if mode == "nftables" {
+		return "Enabled"
+	}
+	return "Disabled"
+}
+
 // newModeDataplane is dataplane.New(cfg) in mode for the namespace at
 // netnsPath. In nftables mode it checks, when the test ends, that the
 // packets were decided by nftables alone: no felix chain in iptables and
