@@ -74,8 +74,11 @@ type nftChainState struct {
 type nftSetState struct {
 	typ     calc.IPSetType
 	members calc.MemberList
-	units   map[string]nftUnit
-	obj     *nftables.Set
+	version uint64 // the renderer's version of members (0: unknown)
+	// hostsOnly: every member is a host address (units = members).
+	hostsOnly bool
+	units     map[string]nftUnit
+	obj       *nftables.Set
 }
 
 func newNftDriver(dial NftDialer, log *slog.Logger) *nftDriver {
@@ -210,24 +213,40 @@ func (n *nftDriver) plan(v int, rs *rules.Ruleset) (*nftFamilyPlan, error) {
 	return p, nil
 }
 
-// planSets plans the set changes: unchanged member lists are skipped by
-// identity, changed ones diffed element by element.
+// planSets plans the set changes: unchanged member lists are skipped (by
+// identity or the renderer's version), a renderer's member change is
+// patched in when exact (patchUnits), anything else diffed element by
+// element against the whole new list.
 func (n *nftDriver) planSets(p *nftFamilyPlan, old *nftWritten, rs *rules.Ruleset) error {
 	for _, spec := range rs.IPSets {
 		prev := old.sets[spec.Name]
-		if prev != nil && prev.typ == spec.Type && prev.members.Same(spec.Members) {
+		version := rs.IPSetVersions[spec.Name]
+		if prev != nil && prev.typ == spec.Type && (prev.members.Same(spec.Members) || version != 0 && prev.version == version) {
 			p.next.sets[spec.Name] = prev
 			continue
+		}
+		if prev != nil && prev.typ != spec.Type {
+			return fmt.Errorf("set %s changed type", spec.Name) // names carry the type
+		}
+		if prev != nil {
+			if ch, ok := rs.IPSetChanges[spec.Name]; ok && version != 0 && prev.version == ch.Since {
+				// The units map is patched in place: a failed
+				// transaction rebuilds everything anyway.
+				if del, add, ok := patchUnits(spec.Type, prev.hostsOnly, prev.units, ch); ok {
+					p.setDel[spec.Name], p.setAdd[spec.Name] = del, add
+					p.next.sets[spec.Name] = &nftSetState{typ: spec.Type, members: spec.Members, version: version,
+						hostsOnly: prev.hostsOnly, units: prev.units, obj: prev.obj}
+					continue
+				}
+			}
 		}
 		units, err := nftUnits(spec.Type, spec.Members)
 		if err != nil {
 			return fmt.Errorf("set %s: %w", spec.Name, err)
 		}
-		st := &nftSetState{typ: spec.Type, members: spec.Members, units: units}
-		if prev == nil || prev.typ != spec.Type {
-			if prev != nil {
-				return fmt.Errorf("set %s changed type", spec.Name) // names carry the type
-			}
+		st := &nftSetState{typ: spec.Type, members: spec.Members, version: version, units: units,
+			hostsOnly: allHosts(spec.Type, spec.Members)}
+		if prev == nil {
 			keyType, interval, err := nftSetType(string(spec.Type), p.v)
 			if err != nil {
 				return err

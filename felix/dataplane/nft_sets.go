@@ -68,8 +68,9 @@ func nftUnits(typ calc.IPSetType, members calc.MemberList) (map[string]nftUnit, 
 // addrInterval is an inclusive range of addresses.
 type addrInterval struct{ first, last netip.Addr }
 
-// mergedIntervals turns networks into sorted, disjoint, non-adjacent
-// intervals.
+// mergedIntervals turns networks into sorted, disjoint intervals
+// (overlapping networks merged; adjacent ones kept apart, so that a set
+// of host addresses has one interval per member).
 func mergedIntervals(members calc.MemberList) ([]addrInterval, error) {
 	ivs := make([]addrInterval, 0, members.Len())
 	for m := range members.All() {
@@ -84,8 +85,7 @@ func mergedIntervals(members calc.MemberList) ([]addrInterval, error) {
 	for _, iv := range ivs {
 		if n := len(out); n > 0 {
 			prev := &out[n-1]
-			next := prev.last.Next()
-			if !next.IsValid() || iv.first.Compare(next) <= 0 {
+			if iv.first.Compare(prev.last) <= 0 {
 				if iv.last.Compare(prev.last) > 0 {
 					prev.last = iv.last
 				}
@@ -140,4 +140,78 @@ func allElements(units map[string]nftUnit) []nftables.SetElement {
 		out = append(out, u.elements()...)
 	}
 	return out
+}
+
+// hostUnit is the unit of a host address member ("10.0.0.1" or
+// "10.0.0.1/32"); ok is false for a network.
+func hostUnit(m string) (nftUnit, bool) {
+	p, err := parseMember(m)
+	if err != nil || !p.IsSingleIP() {
+		return nftUnit{}, false
+	}
+	a := p.Addr()
+	u := nftUnit{start: a.AsSlice(), interval: true}
+	if next := a.Next(); next.IsValid() {
+		u.end = next.AsSlice()
+	}
+	return u, true
+}
+
+// allHosts says whether every member is a host address.
+func allHosts(typ calc.IPSetType, members calc.MemberList) bool {
+	if typ != calc.HashNet {
+		return false
+	}
+	for m := range members.All() {
+		if _, ok := hostUnit(m); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// patchUnits applies a renderer's member change to units in place when
+// that is exact: members of a hash:ip,port set, or host addresses added
+// to and removed from a set of host addresses only (whose units are its
+// members one to one, so nothing overlaps). It returns the elements to
+// delete and add, and ok false (units untouched) when the change must be
+// computed from the whole member list instead.
+func patchUnits(typ calc.IPSetType, hostsOnly bool, units map[string]nftUnit, ch rules.IPSetChange) (del, add []nftables.SetElement, ok bool) {
+	unit := func(m string) (nftUnit, bool) {
+		if typ == calc.HashIPPort {
+			k, err := rules.NftIPPortKey(m)
+			return nftUnit{start: k}, err == nil
+		}
+		if !hostsOnly {
+			return nftUnit{}, false
+		}
+		return hostUnit(m)
+	}
+	rm := make([]nftUnit, 0, len(ch.Removed))
+	ad := make([]nftUnit, 0, len(ch.Added))
+	for _, m := range ch.Removed {
+		u, ok := unit(m)
+		if _, have := units[u.key()]; !ok || !have {
+			return nil, nil, false
+		}
+		rm = append(rm, u)
+	}
+	for _, m := range ch.Added {
+		u, ok := unit(m)
+		if !ok {
+			return nil, nil, false
+		}
+		ad = append(ad, u)
+	}
+	for _, u := range rm {
+		delete(units, u.key())
+		del = append(del, u.elements()...)
+	}
+	for _, u := range ad {
+		if _, have := units[u.key()]; !have {
+			units[u.key()] = u
+			add = append(add, u.elements()...)
+		}
+	}
+	return del, add, true
 }
