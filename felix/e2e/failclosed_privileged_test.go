@@ -20,7 +20,9 @@ import (
 // refused by Tabby's writes, but it can still reach felix) is not skipped:
 // a Deny with it still blocks (widened to the rule's other matches), a
 // Pass with it denies what reaches it, an Allow with it allows nothing.
-func TestPrivilegedUnrenderableRulesFailClosed(t *testing.T) { forEachMode(t, testUnrenderableRulesFailClosed) }
+func TestPrivilegedUnrenderableRulesFailClosed(t *testing.T) {
+	forEachMode(t, testUnrenderableRulesFailClosed)
+}
 
 func testUnrenderableRulesFailClosed(t *testing.T, mode string) {
 	nodeNS := newNode(t)
