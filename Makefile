@@ -49,11 +49,15 @@ bench-cni: kube-binaries
 
 ## bench-felix: felix full sync vs the plain iptables-restore floor and a
 ## one-policy change at 1,000 policies / 500 local / 5,000 remote endpoints
-## (root), plus the pure calc and render benchmarks
+## (root), each in both dataplane modes side by side (iptables, nftables),
+## the request/response rate between two pods under those rules in both
+## modes, the nftables library comparison, plus the pure calc and render
+## benchmarks
 bench-felix:
 	$(GO) test -tags privileged -run '^$$' -bench FelixSync -benchtime 3x ./felix/e2e/
 	$(GO) test -tags privileged -run '^$$' -bench DaemonPolicyChange -benchtime 20x ./felix/e2e/
-	$(GO) test -tags privileged -run '^$$' -bench PrivilegedOneChange -benchtime 30x ./felix/dataplane/
+	$(GO) test -tags privileged -run '^$$' -bench 'PrivilegedOneChange|NftLibrary' -benchtime 30x ./felix/dataplane/
+	$(GO) test -tags privileged -run '^$$' -bench PacketRate -benchtime 1x ./felix/e2e/
 	$(GO) test -run '^$$' -bench . -benchmem ./felix/calc/ ./felix/rules/
 
 ## bench-scale: felix at cluster scale (issue 15, root): the real

@@ -41,7 +41,7 @@ func writeSysctl(key, val string) error {
 // newNode creates the node namespace: IP forwarding on, and an
 // uplink with a default route so that proxy ARP has a route to answer for
 // 169.254.1.1 (on a real node that is the node's own default route).
-func newNode(t *testing.T) ns.NetNS {
+func newNode(t testing.TB) ns.NetNS {
 	node := netnstest.New(t)
 	err := node.Do(func(ns.NetNS) error {
 		if err := writeSysctl("net/ipv4/ip_forward", "1"); err != nil {
@@ -85,7 +85,7 @@ func newNode(t *testing.T) ns.NetNS {
 	return node
 }
 
-func newPod(t *testing.T, node ns.NetNS, name, iface, ip string) *pod {
+func newPod(t testing.TB, node ns.NetNS, name, iface, ip string) *pod {
 	p := &pod{name: name, iface: iface, ip: net.ParseIP(ip).To4(), netns: netnstest.New(t)}
 	err := node.Do(func(ns.NetNS) error {
 		veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: iface}, PeerName: "tmp" + iface[4:]}
@@ -158,7 +158,7 @@ func newPod(t *testing.T, node ns.NetNS, name, iface, ip string) *pod {
 // tcpPortB that write "ok", and a UDP echo server on udpPort. Sockets keep
 // the namespace they were created in, so the goroutines serving them need
 // no namespace of their own. They stop in t.Cleanup.
-func (p *pod) serve(t *testing.T) {
+func (p *pod) serve(t testing.TB) {
 	var closers []io.Closer
 	err := p.netns.Do(func(ns.NetNS) error {
 		for _, port := range []int{tcpPortA, tcpPortB} {
