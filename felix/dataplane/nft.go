@@ -219,10 +219,11 @@ func (n *nftDriver) plan(v int, rs *rules.Ruleset) (*nftFamilyPlan, error) {
 // element against the whole new list.
 func (n *nftDriver) planSets(p *nftFamilyPlan, old *nftWritten, rs *rules.Ruleset) error {
 	for _, spec := range rs.IPSets {
-		prev := old.sets[spec.Name]
+		name := rules.NftSetName(spec.Name)
+		prev := old.sets[name]
 		version := rs.IPSetVersions[spec.Name]
 		if prev != nil && prev.typ == spec.Type && (prev.members.Same(spec.Members) || version != 0 && prev.version == version) {
-			p.next.sets[spec.Name] = prev
+			p.next.sets[name] = prev
 			continue
 		}
 		if prev != nil && prev.typ != spec.Type {
@@ -233,8 +234,8 @@ func (n *nftDriver) planSets(p *nftFamilyPlan, old *nftWritten, rs *rules.Rulese
 				// The units map is patched in place: a failed
 				// transaction rebuilds everything anyway.
 				if del, add, ok := patchUnits(spec.Type, prev.hostsOnly, prev.units, ch); ok {
-					p.setDel[spec.Name], p.setAdd[spec.Name] = del, add
-					p.next.sets[spec.Name] = &nftSetState{typ: spec.Type, members: spec.Members, version: version,
+					p.setDel[name], p.setAdd[name] = del, add
+					p.next.sets[name] = &nftSetState{typ: spec.Type, members: spec.Members, version: version,
 						hostsOnly: prev.hostsOnly, units: prev.units, obj: prev.obj}
 					continue
 				}
@@ -251,14 +252,14 @@ func (n *nftDriver) planSets(p *nftFamilyPlan, old *nftWritten, rs *rules.Rulese
 			if err != nil {
 				return err
 			}
-			st.obj = &nftables.Set{Table: p.table, Name: spec.Name, KeyType: keyType, Interval: interval,
+			st.obj = &nftables.Set{Table: p.table, Name: name, KeyType: keyType, Interval: interval,
 				Concatenation: spec.Type == calc.HashIPPort}
 			p.newSets = append(p.newSets, st)
 		} else {
 			st.obj = prev.obj
-			p.setDel[spec.Name], p.setAdd[spec.Name] = unitDiff(prev.units, units)
+			p.setDel[name], p.setAdd[name] = unitDiff(prev.units, units)
 		}
-		p.next.sets[spec.Name] = st
+		p.next.sets[name] = st
 	}
 	return nil
 }

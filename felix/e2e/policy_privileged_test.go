@@ -274,7 +274,7 @@ func testPolicyEnforcement(t *testing.T, mode string) {
 				t.Fatal(err)
 			}
 			if s := string(ruleset); !strings.Contains(s, "chain filter-cali-FORWARD") || strings.Contains(s, "chain filter-cali-pi-") ||
-				strings.Contains(s, "chain filter-cali-po-") || strings.Contains(s, "set cali40s:") {
+				strings.Contains(s, "chain filter-cali-po-") || strings.Contains(s, "set cali40s-") {
 				t.Errorf("stale policy chains or sets left, or felix's chains missing:\n%s", s)
 			}
 		}

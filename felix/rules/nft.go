@@ -47,6 +47,10 @@ const (
 	nftaLogLevel  = 5
 )
 
+// NftSetName is the nftables name of ipset name: ':' (which nft's
+// language does not allow in a name) becomes '-', as in Calico.
+func NftSetName(name string) string { return strings.ReplaceAll(name, ":", "-") }
+
 // NftSetRef is a named set a rule looks up; the driver resolves it to
 // the set it created (a set new in the same transaction needs its ID).
 type NftSetRef struct {
@@ -437,7 +441,7 @@ func setExprs(v int, name, dirs string, neg bool) ([]expr.Any, error) {
 	}
 	src := first == "src"
 	off, n := addrOffset(v, src)
-	l := &expr.Lookup{SourceRegister: 1, SetName: name, Invert: neg}
+	l := &expr.Lookup{SourceRegister: 1, SetName: NftSetName(name), Invert: neg}
 	if !pair {
 		return []expr.Any{&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: off, Len: n}, l}, nil
 	}

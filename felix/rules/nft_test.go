@@ -30,7 +30,7 @@ func TestNftTranslatesEveryRenderedRule(t *testing.T) {
 			rs = rules.WithWorkloadRPF(rs, []string{"cali"})
 			sets := map[string]bool{}
 			for _, s := range rs.IPSets {
-				sets[s.Name] = true
+				sets[rules.NftSetName(s.Name)] = true
 			}
 			n := 0
 			for _, tb := range rs.Tables() {
