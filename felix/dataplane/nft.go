@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/google/nftables"
+	"github.com/google/nftables/expr"
 	"github.com/google/nftables/userdata"
 
 	"github.com/tabbynet/tabby/felix/calc"
@@ -323,17 +324,19 @@ func (n *nftDriver) planChain(p *nftFamilyPlan, old *nftWritten, table, name str
 		p.newChains = append(p.newChains, ch)
 	}
 	w := nftChainWrite{chain: ch, fresh: !had}
-	for i, r := range c.Rules {
-		nrs, err := rules.NftRules(table, p.v, r)
-		if err != nil {
-			n.untranslatable++
-			n.log.Error("nftables: a rule cannot be translated; dropping what reaches it instead (fail closed)",
-				"chain", name, "rule", r.Match+" "+r.Action, "error", err)
-			nrs, _ = rules.NftRules(table, p.v, rules.Rule{Action: "-j DROP"})
-		}
-		for _, nr := range nrs {
-			w.rules = append(w.rules, nftRuleOut{hash: hashes[i], nr: nr})
-		}
+	out, errs := rules.NftChainRules(table, p.v, c.Rules)
+	for i, err := range errs {
+		n.untranslatable++
+		n.log.Error("nftables: a rule cannot be translated; dropping what reaches it instead (fail closed)",
+			"chain", name, "rule", c.Rules[i].Match+" "+c.Rules[i].Action, "error", err)
+		drop, _ := rules.NftRules(table, p.v, rules.Rule{Action: "-j DROP"})
+		out = append(out, rules.NftIndexedRule{Index: i, Rule: drop[0]})
+	}
+	if len(errs) > 0 {
+		slices.SortStableFunc(out, func(a, b rules.NftIndexedRule) int { return a.Index - b.Index })
+	}
+	for _, r := range out {
+		w.rules = append(w.rules, nftRuleOut{hash: hashes[r.Index], nr: r.Rule})
 	}
 	p.writes = append(p.writes, w)
 	p.stats.ChainsWritten++
@@ -376,6 +379,11 @@ func (n *nftDriver) encode(p *nftFamilyPlan) error {
 			n.conn.FlushChain(w.chain)
 		}
 		for _, r := range w.rules {
+			if r.nr.VMap != nil {
+				if err := n.addVMap(p.table, r.nr); err != nil {
+					return fmt.Errorf("chain %s: %w", w.chain.Name, err)
+				}
+			}
 			for _, ref := range r.nr.Sets {
 				if st := p.next.sets[ref.Lookup.SetName]; st != nil {
 					ref.Lookup.SetID = st.obj.ID
@@ -394,5 +402,22 @@ func (n *nftDriver) encode(p *nftFamilyPlan) error {
 	for _, name := range p.staleSets {
 		n.conn.DelSet(&nftables.Set{Table: p.table, Name: name})
 	}
+	return nil
+}
+
+// addVMap creates the anonymous verdict map of a dispatch rule and
+// points the rule's lookup at it.
+func (n *nftDriver) addVMap(table *nftables.Table, nr rules.NftRule) error {
+	set := &nftables.Set{Table: table, Anonymous: true, Constant: true, IsMap: true,
+		KeyType: nftables.TypeIFName, DataType: nftables.TypeVerdict}
+	elems := make([]nftables.SetElement, len(nr.VMap.Ifaces))
+	for i, iface := range nr.VMap.Ifaces {
+		elems[i] = nftables.SetElement{Key: rules.NftIfaceKey(iface),
+			VerdictData: &expr.Verdict{Kind: expr.VerdictGoto, Chain: nr.VMap.Chains[i]}}
+	}
+	if err := n.conn.AddSet(set, elems); err != nil {
+		return err
+	}
+	nr.VMapLookup.SetName, nr.VMapLookup.SetID = set.Name, set.ID
 	return nil
 }

@@ -50,7 +50,7 @@ func TestPrivilegedNftDriftRepairedForeignKept(t *testing.T) {
 	}
 	want4, want6 := nft("list", "table", "ip", "calico"), nft("list", "table", "ip6", "calico")
 	if !strings.Contains(want4, "chain filter-cali-FORWARD") || !strings.Contains(want6, "chain filter-cali-FORWARD") ||
-		!strings.Contains(want4, "hook forward priority filter") {
+		!strings.Contains(want4, "hook forward priority filter") || !strings.Contains(want4, "iifname vmap {") {
 		t.Fatalf("felix's tables:\n%s\n%s", want4, want6)
 	}
 	// Drift: a rule and a set's elements go behind felix's back.

@@ -52,7 +52,13 @@ func newModeDataplane(t testing.TB, mode, netnsPath string, cfg dataplane.Config
 	t.Helper()
 	if mode == "nftables" {
 		cfg.NFTables = dataplane.NewNftDialer(netnsPath)
-		t.Cleanup(func() { assertNoIptablesState(t, netnsPath) })
+		t.Cleanup(func() {
+			assertNoIptablesState(t, netnsPath)
+			if t.Failed() {
+				out, _ := dataplane.ExecRunner{NetnsPath: netnsPath}.Run(context.Background(), "nft", []string{"list", "ruleset"}, nil)
+				t.Logf("the failed test's nftables ruleset:\n%s", out)
+			}
+		})
 	}
 	return dataplane.New(cfg)
 }

@@ -58,10 +58,111 @@ type NftSetRef struct {
 }
 
 // NftRule is one nftables rule: its expressions and the named sets it
-// looks up (whose Lookup expressions the driver completes).
+// looks up (whose Lookup expressions the driver completes), or, for a
+// dispatch, the anonymous verdict map it looks the interface up in (the
+// driver creates the map in the same transaction and completes VMapLookup).
 type NftRule struct {
-	Exprs []expr.Any
-	Sets  []NftSetRef
+	Exprs      []expr.Any
+	Sets       []NftSetRef
+	VMap       *NftVerdictMap
+	VMapLookup *expr.Lookup
+}
+
+// NftVerdictMap maps interface names to the chains to go to.
+type NftVerdictMap struct {
+	Ifaces, Chains []string
+}
+
+// NftIndexedRule is a translated rule with the index of the rendered
+// rule it starts (a dispatch map stands for a run of them).
+type NftIndexedRule struct {
+	Index int
+	Rule  NftRule
+}
+
+// minVMapRun is the shortest run of per-interface gotos worth a map.
+const minVMapRun = 2
+
+// NftChainRules translates a chain of iptables table table. Runs of
+// rules that only go to a chain by exact interface name ("-i caliX -g
+// cali-fw-caliX", the dispatch chains) become one lookup in a verdict map:
+// one lookup per packet instead of a walk over every endpoint (the first
+// rule of a name wins, as in the walk). A rule that cannot be translated
+// is reported in errs by index and left out: the caller must put
+// something fail-closed in its place.
+func NftChainRules(table string, v int, rs []Rule) (out []NftIndexedRule, errs map[int]error) {
+	for i := 0; i < len(rs); {
+		if j := gotoRunEnd(rs, i); j-i >= minVMapRun {
+			out = append(out, NftIndexedRule{Index: i, Rule: vmapRule(table, rs[i:j])})
+			i = j
+			continue
+		}
+		nrs, err := NftRules(table, v, rs[i])
+		if err != nil {
+			if errs == nil {
+				errs = map[int]error{}
+			}
+			errs[i] = err
+		}
+		for _, nr := range nrs {
+			out = append(out, NftIndexedRule{Index: i, Rule: nr})
+		}
+		i++
+	}
+	return out, errs
+}
+
+// ifaceGoto parses "-i NAME"/"-o NAME" with "-g CHAIN" (NAME exact).
+func ifaceGoto(r Rule) (flag, iface, chain string, ok bool) {
+	f := strings.Fields(r.Match)
+	a := strings.Fields(r.Action)
+	if len(f) != 2 || (f[0] != "-i" && f[0] != "-o") || strings.HasSuffix(f[1], "+") || len(a) != 2 || a[0] != "-g" {
+		return "", "", "", false
+	}
+	return f[0], f[1], a[1], true
+}
+
+// gotoRunEnd is the end of the run of same-direction interface gotos
+// starting at i (i itself when rs[i] is not one).
+func gotoRunEnd(rs []Rule, i int) int {
+	flag, _, _, ok := ifaceGoto(rs[i])
+	if !ok {
+		return i
+	}
+	j := i + 1
+	for ; j < len(rs); j++ {
+		if f, _, _, ok := ifaceGoto(rs[j]); !ok || f != flag {
+			break
+		}
+	}
+	return j
+}
+
+func vmapRule(table string, run []Rule) NftRule {
+	flag, _, _, _ := ifaceGoto(run[0])
+	key := expr.MetaKeyOIFNAME
+	if flag == "-i" {
+		key = expr.MetaKeyIIFNAME
+	}
+	m := &NftVerdictMap{}
+	seen := map[string]bool{}
+	for _, r := range run {
+		_, iface, chain, _ := ifaceGoto(r)
+		if !seen[iface] {
+			seen[iface] = true
+			m.Ifaces = append(m.Ifaces, iface)
+			m.Chains = append(m.Chains, NftChainName(table, chain))
+		}
+	}
+	l := &expr.Lookup{SourceRegister: 1, DestRegister: 0, IsDestRegSet: true}
+	return NftRule{Exprs: []expr.Any{&expr.Meta{Key: key, Register: 1}, l}, VMap: m, VMapLookup: l}
+}
+
+// NftIfaceKey is an interface name as a map key (IFNAMSIZ bytes).
+func NftIfaceKey(name string) []byte {
+	k := make([]byte, ifNameSize)
+	copy(k, name)
+	return k
 }
 
 // NftRules translates one rendered rule of iptables table table in chain
@@ -149,6 +250,11 @@ type parsedMatch struct {
 	sports, dports *nftPorts
 }
 
+// knownModules are the iptables match modules whose options parseMatch
+// translates.
+var knownModules = map[string]bool{"multiport": true, "set": true, "mark": true, "conntrack": true, "comment": true,
+	"addrtype": true, "icmp": true, "icmp6": true, "rpfilter": true, "tcp": true, "udp": true}
+
 // parseMatch translates the match part of a rule.
 func parseMatch(table string, v int, toks []string) (parsedMatch, error) {
 	var m parsedMatch
@@ -173,9 +279,10 @@ func parseMatch(table string, v int, toks []string) (parsedMatch, error) {
 		)
 		switch t {
 		case "-m":
-			_, err = arg() // module names carry no meaning of their own here
-			if neg {
-				err = fmt.Errorf("negated module")
+			// A module's meaning is in its options; only modules whose
+			// options are all understood below are accepted.
+			if a, err = arg(); err == nil && (neg || !knownModules[a]) {
+				err = fmt.Errorf("module %q", a)
 			}
 			if err != nil {
 				return m, err

@@ -91,3 +91,31 @@ func TestNftRulesShapes(t *testing.T) {
 		}
 	}
 }
+
+// TestNftChainRulesDispatchMap: a run of exact-interface gotos becomes
+// one verdict-map lookup (first rule of a name wins), other rules stay
+// rules, and every rendered rule index is accounted for.
+func TestNftChainRulesDispatchMap(t *testing.T) {
+	rs := []rules.Rule{
+		{Match: "-i cali1", Action: "-g cali-fw-cali1"},
+		{Match: "-i cali2", Action: "-g cali-fw-cali2"},
+		{Match: "-i cali1", Action: "-g cali-fw-other"},
+		{Match: "-i cali+", Action: "-j DROP"},
+		{Match: "-o eth0", Action: "-g cali-th-eth0"},
+		{Match: "-m foo", Action: "-j ACCEPT"},
+	}
+	out, errs := rules.NftChainRules("filter", 4, rs)
+	if len(errs) != 1 || errs[5] == nil {
+		t.Errorf("errors: %v", errs)
+	}
+	if len(out) != 3 || out[0].Index != 0 || out[1].Index != 3 || out[2].Index != 4 {
+		t.Fatalf("rules: %+v", out)
+	}
+	m := out[0].Rule.VMap
+	if m == nil || len(m.Ifaces) != 2 || m.Chains[0] != "filter-cali-fw-cali1" || m.Chains[1] != "filter-cali-fw-cali2" {
+		t.Errorf("map: %+v", m)
+	}
+	if out[2].Rule.VMap != nil {
+		t.Error("a single goto became a map")
+	}
+}
