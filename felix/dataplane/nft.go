@@ -353,22 +353,23 @@ func (n *nftDriver) encode(p *nftFamilyPlan) error {
 		n.conn.AddTable(p.table)
 	}
 	for _, st := range p.newSets {
-		if err := n.conn.AddSet(st.obj, allElements(st.units)); err != nil {
+		if err := n.conn.AddSet(st.obj, nil); err != nil {
+			return fmt.Errorf("set %s: %w", st.obj.Name, err)
+		}
+		if err := inChunks(allElements(st.units), func(c []nftables.SetElement) error { return n.conn.SetAddElements(st.obj, c) }); err != nil {
 			return fmt.Errorf("set %s: %w", st.obj.Name, err)
 		}
 	}
 	for name, del := range p.setDel {
-		if len(del) > 0 {
-			if err := n.conn.SetDeleteElements(p.next.sets[name].obj, del); err != nil {
-				return fmt.Errorf("set %s: %w", name, err)
-			}
+		obj := p.next.sets[name].obj
+		if err := inChunks(del, func(c []nftables.SetElement) error { return n.conn.SetDeleteElements(obj, c) }); err != nil {
+			return fmt.Errorf("set %s: %w", name, err)
 		}
 	}
 	for name, add := range p.setAdd {
-		if len(add) > 0 {
-			if err := n.conn.SetAddElements(p.next.sets[name].obj, add); err != nil {
-				return fmt.Errorf("set %s: %w", name, err)
-			}
+		obj := p.next.sets[name].obj
+		if err := inChunks(add, func(c []nftables.SetElement) error { return n.conn.SetAddElements(obj, c) }); err != nil {
+			return fmt.Errorf("set %s: %w", name, err)
 		}
 	}
 	for _, ch := range p.newChains {
@@ -419,5 +420,26 @@ func (n *nftDriver) addVMap(table *nftables.Table, nr rules.NftRule) error {
 		return err
 	}
 	nr.VMapLookup.SetName, nr.VMapLookup.SetID = set.Name, set.ID
+	return nil
+}
+
+// nftElemChunk is the most elements one message carries: a netlink
+// attribute (the element list) holds at most 64 KiB, and the library does
+// not split lists itself (nft does).
+const nftElemChunk = 500
+
+// inChunks calls f with elems in chunks of at most nftElemChunk, keeping
+// an interval's start and end together.
+func inChunks(elems []nftables.SetElement, f func([]nftables.SetElement) error) error {
+	for len(elems) > 0 {
+		n := min(nftElemChunk, len(elems))
+		if n < len(elems) && elems[n].IntervalEnd {
+			n++
+		}
+		if err := f(elems[:n]); err != nil {
+			return err
+		}
+		elems = elems[n:]
+	}
 	return nil
 }

@@ -5,6 +5,7 @@ package dataplane_test
 import (
 	"context"
 	"log/slog"
+	"net/netip"
 	"strings"
 	"testing"
 
@@ -44,7 +45,14 @@ func TestPrivilegedNftDriftRepairedForeignKept(t *testing.T) {
 	dp := dataplane.New(dataplane.Config{Runner: run, V4: dataplane.BackendDefaultV4, V6: dataplane.BackendDefaultV6,
 		NFTables: dataplane.NewNftDialer(n.Path()), Logger: slog.New(slog.DiscardHandler)})
 	res := calc.Compute(ct.Input(ct.Node, ct.Scenario()))
-	dp.SetDesired(rules.Render(rules.DefaultConfig(), res, 4), rules.Render(rules.DefaultConfig(), res, 6))
+	full := func(v int, pool string) *rules.Ruleset {
+		rs := rules.Render(rules.DefaultConfig(), res, v)
+		rs = rules.WithNATOutgoing(rs, rules.NATConfig{Pools: []rules.NATPool{{CIDR: netip.MustParsePrefix(pool), NATOutgoing: true}}})
+		rs = rules.WithTunnelInput(rs, rules.TunnelConfig{IPIP: v == 4, VXLAN: true,
+			AllHosts: []netip.Addr{netip.MustParseAddr("192.0.2.1")}, VXLANHosts: []netip.Addr{netip.MustParseAddr("192.0.2.1")}})
+		return rules.WithWorkloadRPF(rs, []string{"cali"})
+	}
+	dp.SetDesired(full(4, "10.70.0.0/16"), full(6, "fd00:70::/64"))
 	if _, err := dp.Apply(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -52,6 +60,19 @@ func TestPrivilegedNftDriftRepairedForeignKept(t *testing.T) {
 	if !strings.Contains(want4, "chain filter-cali-FORWARD") || !strings.Contains(want6, "chain filter-cali-FORWARD") ||
 		!strings.Contains(want4, "hook forward priority filter") || !strings.Contains(want4, "iifname vmap {") {
 		t.Fatalf("felix's tables:\n%s\n%s", want4, want6)
+	}
+	// Removing the iptables mode's rules (what felix does after its first
+	// sync in nftables mode) leaves the nftables tables alone.
+	for _, b := range []dataplane.Backend{dataplane.BackendNFTV4, dataplane.BackendNFTV6, dataplane.BackendLegacyV4, dataplane.BackendLegacyV6} {
+		if _, _, err := dataplane.CleanupBackend(context.Background(), run, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := dataplane.CleanupIPSets(context.Background(), run); err != nil {
+		t.Fatal(err)
+	}
+	if got := nft("list", "table", "ip", "calico"); got != want4 {
+		t.Fatalf("the iptables cleanup changed felix's nftables table:\n%s", got)
 	}
 	// Drift: a rule and a set's elements go behind felix's back.
 	nft("flush", "chain", "ip", "calico", "filter-cali-FORWARD")

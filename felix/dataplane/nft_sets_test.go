@@ -1,9 +1,12 @@
 package dataplane
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"testing"
+
+	"github.com/google/nftables"
 
 	"github.com/tabbynet/tabby/felix/calc"
 	"github.com/tabbynet/tabby/felix/rules"
@@ -65,5 +68,29 @@ func TestNftPatchUnitsAsFromScratch(t *testing.T) {
 	pu, _ := nftUnits(calc.HashIPPort, ip)
 	if _, add, ok := patchUnits(calc.HashIPPort, false, pu, rules.IPSetChange{Added: []string{"10.0.0.2,udp:53"}}); !ok || len(add) != 1 || len(pu) != 2 {
 		t.Errorf("ip,port patch: ok %v, %d added, %d units", ok, len(add), len(pu))
+	}
+}
+
+// TestNftInChunksKeepsIntervals: chunks are bounded and never separate
+// an interval's end from its start.
+func TestNftInChunksKeepsIntervals(t *testing.T) {
+	var members []string
+	for i := range 3000 {
+		members = append(members, fmt.Sprintf("10.%d.%d.1", i/256, i%256))
+	}
+	units, err := nftUnits(calc.HashNet, calc.SortedMembers(members))
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := allElements(units)
+	total := 0
+	if err := inChunks(all, func(c []nftables.SetElement) error {
+		if len(c) > nftElemChunk+1 || c[0].IntervalEnd {
+			t.Errorf("chunk of %d starting with an interval end %v", len(c), c[0].IntervalEnd)
+		}
+		total += len(c)
+		return nil
+	}); err != nil || total != len(all) {
+		t.Errorf("%d of %d elements, %v", total, len(all), err)
 	}
 }

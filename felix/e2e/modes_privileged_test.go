@@ -82,7 +82,7 @@ func assertNoIptablesState(t testing.TB, netnsPath string) {
 	}
 }
 
-// nftSetHolding returns a cali40 set of felix's nftables table holding
+// nftSetHolding returns a selector set (cali40s-) of felix's nftables table holding
 // ip (as a single-address element).
 func nftSetHolding(tb testing.TB, run dataplane.Runner, ip string) string {
 	out, err := run.Run(context.Background(), "nft", []string{"list", "table", "ip", rules.NftTable}, nil)
@@ -95,7 +95,7 @@ func nftSetHolding(tb testing.TB, run dataplane.Runner, ip string) string {
 		if name, ok := strings.CutPrefix(l, "set "); ok {
 			set = strings.TrimSuffix(name, " {")
 		}
-		if strings.HasPrefix(set, "cali40") && slices.Contains(strings.FieldsFunc(l, func(r rune) bool { return r == ' ' || r == ',' || r == '{' || r == '}' }), ip) {
+		if strings.HasPrefix(set, "cali40s-") && slices.Contains(strings.FieldsFunc(l, func(r rune) bool { return r == ' ' || r == ',' || r == '{' || r == '}' }), ip) {
 			return set
 		}
 	}

@@ -80,8 +80,14 @@ type NftIndexedRule struct {
 	Rule  NftRule
 }
 
-// minVMapRun is the shortest run of per-interface gotos worth a map.
-const minVMapRun = 2
+// minVMapRun is the shortest run of per-interface gotos worth a map;
+// maxVMapRun the longest in one map (a map's elements travel in one
+// netlink attribute, at most 64 KiB): longer runs take several maps, one
+// after the other (names are unique, so the first match still wins).
+const (
+	minVMapRun = 2
+	maxVMapRun = 400
+)
 
 // NftChainRules translates a chain of iptables table table. Runs of
 // rules that only go to a chain by exact interface name ("-i caliX -g
@@ -130,7 +136,7 @@ func gotoRunEnd(rs []Rule, i int) int {
 		return i
 	}
 	j := i + 1
-	for ; j < len(rs); j++ {
+	for ; j < len(rs) && j-i < maxVMapRun; j++ {
 		if f, _, _, ok := ifaceGoto(rs[j]); !ok || f != flag {
 			break
 		}
