@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/containernetworking/plugins/pkg/ns"
-
 	"github.com/tabbynet/tabby/felix/calc"
 	ct "github.com/tabbynet/tabby/felix/calc/calctest"
 	"github.com/tabbynet/tabby/felix/dataplane"
@@ -33,9 +31,6 @@ func TestPrivilegedNftDriftRepairedForeignKept(t *testing.T) {
 			t.Fatalf("nft %v: %v", args, err)
 		}
 		return string(out)
-	}
-	if err := n.Do(func(ns.NetNS) error { return nil }); err != nil {
-		t.Fatal(err)
 	}
 	if _, err := run.Run(context.Background(), "nft", []string{"-f", "-"}, []byte(
 		"table ip kube-proxy {\n chain filter-forward {\n type filter hook forward priority -110; policy accept;\n ct state invalid drop\n }\n}\n")); err != nil {
@@ -63,14 +58,7 @@ func TestPrivilegedNftDriftRepairedForeignKept(t *testing.T) {
 	}
 	// Removing the iptables mode's rules (what felix does after its first
 	// sync in nftables mode) leaves the nftables tables alone.
-	for _, b := range []dataplane.Backend{dataplane.BackendNFTV4, dataplane.BackendNFTV6, dataplane.BackendLegacyV4, dataplane.BackendLegacyV6} {
-		if _, _, err := dataplane.CleanupBackend(context.Background(), run, b); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := dataplane.CleanupIPSets(context.Background(), run); err != nil {
-		t.Fatal(err)
-	}
+	cleanIptablesMode(t, run)
 	if got := nft("list", "table", "ip", "calico"); got != want4 {
 		t.Fatalf("the iptables cleanup changed felix's nftables table:\n%s", got)
 	}
@@ -109,5 +97,19 @@ func TestPrivilegedNftDriftRepairedForeignKept(t *testing.T) {
 	rs := nft("list", "ruleset")
 	if strings.Contains(rs, "table ip calico") || strings.Contains(rs, "table ip6 calico") || !strings.Contains(rs, "table ip kube-proxy") {
 		t.Errorf("after cleanup:\n%s", rs)
+	}
+}
+
+// cleanIptablesMode removes felix's iptables rules of every backend and
+// its ipsets, as felix does after its first sync in nftables mode.
+func cleanIptablesMode(t *testing.T, run dataplane.Runner) {
+	t.Helper()
+	for _, b := range []dataplane.Backend{dataplane.BackendNFTV4, dataplane.BackendNFTV6, dataplane.BackendLegacyV4, dataplane.BackendLegacyV6} {
+		if _, _, err := dataplane.CleanupBackend(context.Background(), run, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := dataplane.CleanupIPSets(context.Background(), run); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -274,104 +274,99 @@ func parseMatch(table string, v int, toks []string) (parsedMatch, error) {
 			i++
 			return toks[i], nil
 		}
-		if t == "!" {
+		switch t {
+		case "!":
 			neg = true
 			continue
-		}
-		var (
-			es  []expr.Any
-			err error
-			a   string
-		)
-		switch t {
 		case "-m":
 			// A module's meaning is in its options; only modules whose
-			// options are all understood below are accepted.
-			if a, err = arg(); err == nil && (neg || !knownModules[a]) {
+			// options are all understood are accepted.
+			a, err := arg()
+			if err == nil && (neg || !knownModules[a]) {
 				err = fmt.Errorf("module %q", a)
 			}
 			if err != nil {
 				return m, err
 			}
 			continue
-		case "--comment":
-			_, err = arg()
-		case "-i", "-o":
-			if a, err = arg(); err == nil {
-				if a == "+" && neg {
-					err = fmt.Errorf("! %s +", t)
-				}
-				es = ifaceExprs(t == "-i", a, neg)
-			}
-		case "-s", "-d":
-			if a, err = arg(); err == nil {
-				es, err = cidrExprs(v, t == "-s", a, neg)
-			}
-		case "-p":
-			if a, err = arg(); err == nil {
-				es, err = protoExprs(a, neg)
-			}
-		case "--dports", "--sports", "--dport", "--sport":
-			var pl *nftPorts
-			if a, err = arg(); err == nil {
-				pl, err = parsePorts(a, neg)
-			}
-			if strings.HasPrefix(t, "--d") {
-				m.dports = pl
-			} else {
-				m.sports = pl
-			}
 		case "--match-set":
-			var name, dirs string
-			if name, err = arg(); err == nil {
-				if dirs, err = arg(); err == nil {
-					es, err = setExprs(v, name, dirs, neg)
-				}
+			name, err := arg()
+			if err != nil {
+				return m, err
 			}
-		case "--mark":
-			if a, err = arg(); err == nil {
-				es, err = markExprs(a, neg)
+			dirs, err := arg()
+			if err != nil {
+				return m, err
 			}
-		case "--ctstate":
-			if a, err = arg(); err == nil {
-				es, err = ctExprs(a, neg)
+			es, err := setExprs(v, name, dirs, neg)
+			if err != nil {
+				return m, err
 			}
-		case "--dst-type":
-			if a, err = arg(); err == nil {
-				es, err = addrTypeExprs(a, neg)
-			}
-		case "--icmp-type", "--icmpv6-type":
-			if a, err = arg(); err == nil {
-				es, err = icmpExprs(a, neg)
-			}
+			m.tail = append(m.tail, es...)
+			neg = false
+			continue
 		case "--validmark":
 			// rpfilter --validmark --invert: no reverse route for the
 			// source through the input interface, with the packet's mark.
-			if i+1 >= len(toks) || toks[i+1] != "--invert" || neg {
+			if a, err := arg(); err != nil || a != "--invert" || neg {
 				return m, fmt.Errorf("rpfilter other than --validmark --invert")
 			}
-			i++
-			es = []expr.Any{
+			m.tail = append(m.tail,
 				&expr.Fib{Register: 1, FlagSADDR: true, FlagMARK: true, FlagIIF: true, ResultOIF: true},
-				&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{0, 0, 0, 0}},
-			}
-		default:
-			return m, fmt.Errorf("unknown match %q", t)
+				&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{0, 0, 0, 0}})
+			continue
 		}
+		a, err := arg()
 		if err != nil {
 			return m, err
 		}
-		neg = false
-		if t == "-p" {
-			m.head = append(m.head, es...)
-		} else {
-			m.tail = append(m.tail, es...)
+		if err := m.option(v, t, a, neg); err != nil {
+			return m, err
 		}
+		neg = false
 	}
 	if neg {
 		return m, fmt.Errorf("dangling !")
 	}
 	return m, nil
+}
+
+// option translates one match option t with its value a.
+func (m *parsedMatch) option(v int, t, a string, neg bool) error {
+	var (
+		es  []expr.Any
+		err error
+	)
+	switch t {
+	case "--comment":
+	case "-i", "-o":
+		if a == "+" && neg {
+			return fmt.Errorf("! %s +", t)
+		}
+		es = ifaceExprs(t == "-i", a, neg)
+	case "-s", "-d":
+		es, err = cidrExprs(v, t == "-s", a, neg)
+	case "-p":
+		es, err = protoExprs(a, neg)
+		m.head = append(m.head, es...)
+		return err
+	case "--dports", "--dport":
+		m.dports, err = parsePorts(a, neg)
+	case "--sports", "--sport":
+		m.sports, err = parsePorts(a, neg)
+	case "--mark":
+		es, err = markExprs(a, neg)
+	case "--ctstate":
+		es, err = ctExprs(a, neg)
+	case "--dst-type":
+		es, err = addrTypeExprs(a, neg)
+	case "--icmp-type", "--icmpv6-type":
+		es, err = icmpExprs(a, neg)
+	default:
+		return fmt.Errorf("unknown match %q", t)
+	}
+	m.tail = append(m.tail, es...)
+	return err
 }
 
 func ifaceExprs(in bool, name string, neg bool) []expr.Any {
