@@ -68,7 +68,8 @@ bench-felix:
 ## felix's and etcd's CPU, RSS at ready and the peak, one remote endpoint added/removed -> its ipset
 ## member in the kernel (p50/max of 20), one policy changed -> its chain
 ## live (p50), 100 endpoint changes/s for 30 s (felix CPU, lag of the last
-## change), each with the load average. bench-scale-calc: the pure
+## change), each with the load average; every size in both dataplane modes
+## (remote=N/iptables, remote=N/nftables). bench-scale-calc: the pure
 ## calculation in-process (the Engine: one change, first load).
 bench-scale:
 	$(GO) test -tags privileged,integration -run '^$$' -bench PrivilegedScale -benchtime 1x -timeout 90m ./felix/e2e/
