@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tabbynet/tabby/felix/collector"
 	felixconfig "github.com/tabbynet/tabby/felix/config"
 	"github.com/tabbynet/tabby/felix/rules"
 )
@@ -49,6 +50,14 @@ type config struct {
 	goMaxProcs                        int
 	mtuFile                           string // not Calico's name: where the pods' MTU is written ("" = not)
 	netnsPath                         string // not Calico's: program this network namespace instead of our own
+	// flowLogs: FlowLogsLocalReporter is Enabled: NFLOG verdict marks,
+	// the collector and its flow socket (in flowSocketDir, not Calico's
+	// setting: TABBY_FELIX_FLOW_SOCKET_DIR, default Calico's path).
+	flowLogs      bool
+	flowFlush     time.Duration
+	flowDebug     bool
+	flowSocketDir string
+	markDrop      uint32
 }
 
 // fromSettings derives the wiring's configuration. The only error is a
@@ -87,6 +96,9 @@ func fromSettings(s *felixconfig.Settings, getenv func(string) string) (config, 
 		goMaxProcs:         s.Int("GoMaxProcs"),
 		calcHangAfter:      s.Duration("DebugSimulateCalcGraphHangAfter"),
 		dataplaneHangAfter: s.Duration("DebugSimulateDataplaneHangAfter"),
+		flowLogs:           s.String("FlowLogsLocalReporter") == "Enabled",
+		flowFlush:          s.Duration("FlowLogsFlushInterval"),
+		flowDebug:          s.Bool("FlowLogsCollectorDebugTrace"),
 	}
 	if c.hostname == "" {
 		c.hostname = getenv("NODENAME")
@@ -98,11 +110,24 @@ func fromSettings(s *felixconfig.Settings, getenv func(string) string) (config, 
 		}
 		c.hostname = h
 	}
-	marks := felixconfig.MarkBits(s.Uint32("IptablesMarkMask"), 2)
-	if len(marks) < 2 {
-		return c, fmt.Errorf("IptablesMarkMask %#x: felix needs at least 2 mark bits", s.Uint32("IptablesMarkMask"))
+	// Flow logs need a third bit: the drop mark a denying rule sets
+	// before it is logged (Calico allocates accept, pass, drop in order).
+	need := 2
+	if c.flowLogs {
+		need = 3
+	}
+	marks := felixconfig.MarkBits(s.Uint32("IptablesMarkMask"), need)
+	if len(marks) < need {
+		return c, fmt.Errorf("IptablesMarkMask %#x: felix needs at least %d mark bits", s.Uint32("IptablesMarkMask"), need)
 	}
 	c.markAccept, c.markPass = marks[0], marks[1]
+	if c.flowLogs {
+		c.markDrop = marks[2]
+	}
+	c.flowSocketDir = collector.SocketDir
+	if v := getenv("TABBY_FELIX_FLOW_SOCKET_DIR"); v != "" {
+		c.flowSocketDir = v
+	}
 	if v := getenv("FELIX_ENDPOINTSTATUSPATHPREFIX"); strings.EqualFold(v, "none") {
 		c.statusPrefix = "" // an environment cannot say ""
 	}
@@ -169,6 +194,7 @@ func datastoreEnv(getenv func(string) string, file map[string]string) func(strin
 func rulesConfig(c config, s *felixconfig.Settings) rules.Config {
 	rc := rules.DefaultConfig()
 	rc.MarkAccept, rc.MarkPass = c.markAccept, c.markPass
+	rc.FlowLogs, rc.MarkDrop = c.flowLogs, c.markDrop
 	rc.WorkloadIfacePrefixes = s.Strings("InterfacePrefix")
 	rc.EndpointToHostAction = s.String("DefaultEndpointToHostAction")
 	rc.LogPrefix = s.String("LogPrefix")

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	v3 "github.com/tabbynet/tabby/api/v3"
 	felixconfig "github.com/tabbynet/tabby/felix/config"
 	"github.com/tabbynet/tabby/felix/rules"
@@ -126,5 +128,35 @@ func TestRulesConfigPrecedence(t *testing.T) {
 				t.Errorf("got %+v", rc)
 			}
 		})
+	}
+}
+
+// TestFlowLogSettings: FlowLogsLocalReporter turns on the NFLOG marks with
+// a third (drop) mark bit, FlowLogsFlushInterval and the debug trace are
+// taken, and a mask with only two bits is refused when flow logs need
+// three.
+func TestFlowLogSettings(t *testing.T) {
+	c, s, err := load(t, map[string]string{"NODENAME": "n"}, nil, nil)
+	if err != nil || c.flowLogs || rulesConfig(c, s).FlowLogs {
+		t.Fatalf("flow logs on by default: %+v %v", c, err)
+	}
+	on := "Enabled"
+	spec := &v3.FelixConfigurationSpec{FlowLogsLocalReporter: &on, FlowLogsFlushInterval: &metav1.Duration{Duration: 15 * time.Second}}
+	c, s, err = load(t, map[string]string{"NODENAME": "n", "FELIX_FLOWLOGSCOLLECTORDEBUGTRACE": "true",
+		"TABBY_FELIX_FLOW_SOCKET_DIR": "/run/x"}, spec, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := rulesConfig(c, s)
+	if !c.flowLogs || c.flowFlush != 15*time.Second || !c.flowDebug || c.flowSocketDir != "/run/x" ||
+		!rc.FlowLogs || rc.MarkAccept != 0x10000 || rc.MarkPass != 0x20000 || rc.MarkDrop != 0x40000 {
+		t.Errorf("config %+v, rules config %+v", c, rc)
+	}
+	if p := s.Problems; len(p) > 0 {
+		t.Errorf("honoured flow log settings reported: %v", p)
+	}
+	if _, _, err := load(t, map[string]string{"NODENAME": "n", "FELIX_IPTABLESMARKMASK": "0x30000"}, spec, nil); err == nil ||
+		!strings.Contains(err.Error(), "3 mark bits") {
+		t.Errorf("a two-bit mask with flow logs: %v, want refused", err)
 	}
 }

@@ -7,7 +7,8 @@ const (
 	rWG      = "WireGuard is not implemented: traffic between nodes is not encrypted; it travels as the IP pools say (plain, IPIP or VXLAN)"
 	rNFTOnly = "felix's nftables dataplane accepts for allowed and drops denied packets, with Calico's default marks, and does not offload flows"
 	rTypha   = "Tabby has no Typha: felix watches the datastore directly"
-	rFlow    = "flow logs are not implemented: none are collected"
+	rFlow    = "flow logs are collected on each node and served on its local flow socket (FlowLogsLocalReporter); there is no Goldmane aggregator to send them to"
+	rPending = "staged policies are not evaluated, so flows carry no pending policies to re-evaluate"
 	rXDP     = "XDP is not implemented: untracked (doNotTrack) policy runs in the iptables raw table"
 	rOStack  = "OpenStack support is not implemented"
 	rDebug   = "felix's debugging hooks are not implemented"
@@ -218,11 +219,12 @@ var Params = []Param{
 	r("SidecarAccelerationEnabled", "SidecarAccelerationEnabled", KindBool, "false", "sidecar acceleration is not implemented"),
 	r("IstioAmbientMode", "IstioAmbientMode", OneOf("Disabled", "Enabled"), "Disabled", rIstio),
 	r("IstioDSCPMark", "IstioDSCPMark", KindOpaque, "23", rIstio),
-	r("FlowLogsFlushInterval", "FlowLogsFlushInterval", KindSeconds, "300", rFlow),
-	r("FlowLogsCollectorDebugTrace", "FlowLogsCollectorDebugTrace", KindBool, "false", rFlow),
+	// Flow logs (felix/collector): honoured with the local reporter.
+	h("FlowLogsFlushInterval", "FlowLogsFlushInterval", KindSeconds, "300").nz(),
+	h("FlowLogsCollectorDebugTrace", "FlowLogsCollectorDebugTrace", KindBool, "false"),
 	r("FlowLogsGoldmaneServer", "FlowLogsGoldmaneServer", KindString, "", rFlow),
-	r("FlowLogsLocalReporter", "FlowLogsLocalReporter", OneOf("Enabled", "Disabled"), "Disabled", rFlow),
-	r("FlowLogsPolicyEvaluationMode", "FlowLogsPolicyEvaluationMode", OneOf("None", "Continuous"), "Continuous", rFlow, "None", "Continuous"),
+	h("FlowLogsLocalReporter", "FlowLogsLocalReporter", OneOf("Enabled", "Disabled"), "Disabled"),
+	r("FlowLogsPolicyEvaluationMode", "FlowLogsPolicyEvaluationMode", OneOf("None", "Continuous"), "Continuous", rPending, "None", "Continuous"),
 
 	// Debugging.
 	r("DebugMemoryProfilePath", "DebugMemoryProfilePath", KindString, "", rDebug),

@@ -18,7 +18,9 @@ import (
 
 // dashboardNotApplicable are the metric prefixes of the published
 // dashboard's panels for features Tabby refuses (see felix/config): the
-// eBPF dataplane and flow logs (NFLOG aggregation, the flow collector).
+// eBPF dataplane; and flow logs, off by default (NFLOG aggregation, the
+// flow collector: their metrics exist only with FlowLogsLocalReporter
+// Enabled, see felix/collector).
 var dashboardNotApplicable = []string{"felix_bpf_", "felix_nflog_", "felix_collector_"}
 
 // dashboardMetrics reads the fixture of Calico's felix dashboard and

@@ -67,6 +67,9 @@ type rulesKey struct {
 	name  string
 	first *calc.Rule
 	n     int
+	// logged: the chain carries NFLOG verdicts (an untracked copy of the
+	// same policy chain in raw does not).
+	logged bool
 }
 
 // NewRenderer returns a caching renderer for one IP version.
@@ -315,12 +318,12 @@ func (r *renderer) cachedIn(cur, prev map[any]cachedChain, key any, pin []calc.R
 	return e.chain
 }
 
-func (r *renderer) cachedRulesChain(name string, rules []calc.Rule) Chain {
-	build := func() Chain { return Chain{Name: name, Rules: r.policyRules(rules)} }
+func (r *renderer) cachedRulesChain(name string, rules []calc.Rule, owner *ruleOwner) Chain {
+	build := func() Chain { return Chain{Name: name, Rules: r.policyRules(rules, owner)} }
 	if len(rules) == 0 {
 		return build()
 	}
-	return r.cached(rulesKey{name: name, first: &rules[0], n: len(rules)}, rules, build)
+	return r.cached(rulesKey{name: name, first: &rules[0], n: len(rules), logged: owner != nil}, rules, build)
 }
 
 func (r *renderer) cachedEndpointChain(name, failsafe string, kind chainKind, tiers []calc.TierPolicies, profiles []string, polPrefix, profPrefix string) Chain {

@@ -18,10 +18,14 @@ type Chain struct {
 
 // Rule is one rule: Match is the match part ("-i cali+ -p tcp ..."), may
 // be empty; Action the target part ("-j DROP"); Comment optional free text.
+// NFLOG, when set (a Prefix), is the action instead of Action: a policy
+// verdict logged for flow logs (kept structured for other dataplanes; a
+// value, so that rules stay comparable with ==).
 type Rule struct {
 	Match   string
 	Action  string
 	Comment string
+	NFLOG   NFLOG
 }
 
 // HashedRule is a rule rendered for iptables-restore with its ownership
@@ -63,7 +67,11 @@ func (r Rule) body() string {
 	if r.Comment != "" {
 		parts = append(parts, `-m comment --comment "`+r.Comment+`"`)
 	}
-	parts = append(parts, r.Action)
+	if r.NFLOG.Prefix != "" {
+		parts = append(parts, r.NFLOG.iptables())
+	} else {
+		parts = append(parts, r.Action)
+	}
 	return strings.Join(parts, " ")
 }
 

@@ -445,8 +445,8 @@ func parsePrefix(s string) (netip.Prefix, error) {
 	return netip.PrefixFrom(a, a.BitLen()), nil
 }
 
-// protoNumber is the IP protocol number of an iptables protocol name.
-func protoNumber(p string) (byte, error) {
+// nftProtoNumber is the IP protocol number of an iptables protocol name.
+func nftProtoNumber(p string) (byte, error) {
 	switch p {
 	case "tcp":
 		return protoTCP, nil
@@ -469,7 +469,7 @@ func protoNumber(p string) (byte, error) {
 }
 
 func protoExprs(p string, neg bool) ([]expr.Any, error) {
-	n, err := protoNumber(p)
+	n, err := nftProtoNumber(p)
 	if err != nil {
 		return nil, err
 	}
@@ -809,7 +809,7 @@ func NftIPPortKey(member string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	pn, err := protoNumber(proto)
+	pn, err := nftProtoNumber(proto)
 	if err != nil {
 		return nil, err
 	}

@@ -65,6 +65,15 @@ type Config struct {
 	NATOutgoingAddress string
 	// MarkAccept and MarkPass are single bits of the packet mark.
 	MarkAccept, MarkPass uint32
+	// FlowLogs renders Calico's NFLOG verdict marks (see nflog.go) before
+	// every policy and profile verdict, end-of-tier drop and no-profile
+	// drop, as Calico does when flow logs are on. A denying rule then sets
+	// MarkDrop (a third mark bit) first, then logs and drops the packets
+	// carrying it. NFLOGSize is how many bytes of each packet the log
+	// carries (Calico's 80).
+	FlowLogs  bool
+	MarkDrop  uint32
+	NFLOGSize int
 	// WorkloadIfacePrefixes are the host-side workload interface prefixes.
 	WorkloadIfacePrefixes []string
 	// EndpointToHostAction is DROP, ACCEPT or RETURN: what happens to a
@@ -98,7 +107,8 @@ type ProtoPort struct {
 // (pass) in the 0xffff0000 mask, "cali" interfaces, endpoint-to-host Drop.
 func DefaultConfig() Config {
 	return Config{
-		MarkAccept: 0x10000, MarkPass: 0x20000,
+		MarkAccept: 0x10000, MarkPass: 0x20000, MarkDrop: 0x40000,
+		NFLOGSize:             NFLOGDefaultSize,
 		WorkloadIfacePrefixes: []string{"cali"},
 		EndpointToHostAction:  "DROP",
 		LogPrefix:             "calico-packet",
@@ -248,24 +258,24 @@ func render(cfg Config, res *calc.Result, ipVersion int, cache *Renderer) *Rules
 	// A policy's chain of a direction exists only while an endpoint
 	// jumps to it in that direction (an ingress-only policy has no
 	// cali-po- chain, as with Calico).
-	policyChains := func(chains []Chain, used map[calc.PolicyID]policyDirs) []Chain {
+	policyChains := func(chains []Chain, used map[calc.PolicyID]policyDirs, untracked bool) []Chain {
 		for id, dirs := range used {
 			p := res.Policies[id]
 			if dirs&dirIn != 0 {
-				chains = append(chains, r.cachedRulesChain(r.policyChainName(PrefixPolicyIn, id), p.Ingress))
+				chains = append(chains, r.cachedRulesChain(r.policyChainName(PrefixPolicyIn, id), p.Ingress, r.policyOwner(PrefixPolicyIn, id, untracked)))
 			}
 			if dirs&dirOut != 0 {
-				chains = append(chains, r.cachedRulesChain(r.policyChainName(PrefixPolicyOut, id), p.Egress))
+				chains = append(chains, r.cachedRulesChain(r.policyChainName(PrefixPolicyOut, id), p.Egress, r.policyOwner(PrefixPolicyOut, id, untracked)))
 			}
 		}
 		return chains
 	}
-	rs.Chains = policyChains(rs.Chains, sec.policies)
+	rs.Chains = policyChains(rs.Chains, sec.policies, false)
 	for _, name := range sec.profiles {
 		p := res.Profiles[name]
 		rs.Chains = append(rs.Chains,
-			r.cachedRulesChain(ProfileChainName(PrefixProfileIn, name), p.Ingress),
-			r.cachedRulesChain(ProfileChainName(PrefixProfileOut, name), p.Egress))
+			r.cachedRulesChain(ProfileChainName(PrefixProfileIn, name), p.Ingress, r.profileOwner(PrefixProfileIn, name)),
+			r.cachedRulesChain(ProfileChainName(PrefixProfileOut, name), p.Egress, r.profileOwner(PrefixProfileOut, name)))
 	}
 	rs.Chains = r.sortChains(rs.Chains)
 
@@ -275,14 +285,14 @@ func render(cfg Config, res *calc.Result, ipVersion int, cache *Renderer) *Rules
 		{Base: "OUTPUT", Target: ChainFilterOutput},
 	}
 	// raw and mangle are small (host endpoints only): sorted plainly.
-	rs.Raw.Chains = sortedChains(policyChains(append(r.rawStaticChains(), sec.rawChains...), sec.rawPolicies))
+	rs.Raw.Chains = sortedChains(policyChains(append(r.rawStaticChains(), sec.rawChains...), sec.rawPolicies, true))
 	rs.Raw.Hooks = []Hook{
 		{Base: "OUTPUT", Target: ChainRawOutput},
 		{Base: "PREROUTING", Target: ChainPrerouting},
 	}
-	mangle := policyChains(append(r.mangleStaticChains(), sec.mangleChains...), sec.manglePolicies)
+	mangle := policyChains(append(r.mangleStaticChains(), sec.mangleChains...), sec.manglePolicies, false)
 	for _, name := range sec.mangleProfiles {
-		mangle = append(mangle, r.cachedRulesChain(ProfileChainName(PrefixProfileOut, name), res.Profiles[name].Egress))
+		mangle = append(mangle, r.cachedRulesChain(ProfileChainName(PrefixProfileOut, name), res.Profiles[name].Egress, r.profileOwner(PrefixProfileOut, name)))
 	}
 	rs.Mangle.Chains = sortedChains(mangle)
 	rs.Mangle.Hooks = []Hook{
@@ -478,6 +488,9 @@ func (r *renderer) endpointChain(name, failsafe string, kind chainKind, tiers []
 			rules = append(rules, Rule{Match: r.markSet(c.MarkAccept), Action: "-j RETURN", Comment: "Return if policy accepted"})
 		}
 		if t.DefaultAction != v3.Pass && (kind == chainNormal || kind == chainForward || kind == chainMangleEgress) {
+			if c.FlowLogs {
+				rules = append(rules, r.nflog(r.markClear(c.MarkPass), prefixDir(polPrefix), EndOfTierNFLOGPrefix(prefixDir(polPrefix), t.Tier)))
+			}
 			rules = append(rules, Rule{Match: r.markClear(c.MarkPass), Action: "-j DROP", Comment: "End of tier " + t.Tier + ". Drop if no policies passed packet"})
 		}
 	}
@@ -494,13 +507,20 @@ func (r *renderer) endpointChain(name, failsafe string, kind chainKind, tiers []
 				Rule{Action: "-j " + ProfileChainName(profPrefix, p)},
 				Rule{Match: r.markSet(c.MarkAccept), Action: "-j RETURN", Comment: "Return if profile accepted"})
 		}
+		if c.FlowLogs {
+			rules = append(rules, r.nflog("", prefixDir(profPrefix), NoProfileNFLOGPrefix(prefixDir(profPrefix))))
+		}
 		rules = append(rules, Rule{Action: "-j DROP", Comment: "Drop if no profiles matched"})
 	}
 	return Chain{Name: name, Rules: rules}
 }
 
 // policyRules renders the rules of one direction of a policy or profile.
-func (r *renderer) policyRules(rules []calc.Rule) []Rule {
+// With an owner (flow logs on), each verdict is logged first, as Calico
+// renders it: the rule's matches set the verdict's mark, then a rule on
+// that mark logs it to NFLOG and one returns (Allow, Pass) or drops
+// (Deny).
+func (r *renderer) policyRules(rules []calc.Rule, owner *ruleOwner) []Rule {
 	out := []Rule{}
 	for i := range rules {
 		rule := &rules[i]
@@ -508,30 +528,40 @@ func (r *renderer) policyRules(rules []calc.Rule) []Rule {
 		if !ok {
 			continue
 		}
-		var action string
-		var after *Rule
-		switch rule.Action {
-		case v3.Allow:
-			action = r.setMark(r.cfg.MarkAccept)
-			after = &Rule{Match: r.markSet(r.cfg.MarkAccept), Action: "-j RETURN"}
-		case v3.Pass:
-			action = r.setMark(r.cfg.MarkPass)
-			after = &Rule{Match: r.markSet(r.cfg.MarkPass), Action: "-j RETURN"}
-		case v3.Deny:
-			action = "-j DROP"
-		case v3.Log:
-			action = fmt.Sprintf(`-j LOG --log-prefix "%s: " --log-level 5`, r.cfg.LogPrefix)
-		default:
-			// calc converts unknown actions to Deny; never render a
-			// rule that does nothing in its place.
-			action = "-j DROP"
-		}
+		action, after := r.verdict(rule, owner)
 		for _, m := range matches {
 			out = append(out, Rule{Match: m, Action: action})
 		}
-		if after != nil {
-			out = append(out, *after)
-		}
+		out = append(out, after...)
 	}
 	return out
+}
+
+// verdict is the action of a rule's matches and the rules after them.
+func (r *renderer) verdict(rule *calc.Rule, owner *ruleOwner) (string, []Rule) {
+	var mark uint32
+	var letter byte
+	switch rule.Action {
+	case v3.Allow:
+		mark, letter = r.cfg.MarkAccept, VerdictAllow
+	case v3.Pass:
+		mark, letter = r.cfg.MarkPass, VerdictPass
+	case v3.Log:
+		return fmt.Sprintf(`-j LOG --log-prefix "%s: " --log-level 5`, r.cfg.LogPrefix), nil
+	default:
+		// Deny; calc converts unknown actions to Deny: never render a
+		// rule that does nothing in its place.
+		if owner == nil {
+			return "-j DROP", nil
+		}
+		mark, letter = r.cfg.MarkDrop, VerdictDeny
+	}
+	var after []Rule
+	if owner != nil {
+		after = append(after, r.nflog(r.markSet(mark), owner.dir, NFLOGPrefix(letter, owner.kind, owner.dir, rule.Index, owner.id)))
+	}
+	if letter == VerdictDeny {
+		return r.setMark(mark), append(after, Rule{Match: r.markSet(mark), Action: "-j DROP"})
+	}
+	return r.setMark(mark), append(after, Rule{Match: r.markSet(mark), Action: "-j RETURN"})
 }
