@@ -68,11 +68,15 @@ bench-cni: kube-binaries
 
 ## bench-felix: felix full sync vs the plain iptables-restore floor and a
 ## one-policy change at 1,000 policies / 500 local / 5,000 remote endpoints
-## (root), plus the pure calc and render benchmarks
+## (root), each in both dataplane modes side by side (iptables, nftables),
+## the request/response rate between two pods under those rules in both
+## modes, the nftables library comparison, plus the pure calc and render
+## benchmarks
 bench-felix:
 	$(GO) test -tags privileged -run '^$$' -bench FelixSync -benchtime 3x ./felix/e2e/
 	$(GO) test -tags privileged -run '^$$' -bench DaemonPolicyChange -benchtime 20x ./felix/e2e/
-	$(GO) test -tags privileged -run '^$$' -bench PrivilegedOneChange -benchtime 30x ./felix/dataplane/
+	$(GO) test -tags privileged -run '^$$' -bench 'PrivilegedOneChange|NftLibrary' -benchtime 30x ./felix/dataplane/
+	$(GO) test -tags privileged -run '^$$' -bench PacketRate -benchtime 1x ./felix/e2e/
 	$(GO) test -run '^$$' -bench . -benchmem ./felix/calc/ ./felix/rules/
 
 ## bench-flowlogs: flow logs (issue 26, root): TCP throughput between two
@@ -89,7 +93,8 @@ bench-flowlogs:
 ## felix's and etcd's CPU, RSS at ready and the peak, one remote endpoint added/removed -> its ipset
 ## member in the kernel (p50/max of 20), one policy changed -> its chain
 ## live (p50), 100 endpoint changes/s for 30 s (felix CPU, lag of the last
-## change), each with the load average. bench-scale-calc: the pure
+## change), each with the load average; every size in both dataplane modes
+## (remote=N/iptables, remote=N/nftables). bench-scale-calc: the pure
 ## calculation in-process (the Engine: one change, first load).
 bench-scale:
 	$(GO) test -tags privileged,integration -run '^$$' -bench PrivilegedScale -benchtime 1x -timeout 90m ./felix/e2e/

@@ -294,8 +294,6 @@ func newDataplane(ctx context.Context, r felixRun) (*dataplane.Dataplane, *healt
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
-	log.Info("iptables backend", "save", v4.Save, "restore", v4.Restore)
-	cleanupOtherBackend(ctx, runner, v4, log)
 	dpLoop := health.NewLoop(nil)
 	var dpRunner dataplane.Runner = runner
 	if cfg.dataplaneHangAfter > 0 {
@@ -303,6 +301,9 @@ func newDataplane(ctx context.Context, r felixRun) (*dataplane.Dataplane, *healt
 	}
 	dpCfg := dataplane.Config{Runner: dpRunner, V4: v4, RefreshInterval: cfg.refreshInterval, Logger: log,
 		Health: dpLoop, AppendHooks: cfg.chainAppend, OnProgrammed: r.report.Applied}
+	if err := chooseDataplaneMode(ctx, r, runner, v4, &dpCfg); err != nil {
+		return nil, nil, nil, nil, err
+	}
 	versions := []int{4}
 	if cfg.ipv6 {
 		dpCfg.V6 = v6

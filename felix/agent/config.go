@@ -33,7 +33,9 @@ type config struct {
 	goMetrics        bool
 	processMetrics   bool
 	iptablesBackend  string // Auto, NFT or Legacy
-	chainAppend      bool   // ChainInsertMode append
+	nftablesMode     string // Disabled, Enabled or Auto
+	nftRefresh       time.Duration
+	chainAppend      bool // ChainInsertMode append
 	markAccept       uint32
 	markPass         uint32
 	statusPrefix     string // EndpointStatusPathPrefix; "" disables the status files
@@ -81,6 +83,8 @@ func fromSettings(s *felixconfig.Settings, getenv func(string) string) (config, 
 		goMetrics:          s.Bool("PrometheusGoMetricsEnabled"),
 		processMetrics:     s.Bool("PrometheusProcessMetricsEnabled"),
 		iptablesBackend:    s.String("IptablesBackend"),
+		nftablesMode:       s.String("NFTablesMode"),
+		nftRefresh:         s.Duration("NftablesRefreshInterval"),
 		chainAppend:        s.String("ChainInsertMode") == "append",
 		statusPrefix:       s.String("EndpointStatusPathPrefix"),
 		mtuIfacePattern:    s.Regexp("MTUIfacePattern").Text,

@@ -63,9 +63,14 @@ func TestProblems(t *testing.T) {
 				return ""
 			}},
 		{"none on a non-zero setting", Sources{Env: map[string]string{"INTERFACEPREFIX": "none"}}, []string{"InterfacePrefix/invalid"}, true, nil},
-		{"bpf, wireguard, nftables refused", Sources{Env: map[string]string{"BPFENABLED": "true"},
+		{"bpf, wireguard refused, nftables honoured", Sources{Env: map[string]string{"BPFENABLED": "true"},
 			Global: &v3.FelixConfigurationSpec{WireguardEnabled: new(true), NFTablesMode: new(v3.NFTablesModeEnabled)}},
-			[]string{"BPFEnabled/refused", "NFTablesMode/refused", "WireguardEnabled/refused"}, false, nil},
+			[]string{"BPFEnabled/refused", "WireguardEnabled/refused"}, false, func(s *Settings) string {
+				if s.String("NFTablesMode") != "Enabled" {
+					return "NFTablesMode not Enabled: " + s.String("NFTablesMode")
+				}
+				return ""
+			}},
 		{"allowed values of refused settings pass", Sources{Env: map[string]string{"BPFENABLED": "false", "USAGEREPORTINGENABLED": "false",
 			"NFTABLESMODE": "Auto", "TYPHAK8SSERVICENAME": "none", "WIREGUARDMTU": "0"}}, nil, false, nil},
 		{"typha refused", Sources{Env: map[string]string{"TYPHAADDR": "typha:5473"}}, []string{"TyphaAddr/refused"}, false, nil},

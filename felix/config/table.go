@@ -5,8 +5,7 @@ const (
 	rBPF     = "the eBPF dataplane is not implemented: felix programs iptables and ipsets (keep kube-proxy for Services)"
 	rBPFOnly = "used only by the eBPF dataplane, which Tabby does not have: felix programs iptables"
 	rWG      = "WireGuard is not implemented: traffic between nodes is not encrypted; it travels as the IP pools say (plain, IPIP or VXLAN)"
-	rNFT     = "the nftables dataplane is not implemented: felix programs iptables (through the iptables-nft or -legacy tools, see IptablesBackend)"
-	rNFTOnly = "used only by the nftables dataplane, which Tabby does not have: felix programs iptables"
+	rNFTOnly = "felix's nftables dataplane accepts for allowed and drops denied packets, with Calico's default marks, and does not offload flows"
 	rTypha   = "Tabby has no Typha: felix watches the datastore directly"
 	rFlow    = "flow logs are collected on each node and served on its local flow socket (FlowLogsLocalReporter); there is no Goldmane aggregator to send them to"
 	rPending = "staged policies are not evaluated, so flows carry no pending policies to re-evaluate"
@@ -75,7 +74,7 @@ var Params = []Param{
 	r("DataplaneDriver", "DataplaneDriver", KindString, "calico-iptables-plugin", "external dataplane drivers are not supported: felix programs iptables itself").nz().die(),
 	h("DataplaneWatchdogTimeout", "DataplaneWatchdogTimeout", KindSeconds, "90"),
 	r("BPFEnabled", "BPFEnabled", KindBool, "false", rBPF),
-	r("NFTablesMode", "NFTablesMode", OneOf("Enabled", "Disabled", "Auto"), "Auto", rNFT).allow("Disabled", "Auto"),
+	h("NFTablesMode", "NFTablesMode", OneOf("Enabled", "Disabled", "Auto"), "Auto"),
 	r("WireguardEnabled", "WireguardEnabled", KindBool, "false", rWG),
 	r("WireguardEnabledV6", "WireguardEnabledV6", KindBool, "false", rWG),
 	r("WireguardListeningPort", "WireguardListeningPort", KindInt, "51820", rWG),
@@ -243,7 +242,7 @@ var Params = []Param{
 	r("DebugBPFCgroupV2", "", KindString, "", rBPFOnly).local(),
 
 	// nftables.
-	r("NftablesRefreshInterval", "NftablesRefreshInterval", KindSeconds, "180", rNFTOnly),
+	h("NftablesRefreshInterval", "NftablesRefreshInterval", KindSeconds, "180"),
 	r("NftablesFilterAllowAction", "NftablesFilterAllowAction", OneOf("ACCEPT", "RETURN"), "ACCEPT", rNFTOnly).nz().die(),
 	r("NftablesMangleAllowAction", "NftablesMangleAllowAction", OneOf("ACCEPT", "RETURN"), "ACCEPT", rNFTOnly).nz().die(),
 	r("NftablesFilterDenyAction", "NftablesFilterDenyAction", OneOf("DROP", "REJECT"), "DROP", rNFTOnly).nz().die(),

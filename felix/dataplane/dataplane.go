@@ -48,6 +48,15 @@ type Config struct {
 	// Heartbeat, if set, is called on every turn of Run's loop, at least
 	// every 10s: a stuck sync (a hung iptables-restore) stops it.
 	Heartbeat func()
+	// NFTables, if set, selects the nftables dataplane (nftablesMode):
+	// the rulesets and their sets are programmed through the connections
+	// it opens as nftables (nft.go) instead of iptables and ipsets; V6
+	// still says whether IPv6 is on.
+	NFTables NftDialer
+	// AfterFirstSync, if set, runs once after the first successful
+	// Apply: the removal of the other mode's rules, so that traffic is
+	// never without policy during a switch. A failure is logged.
+	AfterFirstSync func(ctx context.Context) error
 }
 
 // Dataplane sequences the iptables and ipset drivers of one network
@@ -59,7 +68,11 @@ type Dataplane struct {
 	// filter: see rules.Ruleset.Tables); v6 is nil without IPv6.
 	v4, v6 []*Table
 	sets   *IPSets
-	log    *slog.Logger
+	// nft is the nftables driver (Config.NFTables); with it, v4, v6 and
+	// sets stay empty.
+	nft       *nftDriver
+	firstDone bool
+	log       *slog.Logger
 
 	mu      sync.Mutex
 	pending []*rules.Ruleset // nil: nothing new
@@ -121,6 +134,10 @@ func New(cfg Config) *Dataplane {
 	d := &Dataplane{cfg: cfg, log: cfg.Logger, sets: NewIPSets(cfg.Runner), kick: make(chan struct{}, 1)}
 	d.sets.members, d.sets.filler = members, filler
 	d.sets.failed = d.newFailures()
+	if cfg.NFTables != nil {
+		d.nft = newNftDriver(cfg.NFTables, cfg.Logger)
+		return d
+	}
 	d.v4 = d.newTables(cfg.V4)
 	if cfg.V6 != (Backend{}) {
 		d.v6 = d.newTables(cfg.V6)
@@ -250,6 +267,9 @@ func (d *Dataplane) SetDesired(rulesets ...*rules.Ruleset) {
 
 // InvalidateCaches makes the next Apply read the kernel (a full resync).
 func (d *Dataplane) InvalidateCaches() {
+	if d.nft != nil {
+		d.nft.Invalidate()
+	}
 	for _, t := range append(slices.Clone(d.v4), d.v6...) {
 		t.InvalidateCache()
 	}
@@ -280,8 +300,39 @@ type Result struct {
 // programmed do not stop the rest: the error then wraps ErrUnprogrammed
 // and names them, and the rules that depend on them fail closed.
 func (d *Dataplane) Apply(ctx context.Context) (Result, error) {
+	res, err := d.apply(ctx)
+	if (err == nil || errors.Is(err, ErrUnprogrammed)) && !d.firstDone {
+		d.firstDone = true
+		if f := d.cfg.AfterFirstSync; f != nil {
+			if cerr := f(ctx); cerr != nil {
+				d.log.Error("removing the other dataplane mode's rules failed", "error", cerr)
+			}
+		}
+	}
+	return res, err
+}
+
+// applyNft is Apply in nftables mode: one transaction for everything.
+func (d *Dataplane) applyNft(ctx context.Context) (Result, error) {
+	var res Result
+	start := time.Now()
+	st, err := d.nft.Apply(ctx)
+	res.V4, res.TablesTook = st, time.Since(start)
+	if err != nil {
+		return res, err
+	}
+	if d.cfg.OnApplied != nil {
+		d.cfg.OnApplied(d.takenGen)
+	}
+	return res, d.settleFailures()
+}
+
+func (d *Dataplane) apply(ctx context.Context) (Result, error) {
 	var res Result
 	d.takePending()
+	if d.nft != nil {
+		return d.applyNft(ctx)
+	}
 	setsStart := time.Now()
 	sets, err := d.sets.applyUpdates(ctx)
 	if err != nil && !errors.Is(err, ErrUnprogrammed) {
@@ -354,6 +405,14 @@ func (d *Dataplane) takePending() {
 	}
 	d.mu.Unlock()
 	if pending == nil {
+		return
+	}
+	if d.nft != nil {
+		for _, rs := range pending {
+			if rs.IPVersion == 4 || d.cfg.V6 != (Backend{}) {
+				d.nft.SetDesired([]*rules.Ruleset{rs})
+			}
+		}
 		return
 	}
 	for _, up := range setUpdates {

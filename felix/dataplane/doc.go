@@ -68,6 +68,21 @@
 // which saves nsenter's extra exec (~1.5 ms) on every call. The fake in dataplane/testing simulates the
 // kernel's view well enough for unit tests and injects failures.
 //
+// With Config.NFTables (FelixConfiguration nftablesMode Enabled, or Auto
+// with kube-proxy in nftables mode) the same rendered rulesets go to the
+// nftables driver instead (nft.go): Calico's layout (a table "calico"
+// per family, chains <iptables table>-<chain>, base chains at Calico's
+// priorities, ipsets as named sets), written through google/nftables
+// over a netlink socket (no process), one atomic transaction per apply for
+// both families, endpoint dispatch through verdict maps, set members
+// patched from the renderer's changes; a refresh rebuilds both tables in
+// one transaction (repairing drift without a gap). A failed transaction
+// changes nothing (it is atomic): it is retried from a rebuild with
+// backoff, and readiness says so meanwhile; a rule the translation does
+// not understand is programmed as a DROP (fail closed). Config.
+// AfterFirstSync removes the other mode's rules once the first apply is
+// in (CleanupBackend + CleanupIPSets, or CleanupNftables).
+//
 // The interface addresses host endpoints given by expectedIPs need come
 // from felix/ifacewatch, as an input of the calculation, not from here.
 package dataplane

@@ -31,6 +31,8 @@ import (
 //     Runner without IPSetMembers, as before the netlink path);
 //   - policy-dualstack: "policy" with IPv6 on as well (two tables).
 //
+// The -nft variants are the same through the nftables dataplane.
+//
 // Run: go test -tags privileged -run '^$' -bench OneChange -benchtime 30x ./felix/dataplane/
 func BenchmarkPrivilegedOneChange(b *testing.B) {
 	ctx := context.Background()
@@ -49,14 +51,19 @@ func BenchmarkPrivilegedOneChange(b *testing.B) {
 		dualStack   bool
 		restoreOnly bool
 		change      func(e *calc.Engine, i int)
+		nft         bool // nftablesMode Enabled
 	}{
-		{"policy", false, false, policy},
-		{"membership", false, false, membership},
-		{"membership-restore", false, true, membership},
+		{"policy", false, false, policy, false},
+		{"policy-nft", false, false, policy, true},
+		{"membership", false, false, membership, false},
+		{"membership-nft", false, false, membership, true},
+		{"membership-restore", false, true, membership, false},
 		// As felix runs with FELIX_IPV6SUPPORT=true: both families'
 		// tables hold every endpoint and policy chain, so a policy
-		// change is two restores (run concurrently).
-		{"policy-dualstack", true, false, policy},
+		// change is two restores (run concurrently); in nftables mode
+		// one transaction.
+		{"policy-dualstack", true, false, policy, false},
+		{"policy-dualstack-nft", true, false, policy, true},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			n := netnstest.New(b)
@@ -69,6 +76,9 @@ func BenchmarkPrivilegedOneChange(b *testing.B) {
 			if tc.dualStack {
 				cfg.V6 = dataplane.BackendDefaultV6
 				renderers = append(renderers, rules.NewRenderer(rules.DefaultConfig(), 6))
+			}
+			if tc.nft {
+				cfg.NFTables = dataplane.NewNftDialer(n.Path())
 			}
 			dp := dataplane.New(cfg)
 			render := func(res *calc.Result, delta *calc.Delta) []*rules.Ruleset {

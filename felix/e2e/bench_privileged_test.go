@@ -32,8 +32,13 @@ import (
 //     full sync apart (first-change-s: it also pays for the garbage the
 //     full sync left).
 //
+// Each in both dataplane modes (sub-benchmarks iptables and nftables;
+// the floor is iptables-restore's in both).
+//
 // Run: go test -tags privileged -run '^$' -bench FelixSync -benchtime 1x ./felix/e2e/
-func BenchmarkPrivilegedFelixSync(b *testing.B) {
+func BenchmarkPrivilegedFelixSync(b *testing.B) { benchEachMode(b, benchFelixSync) }
+
+func benchFelixSync(b *testing.B, mode string) {
 	ctx := context.Background()
 	objs := ct.Synthetic(1000, 500, 5000)
 	var floorIPT, floorSets, full, firstChange, change, changeApply, calcT, renderT time.Duration
@@ -55,7 +60,7 @@ func BenchmarkPrivilegedFelixSync(b *testing.B) {
 		floorIPT += time.Since(t1)
 
 		syncNS := netnstest.New(b)
-		dp := dataplane.New(dataplane.Config{
+		dp := newModeDataplane(b, mode, syncNS.Path(), dataplane.Config{
 			Runner: dataplane.ExecRunner{NetnsPath: syncNS.Path()}, V4: dataplane.BackendDefaultV4,
 			Logger: slog.New(slog.DiscardHandler),
 		})

@@ -25,11 +25,17 @@ import (
 // (1,000 policies, 500 local and 5,000 remote endpoints). It reports the
 // median of b.N changes.
 //
+// In both dataplane modes (sub-benchmarks iptables and nftables).
+//
 // Run: go test -tags privileged -run '^$' -bench DaemonPolicyChange -benchtime 20x ./felix/e2e/
 func BenchmarkPrivilegedDaemonPolicyChange(b *testing.B) {
+	benchEachMode(b, benchDaemonPolicyChange)
+}
+
+func benchDaemonPolicyChange(b *testing.B, mode string) {
 	n := netnstest.New(b)
 	dp := &signallingDataplane{
-		dp: dataplane.New(dataplane.Config{
+		dp: newModeDataplane(b, mode, n.Path(), dataplane.Config{
 			Runner: dataplane.ExecRunner{NetnsPath: n.Path()}, V4: dataplane.BackendDefaultV4,
 			Logger: slog.New(slog.DiscardHandler),
 		}),

@@ -22,8 +22,14 @@ import (
 // returns its dataplane. metrics may be nil.
 func runDaemon(t *testing.T, c datastore.Client, nodeNS ns.NetNS, metrics *daemon.Metrics) *dataplane.Dataplane {
 	t.Helper()
+	return runDaemonMode(t, c, nodeNS, metrics, "iptables")
+}
+
+// runDaemonMode is runDaemon in dataplane mode.
+func runDaemonMode(t *testing.T, c datastore.Client, nodeNS ns.NetNS, metrics *daemon.Metrics, mode string) *dataplane.Dataplane {
+	t.Helper()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	dp := dataplane.New(dataplane.Config{
+	dp := newModeDataplane(t, mode, nodeNS.Path(), dataplane.Config{
 		Runner: dataplane.ExecRunner{NetnsPath: nodeNS.Path()}, V4: dataplane.BackendDefaultV4,
 		RefreshInterval: time.Second, Logger: log,
 	})

@@ -21,6 +21,10 @@ import (
 // a Deny with it still blocks (widened to the rule's other matches), a
 // Pass with it denies what reaches it, an Allow with it allows nothing.
 func TestPrivilegedUnrenderableRulesFailClosed(t *testing.T) {
+	forEachMode(t, testUnrenderableRulesFailClosed)
+}
+
+func testUnrenderableRulesFailClosed(t *testing.T, mode string) {
 	nodeNS := newNode(t)
 	web := newPod(t, nodeNS, "web", "caliaaaa", "10.65.0.1")
 	client := newPod(t, nodeNS, "client", "calicccc", "10.65.0.3")
@@ -29,7 +33,7 @@ func TestPrivilegedUnrenderableRulesFailClosed(t *testing.T) {
 		ct.WEP("prod", "web", node, web.iface, web.ip.String(), map[string]string{"app": "web"}),
 		ct.WEP("dev", "client", node, client.iface, client.ip.String(), map[string]string{"app": "client"}),
 	}
-	dp := dataplane.New(dataplane.Config{
+	dp := newModeDataplane(t, mode, nodeNS.Path(), dataplane.Config{
 		Runner: dataplane.ExecRunner{NetnsPath: nodeNS.Path()}, V4: dataplane.BackendDefaultV4,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})

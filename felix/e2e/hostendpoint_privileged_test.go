@@ -67,7 +67,9 @@ func dialOK(netns ns.NetNS, ip string, port int) bool {
 // eth1 (linked to a peer namespace) and checks that the failsafe ports
 // stay open whatever the policy says, that other ports follow policy, and
 // that host egress is policed too except for failsafe-out ports.
-func TestPrivilegedHostEndpointFailsafe(t *testing.T) {
+func TestPrivilegedHostEndpointFailsafe(t *testing.T) { forEachMode(t, testHostEndpointFailsafe) }
+
+func testHostEndpointFailsafe(t *testing.T, mode string) {
 	node := newNode(t)
 	peer := netnstest.New(t)
 	const nodeIP, peerIP = "192.168.50.1", "192.168.50.2"
@@ -96,7 +98,7 @@ func TestPrivilegedHostEndpointFailsafe(t *testing.T) {
 	listenTCP(t, peer, peerAPI)
 	listenTCP(t, peer, peerOther)
 
-	dp := dataplane.New(dataplane.Config{Runner: dataplane.ExecRunner{NetnsPath: node.Path()}, V4: dataplane.BackendDefaultV4})
+	dp := newModeDataplane(t, mode, node.Path(), dataplane.Config{Runner: dataplane.ExecRunner{NetnsPath: node.Path()}, V4: dataplane.BackendDefaultV4})
 	hep := ct.HEP("node1-eth1", "node1", "eth1", map[string]string{"role": "node"}, nodeIP)
 	apply := func(t *testing.T, objs ...any) {
 		t.Helper()

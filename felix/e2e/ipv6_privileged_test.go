@@ -136,7 +136,9 @@ func dial6(netns ns.NetNS, ip net.IP, port int) bool {
 
 // TestPrivilegedIPv6Policy proves the IPv6 path (ip6tables, inet6 ipsets,
 // NDP through cali-wl-to-host) on real packets between two IPv6 pods.
-func TestPrivilegedIPv6Policy(t *testing.T) {
+func TestPrivilegedIPv6Policy(t *testing.T) { forEachMode(t, testIPv6Policy) }
+
+func testIPv6Policy(t *testing.T, mode string) {
 	nodeNS := newNode(t)
 	if err := nodeNS.Do(func(ns.NetNS) error { return writeSysctl("net/ipv6/conf/all/forwarding", "1") }); err != nil {
 		t.Fatal(err)
@@ -152,7 +154,7 @@ func TestPrivilegedIPv6Policy(t *testing.T) {
 	client.Spec.IPNetworks = []string{clientIP.String() + "/128"}
 	base := []any{ct.NSProfile("prod", nil), ct.NSProfile("dev", nil), web, client}
 
-	dp := dataplane.New(dataplane.Config{Runner: dataplane.ExecRunner{NetnsPath: nodeNS.Path()},
+	dp := newModeDataplane(t, mode, nodeNS.Path(), dataplane.Config{Runner: dataplane.ExecRunner{NetnsPath: nodeNS.Path()},
 		V4: dataplane.BackendDefaultV4, V6: dataplane.BackendDefaultV6})
 	apply := func(t *testing.T, objs ...any) {
 		t.Helper()

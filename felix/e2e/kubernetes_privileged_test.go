@@ -52,7 +52,9 @@ import (
 // runs in the test process and programs the node namespace through
 // dataplane.ExecRunner (commands started inside the namespace), so nothing inside a namespace needs to
 // reach the server.
-func TestPrivilegedKubernetesNetworkPolicy(t *testing.T) {
+func TestPrivilegedKubernetesNetworkPolicy(t *testing.T) { forEachMode(t, testKubernetesNetworkPolicy) }
+
+func testKubernetesNetworkPolicy(t *testing.T, mode string) {
 	started := time.Now()
 	felixBin := buildFelix(t)
 	k := testservers.StartKubeAPIServer(t, testservers.WithAPIServerFlags("--shutdown-watch-termination-grace-period=1s"))
@@ -104,7 +106,7 @@ func TestPrivilegedKubernetesNetworkPolicy(t *testing.T) {
 
 	// The daemon, with the syncer cmd/felix picks for a kdd client.
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	dp := dataplane.New(dataplane.Config{
+	dp := newModeDataplane(t, mode, nodeNS.Path(), dataplane.Config{
 		Runner: dataplane.ExecRunner{NetnsPath: nodeNS.Path()}, V4: dataplane.BackendDefaultV4,
 		RefreshInterval: 5 * time.Second, Logger: log,
 	})
@@ -298,7 +300,7 @@ func TestPrivilegedKubernetesNetworkPolicy(t *testing.T) {
 		t.Fatalf("daemon: %v", err)
 	}
 	done <- nil // for the cleanup above
-	ready := startFelix(t, felixBin(), k.Kubeconfig(), nodeNS.Path())
+	ready := startFelix(t, felixBin(), k.Kubeconfig(), nodeNS.Path(), mode)
 	expect("cmd/felix (Kubernetes mode) ready over the programmed node",
 		check{"/readiness", ready, true},
 		check{"client->db tcp still denied (excepted)", tcp(cli, db, tcpPortA), false},
@@ -363,7 +365,7 @@ func buildFelix(t testing.TB) func() string {
 // health server on a free loopback port of the test's own namespace. It
 // stops the process (SIGTERM) at cleanup and returns a probe of
 // /readiness.
-func startFelix(t *testing.T, bin, kubeconfig, netnsPath string) func() bool {
+func startFelix(t *testing.T, bin, kubeconfig, netnsPath, mode string) func() bool {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -379,7 +381,8 @@ func startFelix(t *testing.T, bin, kubeconfig, netnsPath string) func() bool {
 		"TABBY_FELIX_NETNS="+netnsPath, "FELIX_IPV6SUPPORT=false", "FELIX_IPTABLESREFRESHINTERVAL=5",
 		"FELIX_HEALTHENABLED=true", "FELIX_HEALTHHOST=127.0.0.1", "FELIX_HEALTHPORT="+strconv.Itoa(healthPort),
 		"FELIX_PROMETHEUSMETRICSENABLED=false", "FELIX_LOGSEVERITYSCREEN=Warning",
-		"FELIX_ENDPOINTSTATUSPATHPREFIX="+t.TempDir(), "TABBY_FELIX_MTU_FILE="+filepath.Join(t.TempDir(), "mtu"))
+		"FELIX_ENDPOINTSTATUSPATHPREFIX="+t.TempDir(), "TABBY_FELIX_MTU_FILE="+filepath.Join(t.TempDir(), "mtu"),
+		"FELIX_NFTABLESMODE="+nftablesModeOf(mode))
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -32,7 +32,9 @@ type check struct {
 // in namespace prod, client in namespace dev), then for each policy case
 // computes, renders and programs the node's filter table and asserts real
 // connections succeed or fail.
-func TestPrivilegedPolicyEnforcement(t *testing.T) {
+func TestPrivilegedPolicyEnforcement(t *testing.T) { forEachMode(t, testPolicyEnforcement) }
+
+func testPolicyEnforcement(t *testing.T, mode string) {
 	nodeNS := newNode(t)
 	web := newPod(t, nodeNS, "web", "caliaaaa", "10.65.0.1")
 	db := newPod(t, nodeNS, "db", "calibbbb", "10.65.0.2")
@@ -61,7 +63,7 @@ func TestPrivilegedPolicyEnforcement(t *testing.T) {
 		ct.WEP("dev", "far", "node2", "calizzzz", "10.65.9.9", map[string]string{"app": "client"}),
 	}
 
-	dp := dataplane.New(dataplane.Config{
+	dp := newModeDataplane(t, mode, nodeNS.Path(), dataplane.Config{
 		Runner: dataplane.ExecRunner{NetnsPath: nodeNS.Path()}, V4: dataplane.BackendDefaultV4,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
@@ -266,6 +268,16 @@ func TestPrivilegedPolicyEnforcement(t *testing.T) {
 			t.Error("connectivity not restored")
 		}
 		r := dataplane.ExecRunner{NetnsPath: nodeNS.Path()}
+		if mode == "nftables" {
+			ruleset, err := r.Run(context.Background(), "nft", []string{"list", "ruleset"}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s := string(ruleset); !strings.Contains(s, "chain filter-cali-FORWARD") || strings.Contains(s, "chain filter-cali-pi-") ||
+				strings.Contains(s, "chain filter-cali-po-") || strings.Contains(s, "set cali40s-") {
+				t.Errorf("stale policy chains or sets left, or felix's chains missing:\n%s", s)
+			}
+		}
 		save, err := r.Run(context.Background(), "iptables-save", []string{"-t", "filter"}, nil)
 		if err != nil {
 			t.Fatal(err)

@@ -68,11 +68,13 @@ func BenchmarkPrivilegedScale(b *testing.B) {
 		bin = func() string { return prebuilt }
 	}
 	for _, n := range sizes {
-		b.Run(fmt.Sprintf("remote=%d", n), func(b *testing.B) {
-			for b.Loop() {
-				runScale(b, bin(), n)
-			}
-		})
+		for _, mode := range dataplaneModes {
+			b.Run(fmt.Sprintf("remote=%d/%s", n, mode), func(b *testing.B) {
+				for b.Loop() {
+					runScale(b, bin(), n, mode)
+				}
+			})
+		}
 	}
 }
 
@@ -94,7 +96,7 @@ func loadAvg() string {
 	return strings.Join(f[:3], " ")
 }
 
-func runScale(b *testing.B, bin string, nRemote int) {
+func runScale(b *testing.B, bin string, nRemote int, mode string) {
 	ctx := context.Background()
 	e := testservers.StartEtcd(b)
 	c, err := etcd.New(etcd.Config{Endpoints: []string{e.Endpoint()}})
@@ -134,13 +136,13 @@ func runScale(b *testing.B, bin string, nRemote int) {
 	var each []string
 	for range starts - 1 {
 		node := netnstest.NewNode(b)
-		_, startReady, what, stop := coldStart(b, bin, e, node)
+		_, startReady, what, stop := coldStart(b, bin, e, node, mode)
 		readies, each = append(readies, startReady), append(each, what)
 		stop()
 	}
 	node := netnstest.NewNode(b)
 	run := dataplane.ExecRunner{NetnsPath: node.Path()}
-	pid, startReady, what, _ := coldStart(b, bin, e, node)
+	pid, startReady, what, _ := coldStart(b, bin, e, node, mode)
 	readies, each = append(readies, startReady), append(each, what)
 	rss := procRSS(pid)
 	if len(readies) > 1 {
@@ -164,7 +166,7 @@ func runScale(b *testing.B, bin string, nRemote int) {
 	// The sets a new endpoint of namespace ns10 with app a10 joins are
 	// those holding an existing one of the same namespace and app.
 	probe := scaleWEP(110, "x") // the first remote endpoint: ns10, app a10
-	set := setHolding(b, run, ipOf(probe))
+	set := setHolding(b, run, ipOf(probe), mode)
 
 	// One remote endpoint added / removed -> its member in the kernel.
 	// Each change is isolated (isolation apart): felix batches changes
@@ -179,14 +181,14 @@ func runScale(b *testing.B, bin string, nRemote int) {
 		if _, err := c.Create(ctx, w); err != nil {
 			b.Fatal(err)
 		}
-		waitMember(b, run, set, ip, true)
+		waitMember(b, run, set, ip, true, mode)
 		adds = append(adds, time.Since(t0))
 		time.Sleep(isolation)
 		t0 = time.Now()
 		if _, err := c.Delete(ctx, datastore.KeyOf(w), datastore.DeleteOptions{}); err != nil {
 			b.Fatal(err)
 		}
-		waitMember(b, run, set, ip, false)
+		waitMember(b, run, set, ip, false, mode)
 		dels = append(dels, time.Since(t0))
 	}
 	b.Logf("remote=%d: endpoint added -> member in kernel (ipset %s) p50 %v max %v; removed p50 %v max %v (load average %s)", nRemote, set,
@@ -209,7 +211,7 @@ func runScale(b *testing.B, bin string, nRemote int) {
 		if _, err := c.Update(ctx, p); err != nil {
 			b.Fatal(err)
 		}
-		waitChain(b, run, chain, want)
+		waitChain(b, run, chain, want, mode)
 		pols = append(pols, time.Since(t0))
 	}
 	b.Logf("remote=%d: policy changed -> chain live p50 %v max %v (load average %s)", nRemote,
@@ -243,7 +245,7 @@ func runScale(b *testing.B, bin string, nRemote int) {
 	}
 	tick.Stop()
 	sent := time.Now()
-	waitMember(b, run, set, ipOf(last), !lastDeleted)
+	waitMember(b, run, set, ipOf(last), !lastDeleted, mode)
 	lag := time.Since(sent)
 	churn := time.Since(t0)
 	cpu := (procCPU(pid) - cpu0).Seconds() / churn.Seconds()
@@ -308,7 +310,10 @@ func createAll(ctx context.Context, c datastore.Client, objs []any) error {
 }
 
 // setHolding returns a cali40 hash:net ipset of the namespace holding ip.
-func setHolding(b *testing.B, run dataplane.Runner, ip string) string {
+func setHolding(b *testing.B, run dataplane.Runner, ip, mode string) string {
+	if mode == "nftables" {
+		return nftSetHolding(b, run, ip)
+	}
 	out, err := run.Run(context.Background(), "ipset", []string{"save"}, nil)
 	if err != nil {
 		b.Fatal(err)
@@ -326,10 +331,14 @@ func setHolding(b *testing.B, run dataplane.Runner, ip string) string {
 // waitMember waits until ip is (or is no longer) in set, probing about
 // every millisecond with a netlink request in the node's namespace (a
 // socket opened once per run: ipsetHas), not an ipset process.
-func waitMember(b *testing.B, run dataplane.Runner, set, ip string, present bool) {
+func waitMember(b *testing.B, run dataplane.Runner, set, ip string, present bool, mode string) {
 	deadline := time.Now().Add(60 * time.Second)
+	has := ipsetHas
+	if mode == "nftables" {
+		has = nftSetHas
+	}
 	for {
-		in, err := ipsetHas(b, run, set, ip)
+		in, err := has(b, run, set, ip)
 		if in == present {
 			return
 		}
@@ -340,10 +349,14 @@ func waitMember(b *testing.B, run dataplane.Runner, set, ip string, present bool
 	}
 }
 
-func waitChain(b *testing.B, run dataplane.Runner, chain, port string) {
+func waitChain(b *testing.B, run dataplane.Runner, chain, port, mode string) {
 	deadline := time.Now().Add(60 * time.Second)
+	name, args := "iptables", []string{"-w", "-S", chain}
+	if mode == "nftables" {
+		name, args = "nft", []string{"list", "chain", "ip", rules.NftTable, rules.NftChainName("filter", chain)}
+	}
 	for {
-		out, _ := run.Run(context.Background(), "iptables", []string{"-w", "-S", chain}, nil)
+		out, _ := run.Run(context.Background(), name, args, nil)
 		if bytes.Contains(out, []byte(port)) {
 			return
 		}
@@ -395,10 +408,10 @@ func procCPU(pid int) time.Duration {
 // ready; it returns felix's pid, start -> ready, a description (that
 // time, the CPU felix (with its children) and etcd used until then, RSS
 // at ready and the peak) and a stop.
-func coldStart(b *testing.B, bin string, e *testservers.Etcd, node ns.NetNS) (int, time.Duration, string, func()) {
+func coldStart(b *testing.B, bin string, e *testservers.Etcd, node ns.NetNS, mode string) (int, time.Duration, string, func()) {
 	etcdCPU0 := procCPU(e.Pid())
 	start := time.Now()
-	pid, ready, stop := startFelixEtcd(b, bin, e.Endpoint(), node)
+	pid, ready, stop := startFelixEtcd(b, bin, e.Endpoint(), node, mode)
 	for !ready() {
 		if time.Since(start) > 10*time.Minute {
 			b.Fatal("felix not ready within 10 minutes")
@@ -415,7 +428,7 @@ func coldStart(b *testing.B, bin string, e *testservers.Etcd, node ns.NetNS) (in
 // startFelixEtcd runs the felix binary over etcd for ct.Node, programming
 // node, and returns its pid, a probe of /readiness and a stop (also run
 // at cleanup).
-func startFelixEtcd(b *testing.B, bin, endpoint string, node ns.NetNS) (int, func() bool, func()) {
+func startFelixEtcd(b *testing.B, bin, endpoint string, node ns.NetNS, mode string) (int, func() bool, func()) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
@@ -427,7 +440,7 @@ func startFelixEtcd(b *testing.B, bin, endpoint string, node ns.NetNS) (int, fun
 	cmd := exec.Command(bin)
 	cmd.Env = append(os.Environ(),
 		"FELIX_DATASTORETYPE=etcdv3", "FELIX_ETCDENDPOINTS="+endpoint, "FELIX_FELIXHOSTNAME="+ct.Node,
-		"TABBY_FELIX_NETNS="+node.Path(), "FELIX_IPV6SUPPORT=false",
+		"TABBY_FELIX_NETNS="+node.Path(), "FELIX_IPV6SUPPORT=false", "FELIX_NFTABLESMODE="+nftablesModeOf(mode),
 		"FELIX_HEALTHENABLED=true", "FELIX_HEALTHHOST=127.0.0.1", "FELIX_HEALTHPORT="+strconv.Itoa(healthPort),
 		"FELIX_PROMETHEUSMETRICSENABLED=false", "FELIX_LOGSEVERITYSCREEN=Warning",
 		"FELIX_ENDPOINTSTATUSPATHPREFIX="+b.TempDir(), "TABBY_FELIX_MTU_FILE="+filepath.Join(b.TempDir(), "mtu"))

@@ -16,6 +16,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -39,6 +40,7 @@ type realFelix struct {
 	health, metrics       string // base URLs
 	logFile               string
 	healthPort, metricsPt int
+	restarts              atomic.Int32
 }
 
 func freeLoopbackPort(t *testing.T) int {
@@ -54,6 +56,14 @@ func freeLoopbackPort(t *testing.T) int {
 // startRealFelix runs felix with the common settings of these tests plus
 // vars (FELIX_* and others), until the test ends.
 func startRealFelix(t *testing.T, etcdURL string, nodeNS ns.NetNS, vars map[string]string) *realFelix {
+	t.Helper()
+	return startRealFelixWith(t, etcdURL, nodeNS, vars, false)
+}
+
+// startRealFelixWith is startRealFelix; with supervise, felix is started
+// again whenever it stops with agent.ErrConfigChanged (as calico-node
+// restarts it), counted in restarts.
+func startRealFelixWith(t *testing.T, etcdURL string, nodeNS ns.NetNS, vars map[string]string, supervise bool) *realFelix {
 	t.Helper()
 	f := &realFelix{done: make(chan error, 1), logs: &testlog.Buffer{}, logFile: filepath.Join(t.TempDir(), "felix.log"),
 		healthPort: freeLoopbackPort(t), metricsPt: freeLoopbackPort(t)}
@@ -76,9 +86,18 @@ func startRealFelix(t *testing.T, etcdURL string, nodeNS ns.NetNS, vars map[stri
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	f.stop = cancel
+	cfgFile := filepath.Join(t.TempDir(), "felix.cfg")
 	go func() {
-		f.done <- agent.Run(ctx, agent.Options{Getenv: func(k string) string { return all[k] }, Environ: func() []string { return environ },
-			ConfigFile: filepath.Join(t.TempDir(), "felix.cfg"), Stderr: f.logs})
+		for {
+			err := agent.Run(ctx, agent.Options{Getenv: func(k string) string { return all[k] }, Environ: func() []string { return environ },
+				ConfigFile: cfgFile, Stderr: f.logs})
+			if supervise && errors.Is(err, agent.ErrConfigChanged) && ctx.Err() == nil {
+				f.restarts.Add(1)
+				continue
+			}
+			f.done <- err
+			return
+		}
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -250,15 +269,15 @@ func TestPrivilegedFelixSettingsHonoured(t *testing.T) {
 }
 
 // TestPrivilegedFelixSettingsRefused: refused settings (bpfEnabled and
-// the Typha address from the environment, wireguardEnabled and
-// nftablesMode Enabled from the FelixConfiguration) are logged at ERROR
+// the Typha address from the environment, wireguardEnabled from the
+// FelixConfiguration) are logged at ERROR
 // with what runs instead and exported as tabby_felix_config_problems,
 // while felix programs iptables and is ready; a refused value set later
 // is reported the same way without a restart.
 func TestPrivilegedFelixSettingsRefused(t *testing.T) {
 	e := testservers.StartEtcd(t)
 	c := etcdClient(t, e)
-	putFelixConfig(t, c, "default", v3.FelixConfigurationSpec{WireguardEnabled: new(true), NFTablesMode: new(v3.NFTablesModeEnabled)})
+	putFelixConfig(t, c, "default", v3.FelixConfigurationSpec{WireguardEnabled: new(true)})
 	nodeNS := newNode(t)
 	f := startRealFelix(t, e.Endpoint(), nodeNS, map[string]string{"FELIX_BPFENABLED": "true", "FELIX_TYPHAADDR": "typha:5473",
 		"FELIX_USAGEREPORTINGENABLED": "false"})
@@ -271,7 +290,6 @@ func TestPrivilegedFelixSettingsRefused(t *testing.T) {
 		{"BPFEnabled", "environment", "felix programs iptables"},
 		{"TyphaAddr", "environment", "no Typha"},
 		{"WireguardEnabled", "FelixConfiguration default", "not encrypted"},
-		{"NFTablesMode", "FelixConfiguration default", "felix programs iptables"},
 	} {
 		if !regexp.MustCompile(`level=ERROR msg="felix setting refused" setting=` + want.setting + ` .*reason="[^"]*` + want.says).MatchString(logs) {
 			t.Errorf("no ERROR refusing %s saying %q:\n%s", want.setting, want.says, logs)
@@ -284,8 +302,7 @@ func TestPrivilegedFelixSettingsRefused(t *testing.T) {
 		t.Error("usageReportingEnabled=false (what Tabby does) was reported")
 	}
 
-	putFelixConfig(t, c, "default", v3.FelixConfigurationSpec{WireguardEnabled: new(true), NFTablesMode: new(v3.NFTablesModeEnabled),
-		XDPEnabled: new(true)})
+	putFelixConfig(t, c, "default", v3.FelixConfigurationSpec{WireguardEnabled: new(true), XDPEnabled: new(true)})
 	eventually(t, 20*time.Second, "xdpEnabled set later refused", func() bool {
 		return f.hasProblem("XDPEnabled", "FelixConfiguration default", "refused") &&
 			strings.Contains(f.logs.String(), `msg="felix setting refused" setting=XDPEnabled`)

@@ -19,7 +19,9 @@ import (
 // holding 0.0.0.0/0 selected by a Deny is enforced and felix stays in
 // sync; the set's later edits (the renderer's member changes) and an
 // unrelated policy on another pod are programmed too.
-func TestPrivilegedDaemonZeroNetworkSet(t *testing.T) {
+func TestPrivilegedDaemonZeroNetworkSet(t *testing.T) { forEachMode(t, testDaemonZeroNetworkSet) }
+
+func testDaemonZeroNetworkSet(t *testing.T, mode string) {
 	e := testservers.StartEtcd(t)
 	c, err := etcd.New(etcd.Config{Endpoints: []string{e.Endpoint()}})
 	if err != nil {
@@ -48,7 +50,7 @@ func TestPrivilegedDaemonZeroNetworkSet(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	dp := runDaemon(t, c, nodeNS, nil)
+	dp := runDaemonMode(t, c, nodeNS, nil, mode)
 	eventually(t, 10*time.Second, "in sync with the /0 deny enforced, db reachable", func() bool {
 		return dp.InSync() && !client.tcp(web, tcpPortA) && !db.tcp(web, tcpPortA) && client.tcp(db, tcpPortA)
 	})

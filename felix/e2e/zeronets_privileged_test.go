@@ -30,7 +30,9 @@ import (
 // GlobalNetworkSet, a namespaced NetworkSet and a rule's nets list of
 // more than one CIDR, each denying web's port A while its port B and the
 // other pods stay reachable.
-func TestPrivilegedZeroNetworkDeny(t *testing.T) {
+func TestPrivilegedZeroNetworkDeny(t *testing.T) { forEachMode(t, testZeroNetworkDeny) }
+
+func testZeroNetworkDeny(t *testing.T, mode string) {
 	nodeNS := newNode(t)
 	web := newPod(t, nodeNS, "web", "caliaaaa", "10.65.0.1")
 	db := newPod(t, nodeNS, "db", "calibbbb", "10.65.0.2")
@@ -43,7 +45,7 @@ func TestPrivilegedZeroNetworkDeny(t *testing.T) {
 		ct.GlobalNetSet("everyone", map[string]string{"gset": "all"}, "0.0.0.0/0"),
 		ct.NetSet("prod", "everyone-ns", map[string]string{"nset": "all"}, "0.0.0.0/0", "10.1.0.0/16"),
 	}
-	dp := dataplane.New(dataplane.Config{
+	dp := newModeDataplane(t, mode, nodeNS.Path(), dataplane.Config{
 		Runner: dataplane.ExecRunner{NetnsPath: nodeNS.Path()}, V4: dataplane.BackendDefaultV4,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
@@ -98,7 +100,9 @@ func usesZeroSet(rs *rules.Ruleset) bool {
 // TestPrivilegedZeroNetworkDenyIPv6: the same with ::/0 (written as ::/1
 // and 8000::/1) over ip6tables and inet6 sets, through a
 // GlobalNetworkSet and a rule's nets list.
-func TestPrivilegedZeroNetworkDenyIPv6(t *testing.T) {
+func TestPrivilegedZeroNetworkDenyIPv6(t *testing.T) { forEachMode(t, testZeroNetworkDenyIPv6) }
+
+func testZeroNetworkDenyIPv6(t *testing.T, mode string) {
 	nodeNS := newNode(t)
 	if err := nodeNS.Do(func(ns.NetNS) error { return writeSysctl("net/ipv6/conf/all/forwarding", "1") }); err != nil {
 		t.Fatal(err)
@@ -113,7 +117,7 @@ func TestPrivilegedZeroNetworkDenyIPv6(t *testing.T) {
 	client.Spec.IPNetworks = []string{"fd00:65::3/128"}
 	base := []any{ct.NSProfile("prod", nil), ct.NSProfile("dev", nil), web, client,
 		ct.GlobalNetSet("everyone6", map[string]string{"gset": "all"}, "::/0")}
-	dp := dataplane.New(dataplane.Config{Runner: dataplane.ExecRunner{NetnsPath: nodeNS.Path()},
+	dp := newModeDataplane(t, mode, nodeNS.Path(), dataplane.Config{Runner: dataplane.ExecRunner{NetnsPath: nodeNS.Path()},
 		V4: dataplane.BackendDefaultV4, V6: dataplane.BackendDefaultV6,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	for _, tc := range []struct {

@@ -1,0 +1,115 @@
+//go:build privileged
+
+package dataplane_test
+
+import (
+	"context"
+	"log/slog"
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/tabbynet/tabby/felix/calc"
+	ct "github.com/tabbynet/tabby/felix/calc/calctest"
+	"github.com/tabbynet/tabby/felix/dataplane"
+	"github.com/tabbynet/tabby/felix/rules"
+	"github.com/tabbynet/tabby/internal/netnstest"
+)
+
+// TestPrivilegedNftDriftRepairedForeignKept: the nftables driver
+// programs both families in one transaction; a resync repairs a chain
+// and a set someone else changed; tables it does not own (kube-proxy's)
+// are never touched, by an apply or by CleanupNftables, which removes
+// felix's tables only.
+func TestPrivilegedNftDriftRepairedForeignKept(t *testing.T) {
+	n := netnstest.New(t)
+	run := dataplane.ExecRunner{NetnsPath: n.Path()}
+	nft := func(args ...string) string {
+		t.Helper()
+		out, err := run.Run(context.Background(), "nft", args, nil)
+		if err != nil {
+			t.Fatalf("nft %v: %v", args, err)
+		}
+		return string(out)
+	}
+	if _, err := run.Run(context.Background(), "nft", []string{"-f", "-"}, []byte(
+		"table ip kube-proxy {\n chain filter-forward {\n type filter hook forward priority -110; policy accept;\n ct state invalid drop\n }\n}\n")); err != nil {
+		t.Fatal(err)
+	}
+	foreign := nft("list", "table", "ip", "kube-proxy")
+	dp := dataplane.New(dataplane.Config{Runner: run, V4: dataplane.BackendDefaultV4, V6: dataplane.BackendDefaultV6,
+		NFTables: dataplane.NewNftDialer(n.Path()), Logger: slog.New(slog.DiscardHandler)})
+	res := calc.Compute(ct.Input(ct.Node, ct.Scenario()))
+	full := func(v int, pool string) *rules.Ruleset {
+		rs := rules.Render(rules.DefaultConfig(), res, v)
+		rs = rules.WithNATOutgoing(rs, rules.NATConfig{Pools: []rules.NATPool{{CIDR: netip.MustParsePrefix(pool), NATOutgoing: true}}})
+		rs = rules.WithTunnelInput(rs, rules.TunnelConfig{IPIP: v == 4, VXLAN: true,
+			AllHosts: []netip.Addr{netip.MustParseAddr("192.0.2.1")}, VXLANHosts: []netip.Addr{netip.MustParseAddr("192.0.2.1")}})
+		return rules.WithWorkloadRPF(rs, []string{"cali"})
+	}
+	dp.SetDesired(full(4, "10.70.0.0/16"), full(6, "fd00:70::/64"))
+	if _, err := dp.Apply(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	want4, want6 := nft("list", "table", "ip", "calico"), nft("list", "table", "ip6", "calico")
+	if !strings.Contains(want4, "chain filter-cali-FORWARD") || !strings.Contains(want6, "chain filter-cali-FORWARD") ||
+		!strings.Contains(want4, "hook forward priority filter") || !strings.Contains(want4, "iifname vmap {") {
+		t.Fatalf("felix's tables:\n%s\n%s", want4, want6)
+	}
+	// Removing the iptables mode's rules (what felix does after its first
+	// sync in nftables mode) leaves the nftables tables alone.
+	cleanIptablesMode(t, run)
+	if got := nft("list", "table", "ip", "calico"); got != want4 {
+		t.Fatalf("the iptables cleanup changed felix's nftables table:\n%s", got)
+	}
+	// Drift: a rule and a set's elements go behind felix's back.
+	nft("flush", "chain", "ip", "calico", "filter-cali-FORWARD")
+	var set string
+	for _, l := range strings.Split(want4, "\n") {
+		if name, ok := strings.CutPrefix(strings.TrimSpace(l), "set "); ok {
+			set = strings.TrimSuffix(name, " {")
+			break
+		}
+	}
+	if set == "" {
+		t.Fatal("no set in the scenario's table")
+	}
+	nft("flush", "set", "ip", "calico", set)
+	if nft("list", "table", "ip", "calico") == want4 {
+		t.Fatal("the drift did not change the table")
+	}
+	dp.InvalidateCaches() // what Run does every NftablesRefreshInterval
+	if _, err := dp.Apply(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := nft("list", "table", "ip", "calico"); got != want4 {
+		t.Errorf("drift not repaired:\n%s\nwant:\n%s", got, want4)
+	}
+	if got := nft("list", "table", "ip", "kube-proxy"); got != foreign {
+		t.Errorf("kube-proxy's table changed:\n%s", got)
+	}
+	if on, err := dataplane.KubeProxyNftables(n.Path()); err != nil || !on {
+		t.Errorf("kube-proxy's nftables mode not detected: %v %v", on, err)
+	}
+	if removed, err := dataplane.CleanupNftables(n.Path()); err != nil || !removed {
+		t.Fatalf("cleanup: %v %v", removed, err)
+	}
+	rs := nft("list", "ruleset")
+	if strings.Contains(rs, "table ip calico") || strings.Contains(rs, "table ip6 calico") || !strings.Contains(rs, "table ip kube-proxy") {
+		t.Errorf("after cleanup:\n%s", rs)
+	}
+}
+
+// cleanIptablesMode removes felix's iptables rules of every backend and
+// its ipsets, as felix does after its first sync in nftables mode.
+func cleanIptablesMode(t *testing.T, run dataplane.Runner) {
+	t.Helper()
+	for _, b := range []dataplane.Backend{dataplane.BackendNFTV4, dataplane.BackendNFTV6, dataplane.BackendLegacyV4, dataplane.BackendLegacyV6} {
+		if _, _, err := dataplane.CleanupBackend(context.Background(), run, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := dataplane.CleanupIPSets(context.Background(), run); err != nil {
+		t.Fatal(err)
+	}
+}
