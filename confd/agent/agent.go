@@ -26,6 +26,7 @@ import (
 	"github.com/tabbynet/tabby/datastore/dsconfig"
 	"github.com/tabbynet/tabby/datastore/etcd/etcdlib"
 	"github.com/tabbynet/tabby/datastore/kdd"
+	"github.com/tabbynet/tabby/lib/calicolog"
 )
 
 // options are the command line flags.
@@ -105,7 +106,7 @@ func RunWith(ctx context.Context, args []string, getenv func(string) string, std
 	if fromEnv {
 		levelVar.Set(envLevel)
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: &levelVar}))
+	log := slog.New(calicolog.New(stderr, calicolog.Options{Component: "confd", Level: &levelVar, JSON: calicolog.JSONFromEnv(getenv)}))
 	if h.Logger != nil {
 		log = h.Logger
 	}

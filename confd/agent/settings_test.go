@@ -21,8 +21,9 @@ func TestConfdSettings(t *testing.T) {
 	_ = Run(context.Background(), []string{"-config", "/nonexistent"}, env(vars), &out)
 	logs := out.String()
 	for _, want := range []string{
-		`level=ERROR msg="confd setting refused" setting=CALICO_ADVERTISE_CLUSTER_IPS value=10.96.0.0/12 reason="advertising Service cluster IPs is not implemented`,
-		`level=ERROR msg="confd setting refused" setting=FELIX_TYPHAK8SSERVICENAME value=calico-typha reason="Tabby has no Typha`,
+		`[ERROR]`, `confd/agent.go`,
+		`: confd setting refused reason="advertising Service cluster IPs is not implemented: BIRD announces the node's pod blocks only" setting="CALICO_ADVERTISE_CLUSTER_IPS" value="10.96.0.0/12"`,
+		`: confd setting refused reason="Tabby has no Typha: confd watches the datastore directly" setting="FELIX_TYPHAK8SSERVICENAME" value="calico-typha"`,
 	} {
 		if !strings.Contains(logs, want) {
 			t.Errorf("log lacks %q:\n%s", want, logs)

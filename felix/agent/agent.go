@@ -42,6 +42,7 @@ import (
 	"github.com/tabbynet/tabby/felix/ifacewatch"
 	"github.com/tabbynet/tabby/felix/routes"
 	"github.com/tabbynet/tabby/felix/rules"
+	"github.com/tabbynet/tabby/lib/calicolog"
 	"github.com/tabbynet/tabby/lib/pprofmux"
 )
 
@@ -193,7 +194,7 @@ func boot(o Options) (booted, error) {
 			stderr = os.Stderr
 		}
 		var ferr error
-		b.log, b.logs, ferr = newLogger(stderr, b.cfg.logScreen, b.cfg.logFilePath, b.cfg.logFile)
+		b.log, b.logs, ferr = newLogger(stderr, b.cfg.logScreen, b.cfg.logFilePath, b.cfg.logFile, calicolog.JSONFromEnv(b.getenv))
 		slog.SetDefault(b.log)
 		// client-go (the Kubernetes datastore's informers) logs through klog.
 		klog.SetSlogLogger(b.log)

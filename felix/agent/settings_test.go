@@ -17,7 +17,7 @@ import (
 // start-time setting changes.
 func TestOnDatastore(t *testing.T) {
 	var buf strings.Builder
-	log, logs, _ := newLogger(&buf, "INFO", "", "INFO")
+	log, logs, _ := newLogger(&buf, "INFO", "", "INFO", false)
 	st := &settingsState{env: map[string]string{}, log: log, metric: newProblemMetric(prometheus.NewRegistry()), logs: logs,
 		getenv: env(map[string]string{"NODENAME": "n"})}
 	var restarted error
@@ -36,14 +36,14 @@ func TestOnDatastore(t *testing.T) {
 	if restarted != nil {
 		t.Errorf("restart for a live setting: %v", restarted)
 	}
-	if n := strings.Count(buf.String(), `msg="felix setting refused" setting=BPFEnabled`); n != 1 {
+	if n := strings.Count(buf.String(), `: felix setting refused reason="the eBPF dataplane is not implemented: felix programs iptables and ipsets (keep kube-proxy for Services)" setting="BPFEnabled"`); n != 1 {
 		t.Errorf("bpfEnabled refusal logged %d times:\n%s", n, buf.String())
 	}
 	st.onDatastore(&v3.FelixConfigurationSpec{LogSeverityScreen: "Trace", BPFEnabled: new(true)}, nil)
 	if logs.screen.Level() != LevelTrace {
 		t.Errorf("screen level %v after logSeverityScreen: Trace", logs.screen.Level())
 	}
-	if n := strings.Count(buf.String(), `setting=BPFEnabled`); n != 1 {
+	if n := strings.Count(buf.String(), `setting="BPFEnabled"`); n != 1 {
 		t.Errorf("bpfEnabled refusal logged again")
 	}
 	st.onDatastore(&v3.FelixConfigurationSpec{HealthPort: new(1234)}, nil)
@@ -58,7 +58,7 @@ func TestOnDatastore(t *testing.T) {
 // about security (xdpEnabled) does not.
 func TestSecuritySettingNotReady(t *testing.T) {
 	var buf strings.Builder
-	log, logs, _ := newLogger(&buf, "INFO", "", "INFO")
+	log, logs, _ := newLogger(&buf, "INFO", "", "INFO", false)
 	reg := prometheus.NewRegistry()
 	st := newSettingsState(map[string]string{}, nil, log, reg, logs, env(map[string]string{"NODENAME": "n"}))
 	st.restart = func(error) {}

@@ -28,6 +28,7 @@ import (
 	"github.com/tabbynet/tabby/felix/agent"
 	"github.com/tabbynet/tabby/felix/dataplane"
 	"github.com/tabbynet/tabby/internal/testservers"
+	"github.com/tabbynet/tabby/lib/calicolog"
 )
 
 // realFelix is agent.Run (what cmd/felix and calico-node run) for node
@@ -203,7 +204,7 @@ func TestPrivilegedFelixSettingsHonoured(t *testing.T) {
 	if b, _ := os.ReadFile(f.logFile); !strings.Contains(string(b), "felix starting") {
 		t.Errorf("log file %s lacks felix's log: %q", f.logFile, b)
 	}
-	if strings.Contains(f.logs.String(), "level=DEBUG") {
+	if strings.Contains(f.logs.String(), "[DEBUG]") {
 		t.Fatal("debug lines at Info: the test proves nothing")
 	}
 
@@ -214,16 +215,16 @@ func TestPrivilegedFelixSettingsHonoured(t *testing.T) {
 		}
 	}()
 	eventually(t, 20*time.Second, "debug lines after logSeverityScreen: Debug", func() bool {
-		return strings.Contains(f.logs.String(), "level=DEBUG")
+		return strings.Contains(f.logs.String(), "[DEBUG]")
 	})
-	if strings.Contains(f.logs.String(), "level=TRACE") {
+	if strings.Contains(f.logs.String(), "[TRACE]") {
 		t.Error("trace lines at Debug")
 	}
 	putFelixConfig(t, c, "default", v3.FelixConfigurationSpec{LogSeverityScreen: "Trace"})
 	// Any update is traced once Trace is on: write one more.
 	eventually(t, 20*time.Second, "trace lines after logSeverityScreen: Trace", func() bool {
 		putFelixConfig(t, c, "default", v3.FelixConfigurationSpec{LogSeverityScreen: "Trace", LogPrefix: fmt.Sprint(time.Now().UnixNano())})
-		return strings.Contains(f.logs.String(), "level=TRACE")
+		return strings.Contains(f.logs.String(), "[TRACE]")
 	})
 	select {
 	case err := <-f.done:
@@ -294,6 +295,11 @@ func TestPrivilegedFelixSettingsRefused(t *testing.T) {
 		}
 		if !f.hasProblem(want.setting, want.source, "refused") {
 			t.Errorf("tabby_felix_config_problems has no %s/%s", want.setting, want.source)
+		}
+	}
+	for _, l := range strings.Split(strings.TrimSuffix(logs, "\n"), "\n") {
+		if !calicolog.LinePattern.MatchString(l) {
+			t.Errorf("not Calico's log line format: %q", l)
 		}
 	}
 	if strings.Contains(logs, `setting="UsageReportingEnabled"`) {
