@@ -109,6 +109,10 @@ func RunWith(ctx context.Context, args []string, getenv func(string) string, std
 	log := slog.New(calicolog.New(stderr, calicolog.Options{Component: "confd", Level: &levelVar, JSON: calicolog.JSONFromEnv(getenv)}))
 	if h.Logger != nil {
 		log = h.Logger
+	} else {
+		// confd's own process: what logs through slog's default (the
+		// datastore's syncer) writes the same lines.
+		slog.SetDefault(log)
 	}
 	for _, r := range refusedSettings(getenv) {
 		log.Error("confd setting refused", "setting", r[0], "value", getenv(r[0]), "reason", r[1])

@@ -8,6 +8,7 @@ import (
 
 	v3 "github.com/tabbynet/tabby/api/v3"
 	"github.com/tabbynet/tabby/datastore"
+	"github.com/tabbynet/tabby/lib/calicolog"
 )
 
 // TestConfdSettings: Calico's confd variables that Tabby does not
@@ -27,6 +28,11 @@ func TestConfdSettings(t *testing.T) {
 	} {
 		if !strings.Contains(logs, want) {
 			t.Errorf("log lacks %q:\n%s", want, logs)
+		}
+	}
+	for _, l := range strings.Split(strings.TrimSuffix(logs, "\n"), "\n") {
+		if !calicolog.LinePattern.MatchString(l) {
+			t.Errorf("not Calico's log line format: %q", l)
 		}
 	}
 	if strings.Contains(logs, "CONFD_TYPHAK8SNAMESPACE") || strings.Contains(logs, "CALICO_TYPHAADDR") {
