@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -21,7 +22,8 @@ import (
 // the failing part and its cause. A WireGuard-enabled FelixConfiguration
 // (a security setting Tabby cannot honour) makes it not ready, naming the
 // setting, until it is removed; with etcd stopped it names the datastore
-// (felix/datastore), not the dataplane. Every line calico-node logs is in
+// (felix/datastore), not the dataplane. An IPIP pool on this machine's
+// kernel (no ipip) makes it not ready naming ipip (felix/routes). Every line calico-node logs is in
 // Calico's log line format.
 func TestPrivilegedNodeReadinessNamesCause(t *testing.T) {
 	c := multinode.New(t, multinode.Options{Nodes: 1, NoNodeResources: true})
@@ -53,6 +55,23 @@ func TestPrivilegedNodeReadinessNamesCause(t *testing.T) {
 	}
 	cur.(*v3.FelixConfiguration).Spec.WireguardEnabled = nil
 	if _, err := c.Client.Update(ctx, cur); err != nil {
+		t.Fatal(err)
+	}
+	a.waitReady(60 * time.Second)
+
+	// An IPIP pool on this machine's kernel (no ipip module): tunl0
+	// cannot be created, so routes fail and the node is not ready,
+	// naming it; without the pool it is ready again.
+	pool := &v3.IPPool{TypeMeta: metav1.TypeMeta{Kind: v3.KindIPPool, APIVersion: v3.GroupVersion}, ObjectMeta: metav1.ObjectMeta{Name: "ipip"},
+		Spec: v3.IPPoolSpec{CIDR: "10.84.0.0/16", BlockSize: 26, IPIPMode: v3.IPIPModeAlways, VXLANMode: v3.VXLANModeNever, NodeSelector: "all()"}}
+	if _, err := c.Client.Create(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, "not ready naming ipip", func() (bool, string) {
+		code, body := a.http("/readiness")
+		return code == 503 && regexp.MustCompile(`felix/routes: FAIL \(route sync failing for \d+s: .*tunl0.*ipip`).MatchString(body), body
+	})
+	if _, err := c.Client.Delete(ctx, datastore.Key{Kind: v3.KindIPPool, Name: "ipip"}, datastore.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	a.waitReady(60 * time.Second)
