@@ -3,7 +3,7 @@ GO ?= go
 BIN := bin
 CONTROLLER_GEN := $(GO) tool controller-gen
 
-.PHONY: all build test test-privileged test-integration kube-binaries test-all bench bench-cni bench-felix bench-scale bench-scale-calc lab demo lint generate fuzz clean
+.PHONY: all build test test-privileged test-integration kube-binaries test-all bench bench-cni bench-felix bench-scale bench-scale-calc bench-trace lab demo lint generate fuzz clean
 
 all: build
 
@@ -72,6 +72,13 @@ bench-scale:
 bench-scale-calc:
 	TABBY_BENCH_SCALE=1 $(GO) test -run '^$$' -bench 'ScaleEngine(Endpoint|Policy)Change' -benchtime 20x ./felix/calc/
 	TABBY_BENCH_SCALE=1 $(GO) test -run '^$$' -bench 'ScaleEngineLoad' -benchtime 2x ./felix/calc/
+
+## bench-trace: calicoctl policy trace at 1,000 policies and 150,000
+## workload endpoints (issue 26; goal < 100 ms): wall and CPU time per
+## trace from the loaded datastore contents, with the load average
+bench-trace:
+	@uptime
+	$(GO) test -run '^$$' -bench PolicyTrace -benchmem -benchtime 20x ./calicoctl/commands/
 
 ## lab: the first thing to run (root, Debian): installs what it needs
 ## (packages, the Go modules of the binaries the lab runs, etcd), builds

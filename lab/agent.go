@@ -1,13 +1,17 @@
 package lab
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	v3 "github.com/tabbynet/tabby/api/v3"
@@ -26,9 +30,9 @@ import (
 // -bird-ready`, as Calico's manifests) plus, with BGP, the full mesh
 // Established (the lab wants every route before it probes).
 
-// healthPort is calico-node's health endpoint inside a node's namespace
-// (Calico's default: each node has its own loopback).
-const healthPort = "9099"
+// healthAddr is calico-node's health endpoint inside a node's namespace
+// (Calico's default, localhost:9099: each node has its own loopback).
+const healthAddr = "127.0.0.1:9099"
 
 // networkingBackend is CALICO_NETWORKING_BACKEND for the model: vxlan when
 // every pool encapsulates with VXLAN, else bird.
@@ -41,12 +45,17 @@ func (m *Model) networkingBackend() string {
 	return "vxlan"
 }
 
-// agentEnv is Calico's calico-node environment for node n: the variables a
-// calico-node DaemonSet sets, plus where this lab keeps the node's files
-// (Tabby's TABBY_BIRD_* and TABBY_FELIX_MTU_FILE: several nodes share one
-// host's file system). With the Kubernetes datastore KUBECONFIG is the
-// node's calico-kubeconfig, which reaches the API server through the lab's
-// proxy (see nodeAPIAddr).
+// agentEnv is node n's calico-node environment: what Calico's calico.yaml
+// (and Tabby's manifests/tabby.yaml) sets on the calico-node container,
+// and nothing an operator would set through a FelixConfiguration (the
+// environment outranks the datastore, so a pinned setting would make
+// `calicoctl patch felixconfiguration` do nothing, silently). Beyond the
+// manifest only what several nodes on one host need apart: where each
+// node keeps its files (its nodename file, felix's endpoint status files,
+// Tabby's TABBY_BIRD_* and TABBY_FELIX_MTU_FILE), autodetection on the
+// node's eth0, and no default pool (up creates the model's pools). With
+// the Kubernetes datastore KUBECONFIG is the node's calico-kubeconfig,
+// which reaches the API server through the lab's proxy (see nodeAPIAddr).
 func (l *Lab) agentEnv(n *NodeState) []string {
 	backend := l.State.Model.networkingBackend()
 	clusterType := "k8s,bgp"
@@ -54,28 +63,24 @@ func (l *Lab) agentEnv(n *NodeState) []string {
 		clusterType = "k8s"
 	}
 	env := []string{
+		// calico.yaml's.
 		"NODENAME=" + n.Name,
 		"CALICO_NETWORKING_BACKEND=" + backend,
 		"CLUSTER_TYPE=" + clusterType,
 		"IP=autodetect",
+		"CALICO_DISABLE_FILE_LOGGING=true",
+		"FELIX_DEFAULTENDPOINTTOHOSTACTION=ACCEPT",
+		"FELIX_IPV6SUPPORT=false",
+		"FELIX_HEALTHENABLED=true",
+		// The lab's: several nodes on one host.
 		"IP_AUTODETECTION_METHOD=interface=eth0",
-		// The model's pools are created by up, before any agent.
 		"NO_DEFAULT_POOLS=true",
 		// The CNI plugin's kubeconfig is the lab's, not the host's.
 		"CALICO_MANAGE_CNI=false",
-		"FELIX_HEALTHENABLED=true",
-		"FELIX_HEALTHHOST=127.0.0.1",
-		"FELIX_HEALTHPORT=" + healthPort,
-		"FELIX_PROMETHEUSMETRICSENABLED=false",
-		"FELIX_LOGSEVERITYSCREEN=Info",
 		"FELIX_ENDPOINTSTATUSPATHPREFIX=" + filepath.Join(n.Dir, "status"),
-		"FELIX_IPV6SUPPORT=false",
-		"CALICO_DISABLE_FILE_LOGGING=true",
 		"CALICO_NODENAME_FILE=" + filepath.Join(n.Dir, "nodename"),
-		// Tabby's (several nodes on one host): where BIRD's and felix's
-		// files live.
 		"TABBY_BIRD_CONFIG=" + filepath.Join(n.Dir, "bird.cfg"),
-		"TABBY_BIRD_SOCKET=" + filepath.Join(n.Dir, "bird.ctl"),
+		"TABBY_BIRD_SOCKET=" + birdSocket(n),
 		"TABBY_FELIX_MTU_FILE=" + filepath.Join(n.Dir, "mtu"),
 	}
 	if l.State.Datastore == DatastoreKubernetes {
@@ -171,4 +176,91 @@ func (l *Lab) bgpSessions(ctx context.Context, n *NodeState) (map[string]string,
 		res[strings.ReplaceAll(addr, "_", ".")] = p.Info
 	}
 	return res, nil
+}
+
+// agentPids are the running calico-node processes of node n: the lab's
+// (by its marker), started as n's agent (NODENAME), calico-node itself
+// (not BIRD, which inherits its environment, nor a probe run).
+func (l *Lab) agentPids(n *NodeState) []int {
+	var out []int
+	for _, pid := range markedProcesses(l.State.Prefix) {
+		dir := filepath.Join("/proc", strconv.Itoa(pid))
+		env, _ := os.ReadFile(filepath.Join(dir, "environ"))
+		cmdline, _ := os.ReadFile(filepath.Join(dir, "cmdline"))
+		argv := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
+		if len(argv) == 1 && filepath.Base(argv[0]) == "calico-node" &&
+			bytes.Contains(append([]byte{0}, env...), []byte("\x00NODENAME="+n.Name+"\x00")) && processAlive(pid) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// agentState says whether node n's calico-node runs: "" when it does,
+// else what is wrong (gone, with the end of its log; or paused).
+func (l *Lab) agentState(n *NodeState) string {
+	pids := l.agentPids(n)
+	if len(pids) == 0 {
+		return fmt.Sprintf("not running (exited: %s; tabby-lab restart %s)", lastLine(l.logTail(agentLog(n))), n.Name)
+	}
+	for _, pid := range pids {
+		if processState(pid) == 'T' {
+			return fmt.Sprintf("paused (process %d stopped: kill -CONT %d)", pid, pid)
+		}
+	}
+	return ""
+}
+
+// lastLine is the last non-empty line of s ("no log" when none).
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if last := strings.TrimSpace(lines[len(lines)-1]); last != "" {
+		return "last log line: " + last
+	}
+	return "no log"
+}
+
+// processState is the state letter of a process (R, S, T, Z...; 0 when
+// it is gone).
+func processState(pid int) byte {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	if i := bytes.LastIndexByte(b, ')'); i >= 0 && i+2 < len(b) {
+		return b[i+2]
+	}
+	return 0
+}
+
+// Restart stops the calico-node of each of nodes if it still runs
+// (SIGTERM, as the kubelet stops a container, then SIGKILL after a grace
+// period; BIRD goes with it) and starts it again with the same
+// environment, then waits until they are all ready (as up does; with BGP
+// a node is ready once its sessions to every other node are up, so nodes
+// that went down together are restarted together), naming why not after
+// timeout.
+func (l *Lab) Restart(ctx context.Context, nodes []string, timeout time.Duration) error {
+	var restart []*NodeState
+	for _, name := range nodes {
+		i := slices.IndexFunc(l.State.Nodes, func(n NodeState) bool { return n.Name == name })
+		if i < 0 {
+			return fmt.Errorf("no node %q in the lab (see tabby-lab status)", name)
+		}
+		restart = append(restart, &l.State.Nodes[i])
+	}
+	for _, n := range restart {
+		pids := l.agentPids(n)
+		for _, pid := range pids {
+			_ = syscall.Kill(pid, syscall.SIGCONT) // a paused one cannot stop
+		}
+		if err := killAll(pids, 5*time.Second); err != nil {
+			return err
+		}
+		if err := l.startAgent(ctx, n); err != nil {
+			return err
+		}
+		l.step("calico-node of %s started again", n.Name)
+	}
+	return l.waitAgentsReady(ctx, restart, timeout)
 }

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	networkingv1 "k8s.io/api/networking/v1"
@@ -71,8 +72,8 @@ func stripComments(s string) string {
 // Calico v3 resources through the project's calicoctl, Kubernetes
 // NetworkPolicies through the Kubernetes API, or in etcd mode converted
 // and stored as kube-controllers' policy controller stores them
-// (knp.default.<name>). It then waits, up to the lab's policy wait, until
-// every node has programmed the policies (see WaitProgrammed).
+// (knp.default.<name>). It returns what felix will read of them (with the
+// versions written), for WaitProgrammed.
 func (l *Lab) Apply(ctx context.Context, data []byte, del bool) ([]PolicyRef, error) {
 	docs, err := splitDocuments(data)
 	if err != nil {
@@ -83,7 +84,7 @@ func (l *Lab) Apply(ctx context.Context, data []byte, del bool) ([]PolicyRef, er
 	for _, d := range docs {
 		if d.APIVersion == v3.GroupVersion {
 			calico = append(calico, d.raw)
-			r, err := calicoPolicyRef(d)
+			r, err := calicoRef(d)
 			if err != nil {
 				return nil, err
 			}
@@ -103,8 +104,7 @@ func (l *Lab) Apply(ctx context.Context, data []byte, del bool) ([]PolicyRef, er
 		if err != nil {
 			return nil, err
 		}
-		refs = append(refs, PolicyRef{Namespace: pol.Namespace, Name: pol.Name, Tier: v3.DefaultTierName,
-			Selector: pol.Spec.Selector, Types: pol.Spec.Types, Policy: pol})
+		refs = append(refs, PolicyRef{Kind: v3.KindNetworkPolicy, Namespace: pol.Namespace, Name: pol.Name})
 	}
 	if len(calico) > 0 {
 		if err := l.calicoctl(ctx, del, bytes.Join(calico, []byte("\n---\n"))); err != nil {
@@ -113,6 +113,9 @@ func (l *Lab) Apply(ctx context.Context, data []byte, del bool) ([]PolicyRef, er
 	}
 	for i := range refs {
 		refs[i].Deleted = del
+	}
+	if err := l.readBack(ctx, refs); err != nil {
+		return nil, err
 	}
 	return refs, nil
 }
@@ -204,46 +207,21 @@ func (l *Lab) calicoctl(ctx context.Context, del bool, docs []byte) error {
 	return nil
 }
 
-// calicoPolicyRef is the policy a Calico document defines (nil for other
-// kinds).
-func calicoPolicyRef(d document) (*PolicyRef, error) {
-	switch d.Kind {
-	case v3.KindNetworkPolicy:
-		var p v3.NetworkPolicy
-		if err := yaml.Unmarshal(d.raw, &p); err != nil {
-			return nil, fmt.Errorf("NetworkPolicy: %w", err)
-		}
-		ns := p.Namespace
-		if ns == "" {
-			ns = "default"
-		}
-		return &PolicyRef{Namespace: ns, Name: p.Name, Tier: tierOr(p.Spec.Tier), Selector: p.Spec.Selector, Types: typesOr(p.Spec.Types, p.Spec.Egress)}, nil
-	case v3.KindGlobalNetworkPolicy:
-		var p v3.GlobalNetworkPolicy
-		if err := yaml.Unmarshal(d.raw, &p); err != nil {
-			return nil, fmt.Errorf("GlobalNetworkPolicy: %w", err)
-		}
-		return &PolicyRef{Name: p.Name, Tier: tierOr(p.Spec.Tier), Selector: p.Spec.Selector, NamespaceSelector: p.Spec.NamespaceSelector,
-			Types: typesOr(p.Spec.Types, p.Spec.Egress)}, nil
+// calicoRef is what felix reads of a Calico document: nil for kinds it
+// does not list in its report (WorkloadEndpoints, configuration...).
+func calicoRef(d document) (*PolicyRef, error) {
+	if !slices.Contains(reportKinds, d.Kind) {
+		return nil, nil
 	}
-	return nil, nil
-}
-
-func tierOr(t string) string {
-	if t == "" {
-		return v3.DefaultTierName
+	var meta struct {
+		Metadata metav1.ObjectMeta `json:"metadata"`
 	}
-	return t
-}
-
-// typesOr is Calico's default for policy types: ingress, plus egress when
-// the policy has egress rules.
-func typesOr(t []v3.PolicyType, egress []v3.Rule) []v3.PolicyType {
-	if len(t) > 0 {
-		return t
+	if err := yaml.Unmarshal(d.raw, &meta); err != nil {
+		return nil, fmt.Errorf("%s: %w", d.Kind, err)
 	}
-	if len(egress) > 0 {
-		return []v3.PolicyType{v3.PolicyTypeIngress, v3.PolicyTypeEgress}
+	ns := meta.Metadata.Namespace
+	if ns == "" && (d.Kind == v3.KindNetworkPolicy || d.Kind == v3.KindNetworkSet) {
+		ns = "default"
 	}
-	return []v3.PolicyType{v3.PolicyTypeIngress}
+	return &PolicyRef{Kind: d.Kind, Namespace: ns, Name: meta.Metadata.Name}, nil
 }

@@ -4,8 +4,10 @@
 // underlay (one or two subnets behind a router namespace), each node's
 // agent (see startAgent: the one seam with what runs on a node), pods
 // wired by the real calico CNI plugin through libcni as a container
-// runtime does, a TCP and UDP server in each pod, policy applied and
-// waited for on every node, and a parallel probe of every pod pair.
+// runtime does, a TCP and UDP server in each pod (on the pod's own
+// ports), policy applied and waited for until every node's felix reports
+// it programmed (felix's endpoint report, see programmed.go), and a
+// parallel probe of every pod pair on each port the target serves.
 //
 // Everything a lab makes is named with one prefix (State.Prefix): the
 // namespaces /run/netns/<prefix>-*, and every process it starts carries

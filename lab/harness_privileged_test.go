@@ -139,8 +139,8 @@ func mismatches(res []ProbeResult, want verdict) []string {
 }
 
 // probeUntil probes until every probe's result is as wanted (or fails
-// after within) and returns the number of rounds.
-func probeUntil(t testing.TB, l *Lab, want verdict, within time.Duration) int {
+// after within) and returns the number of rounds and of probes per round.
+func probeUntil(t testing.TB, l *Lab, want verdict, within time.Duration) (rounds, probes int) {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for round := 1; ; round++ {
@@ -150,7 +150,7 @@ func probeUntil(t testing.TB, l *Lab, want verdict, within time.Duration) int {
 		}
 		bad := mismatches(res, want)
 		if len(bad) == 0 {
-			return round
+			return round, len(res)
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("after %s, %d of %d probes not as expected:\n%s", within, len(bad), len(res), strings.Join(bad, "\n"))
@@ -206,13 +206,17 @@ func readExample(t testing.TB, name string) []byte {
 // applyAndWait applies (or deletes) a file and waits for every node.
 func applyAndWait(t testing.TB, l *Lab, data []byte, del bool) {
 	t.Helper()
+	start := time.Now()
 	refs, err := l.Apply(context.Background(), data, del)
 	if err != nil {
 		t.Fatal(err)
 	}
+	written := time.Now()
 	if err := l.WaitProgrammed(context.Background(), refs, 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("apply (delete %v) of %d resources: written in %s, programmed on every node %s later", del, len(refs),
+		written.Sub(start).Round(time.Millisecond), time.Since(written).Round(time.Millisecond))
 }
 
 // calicoVerdict is the fate of traffic under testdata/gnp-deny-udp81-to-c.
@@ -296,9 +300,8 @@ func editStory(t *testing.T, l *Lab) {
 // left.
 func policyStory(t *testing.T, l *Lab, start time.Time) {
 	t.Helper()
-	rounds := probeUntil(t, l, allAllowed, 30*time.Second)
-	t.Logf("up to full matrix (all %d probes allowed): %s (%d probe rounds)", len(l.State.Pods)*(len(l.State.Pods)-1)*len(l.ProbePorts()),
-		time.Since(start).Round(10*time.Millisecond), rounds)
+	rounds, n := probeUntil(t, l, allAllowed, 30*time.Second)
+	t.Logf("up to full matrix (all %d probes allowed): %s (%d probe rounds)", n, time.Since(start).Round(10*time.Millisecond), rounds)
 	sample := readExample(t, "deny-x-allow-from-y.yaml")
 	applyAndWait(t, l, sample, false)
 	t0 := time.Now()

@@ -172,7 +172,7 @@ func (l *Lab) up(ctx context.Context) error {
 		return err
 	}
 	l.step("%d pods wired by the calico CNI plugin, serving (%s)", len(l.State.Pods), since(start))
-	if err := l.waitAgentsReady(ctx, 60*time.Second); err != nil {
+	if err := l.waitAgentsReady(ctx, nil, 60*time.Second); err != nil {
 		return err
 	}
 	l.step("node agents ready (%s)", since(start))
@@ -237,14 +237,18 @@ func parallel(n int, f func(i int) error) error {
 	return errors.Join(errs...)
 }
 
-// waitAgentsReady waits until every node's agent is ready, naming the
-// ones that are not after timeout.
-func (l *Lab) waitAgentsReady(ctx context.Context, timeout time.Duration) error {
+// waitAgentsReady waits until the agents of nodes (nil: every node) are
+// ready, naming the ones that are not after timeout.
+func (l *Lab) waitAgentsReady(ctx context.Context, nodes []*NodeState, timeout time.Duration) error {
+	if nodes == nil {
+		for i := range l.State.Nodes {
+			nodes = append(nodes, &l.State.Nodes[i])
+		}
+	}
 	deadline := time.Now().Add(timeout)
 	for {
 		var lagging []string
-		for i := range l.State.Nodes {
-			n := &l.State.Nodes[i]
+		for _, n := range nodes {
 			if why := l.agentReady(ctx, n); why != "" {
 				lagging = append(lagging, n.Name+": "+why)
 			}

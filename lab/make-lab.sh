@@ -82,8 +82,11 @@ cat <<'NEXT'
 The lab is still running. Next:
   eval "$(bin/tabby-lab env)"      # point calicoctl (and kubectl) at it
   calicoctl get networkpolicy -A -o yaml
+  calicoctl node status             # node0's BGP sessions (TABBY_LAB_NODE=node1 for another)
+  bin/tabby-lab report node0        # what node0's felix programmed, per endpoint
   bin/tabby-lab probe               # one line per probe: x/a -> y/b tcp/80 allow
   bin/tabby-lab exec x/a -- ip addr
+  bin/tabby-lab restart node1       # after its calico-node crashed (bin/tabby-lab status says)
   bin/tabby-lab delete -f lab/examples/deny-x-allow-from-y.yaml
   bin/tabby-lab down                # remove everything
   make lab DATASTORE=kubernetes     # the same on the real kube-apiserver (builds it first: ~8 min or more cold)

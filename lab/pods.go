@@ -170,7 +170,9 @@ func (l *Lab) cniAdd(ctx context.Context, n *NodeState, p *PodState, kubeconfig 
 }
 
 // labelEndpoint gives the pod's WorkloadEndpoint the pod's labels, as
-// kube-controllers' workload-endpoint-label controller does in etcd mode.
+// kube-controllers' workload-endpoint-label controller does in etcd mode,
+// and its service account (every lab pod runs as its namespace's
+// "default"), as Calico's CNI plugin records it from the pod.
 func (l *Lab) labelEndpoint(ctx context.Context, p Pod) error {
 	c, err := l.client()
 	if err != nil {
@@ -196,7 +198,9 @@ func (l *Lab) labelEndpoint(ctx context.Context, p Pod) error {
 		}
 		labels["projectcalico.org/namespace"] = p.Namespace
 		labels["projectcalico.org/orchestrator"] = "k8s"
+		labels["projectcalico.org/serviceaccount"] = "default"
 		wep.Labels = labels
+		wep.Spec.ServiceAccountName = "default"
 		for _, pt := range p.Ports {
 			proto := strings.ToUpper(pt.Protocol)
 			wep.Spec.Ports = append(wep.Spec.Ports, v3.WorkloadEndpointPort{Name: pt.Name, Protocol: numorstring.ProtocolFromString(proto), Port: uint16(pt.Port)})

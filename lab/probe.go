@@ -39,45 +39,52 @@ func (r ProbeResult) String() string {
 	return fmt.Sprintf("%s -> %s %s %s", r.From, r.To, r.Port, r.Verdict())
 }
 
-// ProbePorts is every port some pod of the lab serves, sorted TCP first.
-func (l *Lab) ProbePorts() []Port {
-	seen := map[string]bool{}
-	var out []Port
-	for _, p := range l.State.Pods {
-		for _, pt := range p.Ports {
-			if !seen[pt.String()] {
-				seen[pt.String()] = true
-				out = append(out, Port{Port: pt.Port, Protocol: pt.Protocol})
-			}
-		}
-	}
-	slices.SortFunc(out, func(a, b Port) int {
-		if c := strings.Compare(a.Protocol, b.Protocol); c != 0 {
+// sortPorts sorts ports by protocol, then number (tcp/80, tcp/81, udp/80).
+func sortPorts(ports []Port) {
+	slices.SortFunc(ports, func(a, b Port) int {
+		if c := strings.Compare(strings.ToLower(a.Protocol), strings.ToLower(b.Protocol)); c != 0 {
 			return c
 		}
 		return a.Port - b.Port
 	})
-	return out
 }
 
-// Probe connects from every pod to every other pod on each port, all at
+// probeJobs are the probes of one round: from every pod to every other
+// pod on each port the target serves; with only (non-empty), on those of
+// them that are in only. A pod is never probed on a port it does not
+// serve (that would be a refusal, not a policy's verdict).
+func probeJobs(pods []PodState, only []Port) []ProbeResult {
+	want := map[string]bool{}
+	for _, pt := range only {
+		want[pt.String()] = true
+	}
+	var jobs []ProbeResult
+	for _, from := range pods {
+		for _, to := range pods {
+			if from.Key() == to.Key() {
+				continue
+			}
+			ports := slices.Clone(to.Ports)
+			sortPorts(ports)
+			for _, pt := range ports {
+				if len(only) == 0 || want[pt.String()] {
+					jobs = append(jobs, ProbeResult{From: from.Key(), To: to.Key(), Port: pt.String()})
+				}
+			}
+		}
+	}
+	return jobs
+}
+
+// Probe connects from every pod to every other pod on each port the
+// target serves (see probeJobs; ports, when given, narrow them), all at
 // once, each within timeout. A probe is allowed when the target pod's
 // server answered with its id; anything else (no answer, refused, another
 // answer) is denied. The results are sorted.
 func (l *Lab) Probe(ctx context.Context, ports []Port, timeout time.Duration) ([]ProbeResult, error) {
-	if len(ports) == 0 {
-		ports = l.ProbePorts()
-	}
-	var jobs []ProbeResult
-	for _, from := range l.State.Pods {
-		for _, to := range l.State.Pods {
-			if from.Key() == to.Key() {
-				continue
-			}
-			for _, pt := range ports {
-				jobs = append(jobs, ProbeResult{From: from.Key(), To: to.Key(), Port: pt.String()})
-			}
-		}
+	jobs := probeJobs(l.State.Pods, ports)
+	if len(jobs) == 0 {
+		return nil, fmt.Errorf("no pod serves any of the ports %v", ports)
 	}
 	pods := map[string]PodState{}
 	nss := map[string]ns.NetNS{}
@@ -112,18 +119,11 @@ func (l *Lab) Probe(ctx context.Context, ports []Port, timeout time.Duration) ([
 	if err != nil {
 		return nil, err
 	}
-	order := map[string]int{}
-	for i, pt := range ports {
-		order[pt.String()] = i
-	}
 	slices.SortStableFunc(jobs, func(a, b ProbeResult) int {
 		if c := strings.Compare(a.From, b.From); c != 0 {
 			return c
 		}
-		if c := strings.Compare(a.To, b.To); c != 0 {
-			return c
-		}
-		return order[a.Port] - order[b.Port]
+		return strings.Compare(a.To, b.To)
 	})
 	return jobs, nil
 }

@@ -2,146 +2,105 @@ package lab
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
-	"slices"
+	"net"
+	"net/http"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
-	"github.com/tabbynet/tabby/api/selector"
+	"github.com/containernetworking/plugins/pkg/ns"
+
 	v3 "github.com/tabbynet/tabby/api/v3"
-	"github.com/tabbynet/tabby/felix/calc"
-	"github.com/tabbynet/tabby/felix/dataplane"
-	"github.com/tabbynet/tabby/felix/rules"
+	"github.com/tabbynet/tabby/datastore"
+	"github.com/tabbynet/tabby/felix/daemon"
 )
 
-// PolicyRef is a policy an apply or delete touched, as felix knows it.
+// How apply knows every node runs what it wrote: each node's felix
+// reports what it has programmed (its endpoint report, served by
+// calico-node on the node's health port, felix/daemon.Report): for each
+// local endpoint the policies that apply to it and whether each chain in
+// the kernel holds exactly what felix rendered, and the resources (all
+// but WorkloadEndpoints) that programmed state was computed from, each at
+// the version felix read. A resource the apply wrote at version V is in
+// place on a node once the node's report lists it at V or later (deleted:
+// no longer lists it) and every chain of the policies it lists on an
+// endpoint, and that endpoint's own chains, are programmed. Which
+// endpoints a policy selects is felix's business: service accounts, host
+// endpoints, labels changed live with calicoctl label all count, and the
+// lab never re-derives selection itself.
+
+// PolicyRef is a resource an apply or delete wrote, as felix reads it.
 type PolicyRef struct {
-	Tier, Namespace, Name string
-	Selector              string
-	// NamespaceSelector of a GlobalNetworkPolicy.
-	NamespaceSelector string
-	Types             []v3.PolicyType
-	Deleted           bool
-	// Policy is the policy as felix reads it (*v3.NetworkPolicy or
-	// *v3.GlobalNetworkPolicy), when the apply knows it; nil: read back
-	// from the datastore.
-	Policy v3.Resource
+	// Kind is the Calico kind felix reads (a Kubernetes NetworkPolicy is
+	// the NetworkPolicy knp.default.<name>).
+	Kind, Namespace, Name string
+	Deleted               bool
+	// Version is the resourceVersion written (read back after the
+	// write); empty for a delete.
+	Version string
 }
 
-// chains are the iptables chains felix renders the policy into on a node
-// where it selects an endpoint (cali-pi-/cali-po- per direction).
-func (r PolicyRef) chains() []string {
-	id := calc.PolicyID{Tier: r.Tier, Namespace: r.Namespace, Name: r.Name}
-	var out []string
-	for _, t := range r.Types {
-		switch t {
-		case v3.PolicyTypeIngress:
-			out = append(out, rules.PolicyChainName(rules.PrefixPolicyIn, id))
-		case v3.PolicyTypeEgress:
-			out = append(out, rules.PolicyChainName(rules.PrefixPolicyOut, id))
-		}
+func (r PolicyRef) String() string {
+	if r.Namespace == "" {
+		return r.Kind + " " + r.Name
 	}
-	return out
+	return r.Kind + " " + r.Namespace + "/" + r.Name
 }
 
-// selects reports whether the policy applies to pod p (labels as felix
-// sees them: the pod's, Calico's projectcalico.org ones and the
-// namespace's profile labels).
-func (l *Lab) selects(r PolicyRef, p PodState) (bool, error) {
-	if r.Namespace != "" && r.Namespace != p.Namespace {
-		return false, nil
-	}
-	labels, ns := l.felixLabels(p)
-	nsLabels := map[string]string{"projectcalico.org/name": p.Namespace}
-	for k, v := range ns {
-		nsLabels[k] = v
-	}
-	for k, v := range nsLabels {
-		labels["pcns."+k] = v
-	}
-	sel := r.Selector
-	if sel == "" {
-		sel = "all()"
-	}
-	s, err := selector.Parse(sel)
+func (r PolicyRef) key() datastore.Key {
+	return datastore.Key{Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}
+}
+
+// isPolicy says whether felix renders the kind into policy chains.
+func (r PolicyRef) isPolicy() bool {
+	return r.Kind == v3.KindNetworkPolicy || r.Kind == v3.KindGlobalNetworkPolicy
+}
+
+// reportKinds are the kinds felix's report lists versions of: the
+// calculation's, but WorkloadEndpoints.
+var reportKinds = []string{v3.KindNetworkPolicy, v3.KindGlobalNetworkPolicy, v3.KindHostEndpoint, v3.KindTier,
+	v3.KindProfile, v3.KindNetworkSet, v3.KindGlobalNetworkSet}
+
+// readBack fills in the version of each resource written (nothing for a
+// delete), as felix will read it.
+func (l *Lab) readBack(ctx context.Context, refs []PolicyRef) error {
+	c, err := l.client()
 	if err != nil {
-		return false, fmt.Errorf("policy %s: selector: %w", r.Name, err)
+		return err
 	}
-	if !s.Evaluate(labels) {
-		return false, nil
-	}
-	if r.NamespaceSelector != "" {
-		ns, err := selector.Parse(r.NamespaceSelector)
+	for i := range refs {
+		if refs[i].Deleted {
+			continue
+		}
+		o, err := c.Get(ctx, refs[i].key())
 		if err != nil {
-			return false, fmt.Errorf("policy %s: namespaceSelector: %w", r.Name, err)
+			return fmt.Errorf("reading %s back: %w", refs[i], err)
 		}
-		return ns.Evaluate(nsLabels), nil
+		refs[i].Version = o.GetResourceVersion()
 	}
-	return true, nil
+	return nil
 }
 
-// chainWant is what a node's filter table must show of one chain.
-type chainWant struct {
-	present bool
-	// hashes are the rule hashes of the body felix renders for the
-	// policy as it is now (see expected.go), in order.
-	hashes []string
-}
-
-// WaitProgrammed waits until every node has programmed the policies: a
-// policy's chains are in the node's iptables where it selects one of the
-// node's pods, referenced from that pod's chains and holding exactly the
-// rules felix renders for the policy as stored now (so an edit of an
-// existing policy is waited for too), and gone from every node once
-// deleted. After timeout it names the nodes that lag and why.
+// WaitProgrammed waits until every node's felix reports the resources
+// written (refs) programmed, or gone once deleted (see above). After
+// timeout it names the nodes that lag and why (a node whose felix does
+// not answer, e.g. paused, is named as such).
 func (l *Lab) WaitProgrammed(ctx context.Context, refs []PolicyRef, timeout time.Duration) error {
-	want := map[string]map[string]chainWant{} // node -> chain -> want
-	for _, n := range l.State.Nodes {
-		want[n.Name] = map[string]chainWant{}
-	}
-	for _, r := range refs {
-		var bodies map[string][]string
-		for _, p := range l.State.Pods {
-			if r.Deleted {
-				break
-			}
-			ok, err := l.selects(r, p)
-			if err != nil {
-				return err
-			}
-			if !ok {
-				continue
-			}
-			if bodies == nil {
-				// The chains' bodies depend on the policy only.
-				if bodies, err = l.expectedRuleHashes(ctx, r, p); err != nil {
-					return err
-				}
-			}
-			for _, c := range r.chains() {
-				want[p.Node][c] = chainWant{present: true, hashes: bodies[c]}
-			}
-		}
-		for _, n := range l.State.Nodes {
-			for _, c := range r.chains() {
-				if _, ok := want[n.Name][c]; !ok {
-					want[n.Name][c] = chainWant{}
-				}
-			}
-		}
-	}
 	deadline := time.Now().Add(timeout)
 	for {
 		lag := map[string]string{}
 		_ = parallel(len(l.State.Nodes), func(i int) error {
 			n := l.State.Nodes[i]
-			why, err := nodeProgrammed(ctx, n, want[n.Name])
+			var why string
+			rep, err := fetchReport(ctx, n)
 			if err != nil {
-				// iptables-save can fail while felix rewrites the table
-				// (nft: "Set with index N in kernel doesn't exist"): ask
-				// again, and name it if it lasts.
 				why = err.Error()
+			} else {
+				why = reportLags(rep, refs)
 			}
 			if why != "" {
 				l.mu.Lock()
@@ -169,60 +128,139 @@ func (l *Lab) WaitProgrammed(ctx context.Context, refs []PolicyRef, timeout time
 	}
 }
 
-// nodeProgrammed compares the node's filter table with want and says what
-// differs ("" when nothing).
-func nodeProgrammed(ctx context.Context, n NodeState, want map[string]chainWant) (string, error) {
-	run := dataplane.ExecRunner{NetnsPath: netnsPath(n.Netns)}
-	v4, _, err := dataplane.BackendsFor(ctx, run, "")
-	if err != nil {
-		return "", err
+// reportLags says what of refs node's report does not show programmed
+// ("" when all is).
+func reportLags(rep *daemon.Report, refs []PolicyRef) string {
+	read := map[datastore.Key]string{}
+	for _, r := range rep.Resources {
+		read[datastore.Key{Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}] = r.ResourceVersion
 	}
-	out, err := run.Run(ctx, v4.Save, []string{"-t", "filter"}, nil)
-	if err != nil {
-		return "", fmt.Errorf("reading %s's iptables: %w", n.Name, err)
+	var why []string
+	for _, r := range refs {
+		v, listed := read[r.key()]
+		switch {
+		case r.Deleted && listed:
+			why = append(why, fmt.Sprintf("still has %s (version %s)", r, v))
+		case !r.Deleted && !listed:
+			why = append(why, fmt.Sprintf("has not read %s yet", r))
+		case !r.Deleted && !versionAtLeast(v, r.Version):
+			why = append(why, fmt.Sprintf("has %s at version %s, not yet %s", r, v, r.Version))
+		}
 	}
-	return chainsDiff(string(out), want), nil
-}
-
-// chainsDiff compares iptables-save output with want (chain -> should
-// exist, be jumped to and hold exactly the expected rules, or should be
-// absent) and says what differs ("" when nothing).
-func chainsDiff(out string, want map[string]chainWant) string {
-	declared, referenced := map[string]bool{}, map[string]bool{}
-	for _, line := range strings.Split(out, "\n") {
-		if name, ok := strings.CutPrefix(line, ":"); ok {
-			declared[strings.Fields(name)[0]] = true
-		}
-		if !strings.HasPrefix(line, "-A ") {
-			continue
-		}
-		for _, flag := range []string{" -j ", " -g "} {
-			if i := strings.Index(line, flag); i >= 0 {
-				if f := strings.Fields(line[i+4:]); len(f) > 0 {
-					referenced[f[0]] = true
+	for _, ep := range rep.Endpoints {
+		for _, r := range refs {
+			if !r.isPolicy() {
+				continue
+			}
+			for _, c := range endpointPolicyChains(ep, r) {
+				if r.Deleted {
+					why = append(why, fmt.Sprintf("endpoint %s still has %s", ep.Key, r))
+					break
+				}
+				if !c.Programmed {
+					why = append(why, fmt.Sprintf("endpoint %s: chain %s of %s not programmed (%d rules)", ep.Key, c.Chain, r, len(c.RuleHashes)))
 				}
 			}
 		}
 	}
-	hashes := chainRuleHashes(out)
-	var why []string
-	chains := make([]string, 0, len(want))
-	for c := range want {
-		chains = append(chains, c)
-	}
-	sort.Strings(chains)
-	for _, c := range chains {
-		w := want[c]
-		switch {
-		case w.present && !declared[c]:
-			why = append(why, "no chain "+c)
-		case w.present && !referenced[c]:
-			why = append(why, "chain "+c+" not used yet")
-		case w.present && !slices.Equal(hashes[c], w.hashes):
-			why = append(why, fmt.Sprintf("chain %s holds other rules than the policy's (%d rules, want %d)", c, len(hashes[c]), len(w.hashes)))
-		case !w.present && declared[c]:
-			why = append(why, "chain "+c+" still there")
+	return strings.Join(why, "; ")
+}
+
+// endpointPolicyChains are the chains of policy r on endpoint ep (none
+// when r does not apply to it) and, when there are any, the endpoint's
+// own chains (which jump to them).
+func endpointPolicyChains(ep daemon.EndpointReport, r PolicyRef) []daemon.ChainReport {
+	var out []daemon.ChainReport
+	for _, dir := range [][]daemon.TierReport{ep.Ingress, ep.Egress, ep.ForwardIngress, ep.ForwardEgress,
+		ep.PreDNATIngress, ep.UntrackedIngress, ep.UntrackedEgress} {
+		for _, t := range dir {
+			for _, p := range t.Policies {
+				if p.Name == r.Name && p.Namespace == r.Namespace && (p.Namespace != "") == (r.Kind == v3.KindNetworkPolicy) {
+					out = append(out, p.ChainReport)
+				}
+			}
 		}
 	}
-	return strings.Join(why, "; ")
+	if len(out) == 0 {
+		return nil
+	}
+	return append(out, ep.Chains...)
+}
+
+// versionAtLeast says whether resourceVersion got is want or later
+// (etcd revisions and Kubernetes resourceVersions are numbers that grow;
+// anything else must be equal).
+func versionAtLeast(got, want string) bool {
+	g, err1 := strconv.ParseUint(got, 10, 64)
+	w, err2 := strconv.ParseUint(want, 10, 64)
+	if err1 != nil || err2 != nil {
+		return got == want
+	}
+	return g >= w
+}
+
+// reportTimeout bounds one request for a node's report: a felix that
+// does not answer within it (paused, hung) is named.
+const reportTimeout = 2 * time.Second
+
+// nodeHTTPClient is an HTTP client whose connections are made inside
+// node n's network namespace (its loopback is the node's own); close
+// the namespace handle returned when done.
+func nodeHTTPClient(n NodeState, timeout time.Duration) (*http.Client, ns.NetNS, error) {
+	netns, err := ns.GetNS(netnsPath(n.Netns))
+	if err != nil {
+		return nil, nil, err
+	}
+	return &http.Client{Timeout: timeout, Transport: &http.Transport{
+		DisableKeepAlives: true,
+		DialContext: func(ctx context.Context, network, addr string) (c net.Conn, err error) {
+			// The socket is made in the node's namespace (and stays
+			// there), on a thread of its own.
+			derr := netns.Do(func(ns.NetNS) error {
+				var d net.Dialer
+				c, err = d.DialContext(ctx, network, addr)
+				return nil
+			})
+			return c, errors.Join(err, derr)
+		}}}, netns, nil
+}
+
+// fetchReport reads node n's felix endpoint report from calico-node's
+// health port inside the node's namespace.
+func fetchReport(ctx context.Context, n NodeState) (*daemon.Report, error) {
+	client, netns, err := nodeHTTPClient(n, reportTimeout)
+	if err != nil {
+		return nil, err
+	}
+	defer netns.Close()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+healthAddr+daemon.EndpointReportPath, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "Timeout") {
+			return nil, fmt.Errorf("felix's endpoint report: no answer within %s (calico-node paused or hung?)", reportTimeout)
+		}
+		return nil, fmt.Errorf("felix's endpoint report: %w (calico-node not running?)", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("felix's endpoint report: %s (felix not started yet?)", resp.Status)
+	}
+	var rep daemon.Report
+	if err := json.NewDecoder(resp.Body).Decode(&rep); err != nil {
+		return nil, fmt.Errorf("felix's endpoint report: %w", err)
+	}
+	return &rep, nil
+}
+
+// Report is node's felix endpoint report (see above).
+func (l *Lab) Report(ctx context.Context, node string) (*daemon.Report, error) {
+	for _, n := range l.State.Nodes {
+		if n.Name == node {
+			return fetchReport(ctx, n)
+		}
+	}
+	return nil, fmt.Errorf("no node %q in the lab (see tabby-lab status)", node)
 }

@@ -1,137 +1,71 @@
 package lab
 
 import (
-	"context"
-	"reflect"
-	"slices"
+	"strings"
 	"testing"
 
-	networkingv1 "k8s.io/api/networking/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
-
 	v3 "github.com/tabbynet/tabby/api/v3"
-	"github.com/tabbynet/tabby/datastore/kdd"
+	"github.com/tabbynet/tabby/felix/daemon"
 )
 
-func TestChainsDiff(t *testing.T) {
-	save := `*filter
-:cali-pi-A - [0:0]
-:cali-pi-B - [0:0]
-:cali-tw-cali123 - [0:0]
--A cali-pi-A -m comment --comment "cali:h1" -p tcp -m tcp --dport 80 -j MARK --set-xmark 0x10000/0x10000
--A cali-pi-A -m comment --comment "cali:h2" -m mark --mark 0x10000/0x10000 -m comment --comment "Return if policy accepted" -j RETURN
--A cali-tw-cali123 -m comment --comment "cali:x" -j cali-pi-A
-COMMIT
-`
-	present := func(hashes ...string) chainWant { return chainWant{present: true, hashes: hashes} }
+// TestReportLags: what a node's felix report must show for an apply to
+// be in place: each resource written at its version or later (deleted:
+// not listed), and on every endpoint a policy applies to, its chains and
+// the endpoint's own programmed; a policy that applies to no local
+// endpoint needs only to be read.
+func TestReportLags(t *testing.T) {
+	chain := func(name string, ok bool) daemon.ChainReport {
+		return daemon.ChainReport{Table: "filter", Chain: name, RuleHashes: []string{"h1"}, Programmed: ok}
+	}
+	report := func(version string, polOK, epOK bool) *daemon.Report {
+		return &daemon.Report{
+			Endpoints: []daemon.EndpointReport{{Kind: "wep", Key: "x/node1-k8s-a-eth0", Interface: "cali1",
+				Chains: []daemon.ChainReport{chain("cali-tw-cali1", epOK), chain("cali-fw-cali1", true)},
+				Ingress: []daemon.TierReport{{Tier: "default", Policies: []daemon.PolicyReport{
+					{Namespace: "x", Name: "knp.default.allow", ChainReport: chain("cali-pi-_abc", polOK)}}}}}},
+			Resources: []daemon.ReadVersion{
+				{Kind: v3.KindNetworkPolicy, Namespace: "x", Name: "knp.default.allow", ResourceVersion: version},
+				{Kind: v3.KindGlobalNetworkPolicy, Name: "elsewhere", ResourceVersion: "7"},
+				{Kind: v3.KindHostEndpoint, Name: "node1-eth0", ResourceVersion: "8"},
+			}}
+	}
+	allow := PolicyRef{Kind: v3.KindNetworkPolicy, Namespace: "x", Name: "knp.default.allow", Version: "12"}
+	elsewhere := PolicyRef{Kind: v3.KindGlobalNetworkPolicy, Name: "elsewhere", Version: "7"}
+	hep := PolicyRef{Kind: v3.KindHostEndpoint, Name: "node1-eth0", Version: "8"}
 	for _, tc := range []struct {
 		name string
-		want map[string]chainWant
-		diff string
+		rep  *daemon.Report
+		refs []PolicyRef
+		want string // "" or a part of the answer
 	}{
-		{"present, used, the expected rules", map[string]chainWant{"cali-pi-A": present("h1", "h2")}, ""},
-		{"declared, not jumped to", map[string]chainWant{"cali-pi-B": present()}, "chain cali-pi-B not used yet"},
-		{"missing", map[string]chainWant{"cali-pi-C": present()}, "no chain cali-pi-C"},
-		{"should be gone", map[string]chainWant{"cali-pi-A": {}, "cali-pi-C": {}}, "chain cali-pi-A still there"},
-		// An edited policy: the chain is there, with the old rules.
-		{"old rules", map[string]chainWant{"cali-pi-A": present("h1", "h3")}, "chain cali-pi-A holds other rules than the policy's (2 rules, want 2)"},
-		{"a rule short", map[string]chainWant{"cali-pi-A": present("h1", "h2", "h3")}, "chain cali-pi-A holds other rules than the policy's (2 rules, want 3)"},
+		{"programmed", report("12", true, true), []PolicyRef{allow, elsewhere, hep}, ""},
+		{"a later version read", report("13", true, true), []PolicyRef{allow}, ""},
+		{"an older version", report("11", true, true), []PolicyRef{allow}, "has NetworkPolicy x/knp.default.allow at version 11, not yet 12"},
+		{"not read yet", report("12", true, true), []PolicyRef{{Kind: v3.KindGlobalNetworkPolicy, Name: "new", Version: "20"}}, "has not read GlobalNetworkPolicy new yet"},
+		{"its chain not programmed", report("12", false, true), []PolicyRef{allow}, "endpoint x/node1-k8s-a-eth0: chain cali-pi-_abc of NetworkPolicy x/knp.default.allow not programmed"},
+		{"the endpoint's chain not programmed", report("12", true, false), []PolicyRef{allow}, "chain cali-tw-cali1 of NetworkPolicy x/knp.default.allow not programmed"},
+		{"a policy of no local endpoint, read", report("12", false, false), []PolicyRef{elsewhere}, ""},
+		{"deleted, still there", report("12", true, true), []PolicyRef{{Kind: v3.KindNetworkPolicy, Namespace: "x", Name: "knp.default.allow", Deleted: true}}, "still has NetworkPolicy x/knp.default.allow"},
+		{"deleted, gone", report("12", true, true), []PolicyRef{{Kind: v3.KindGlobalNetworkPolicy, Name: "gone", Deleted: true}}, ""},
+		// A GlobalNetworkPolicy is not the namespaced policy of the same name.
+		{"another kind, same name", report("12", true, true), []PolicyRef{{Kind: v3.KindGlobalNetworkPolicy, Name: "knp.default.allow", Deleted: true}}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := chainsDiff(save, tc.want); got != tc.diff {
-				t.Errorf("got %q, want %q", got, tc.diff)
+			got := reportLags(tc.rep, tc.refs)
+			if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+				t.Errorf("reportLags = %q, want %q", got, tc.want)
 			}
 		})
 	}
 }
 
-// The expected rules are felix's rendering of the policy as it is now:
-// an edit that changes the rules changes them; one that changes nothing
-// felix renders (a label of the policy itself) leaves them equal.
-func TestExpectedRuleHashes(t *testing.T) {
-	l := &Lab{State: &State{Model: DefaultModel()}}
-	pod := PodState{Namespace: "x", Name: "a", Node: "node0", IP: "10.200.0.1"}
-	port := func(p int32) []networkingv1.NetworkPolicyPort {
-		pp := intstr.FromInt32(p)
-		return []networkingv1.NetworkPolicyPort{{Port: &pp}}
-	}
-	hashes := func(np *networkingv1.NetworkPolicy) []string {
-		t.Helper()
-		pol, err := kdd.K8sNetworkPolicyToCalico(np)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r := PolicyRef{Tier: "default", Namespace: "x", Name: pol.Name, Selector: pol.Spec.Selector, Types: pol.Spec.Types, Policy: pol}
-		got, err := l.expectedRuleHashes(context.Background(), r, pod)
-		if err != nil {
-			t.Fatal(err)
-		}
-		chain := r.chains()[0]
-		if len(got) != 1 || len(got[chain]) == 0 {
-			t.Fatalf("rendered %v, want the rules of one chain %s", got, chain)
-		}
-		return got[chain]
-	}
-	np := func(p int32) *networkingv1.NetworkPolicy {
-		return &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: "allow", Namespace: "x"},
-			Spec: networkingv1.NetworkPolicySpec{PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
-				Ingress: []networkingv1.NetworkPolicyIngressRule{{Ports: port(p), From: []networkingv1.NetworkPolicyPeer{
-					{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"ns": "y"}}}}}}}}
-	}
-	on80, on81 := hashes(np(80)), hashes(np(81))
-	if slices.Equal(on80, on81) {
-		t.Errorf("port 80 and port 81 render the same rules %v", on80)
-	}
-	labelled := np(80)
-	labelled.Labels = map[string]string{"team": "blue"}
-	if got := hashes(labelled); !slices.Equal(got, on80) {
-		t.Errorf("a label of the policy changed its rules: %v, was %v", got, on80)
-	}
-}
-
-func TestChainRuleHashes(t *testing.T) {
-	got := chainRuleHashes(`*filter
-:cali-pi-A - [0:0]
--A cali-pi-A -m comment --comment "cali:Ab-_9" -j ACCEPT
--A cali-pi-A -m comment --comment cali:Zz0 -m comment --comment "cali:not-this" -j DROP
--A OUTPUT -j ACCEPT
-COMMIT
-`)
-	if want := map[string][]string{"cali-pi-A": {"Ab-_9", "Zz0"}}; !reflect.DeepEqual(got, want) {
-		t.Errorf("got %v, want %v", got, want)
-	}
-}
-
-// The wait expects a policy's chains exactly on the nodes of the pods it
-// selects, with the labels felix gives them.
-func TestSelects(t *testing.T) {
-	l := &Lab{State: &State{Model: DefaultModel()}}
-	pod := func(ns, name string) PodState { return PodState{Namespace: ns, Name: name} }
-	np := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "x"},
-		Spec: networkingv1.NetworkPolicySpec{PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"pod": "a"}}}}
-	pol, err := kdd.K8sNetworkPolicyToCalico(np)
-	if err != nil {
-		t.Fatal(err)
-	}
-	knp := PolicyRef{Tier: "default", Namespace: "x", Name: pol.Name, Selector: pol.Spec.Selector, Types: pol.Spec.Types}
-	gnp := PolicyRef{Tier: "default", Name: "g", Selector: "pod in {'b', 'c'}", NamespaceSelector: "ns == 'y'", Types: []v3.PolicyType{v3.PolicyTypeIngress}}
+func TestVersionAtLeast(t *testing.T) {
 	for _, tc := range []struct {
-		ref  PolicyRef
-		pod  PodState
-		want bool
-	}{
-		{knp, pod("x", "a"), true},
-		{knp, pod("x", "b"), false},
-		{knp, pod("y", "a"), false}, // another namespace
-		{gnp, pod("y", "b"), true},
-		{gnp, pod("y", "a"), false},
-		{gnp, pod("z", "b"), false},
-		{PolicyRef{Name: "all", Selector: "pcns.ns == 'z'"}, pod("z", "c"), true},
-	} {
-		got, err := l.selects(tc.ref, tc.pod)
-		if err != nil || got != tc.want {
-			t.Errorf("%s selects %s: %v %v, want %v", tc.ref.Name, tc.pod.Key(), got, err, tc.want)
+		got, want string
+		ok        bool
+	}{{"12", "12", true}, {"13", "12", true}, {"9", "12", false}, {"abc", "abc", true}, {"abc", "12", false}} {
+		if versionAtLeast(tc.got, tc.want) != tc.ok {
+			t.Errorf("versionAtLeast(%q, %q) != %v", tc.got, tc.want, tc.ok)
 		}
 	}
 }

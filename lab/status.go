@@ -12,9 +12,9 @@ import (
 	"text/tabwriter"
 )
 
-// Status writes the lab's nodes (address, calico-node's readiness as its
-// probe reports it, BGP sessions)
-// and pods (node, IP) to w.
+// Status writes the lab's nodes (address, calico-node's state: not
+// running or paused, else its readiness as its probe reports it; BGP
+// sessions) and pods (node, IP, ports) to w.
 func (l *Lab) Status(ctx context.Context, w io.Writer) error {
 	s := l.State
 	fmt.Fprintf(w, "lab %s: %s datastore, %s networking, %s (state %s)\n", s.Prefix, s.Datastore, s.Model.networkingBackend(), s.Phase, l.Dir)
@@ -23,7 +23,9 @@ func (l *Lab) Status(ctx context.Context, w io.Writer) error {
 	for i := range s.Nodes {
 		n := &s.Nodes[i]
 		agent := "ready"
-		if why := l.agentProbe(ctx, n); why != "" {
+		if why := l.agentState(n); why != "" {
+			agent = why
+		} else if why := l.agentProbe(ctx, n); why != "" {
 			agent = strings.ReplaceAll(why, "\n", "; ")
 		}
 		bgp := "-"
@@ -59,6 +61,11 @@ func (l *Lab) Status(ctx context.Context, w io.Writer) error {
 }
 
 // Env is the shell exports that point calicoctl and kubectl at the lab.
+// Calico's calicoctl reads BIRD's socket at a fixed path on the node it
+// runs on; the lab has several nodes on one host, so the env also
+// defines a calicoctl shell function that gives `calicoctl node status`
+// the socket of node $TABBY_LAB_NODE (default the first node) with
+// Tabby's --bird-socket, and passes everything else through.
 func (l *Lab) Env() string {
 	var b strings.Builder
 	path := l.Bin
@@ -69,6 +76,12 @@ func (l *Lab) Env() string {
 		fmt.Fprintf(&b, "export DATASTORE_TYPE=etcdv3\nexport ETCD_ENDPOINTS=%s\n", l.State.EtcdURL)
 	}
 	fmt.Fprintf(&b, "export PATH=%s:$PATH\n", path)
+	if len(l.State.Nodes) > 0 && l.State.Model.networkingBackend() == "bird" {
+		nodes := filepath.Join(l.Dir, "nodes")
+		fmt.Fprintf(&b, "export TABBY_LAB_NODE=${TABBY_LAB_NODE:-%s}\n", l.State.Nodes[0].Name)
+		fmt.Fprintf(&b, "# calicoctl node status: BIRD of node $TABBY_LAB_NODE\n")
+		fmt.Fprintf(&b, "calicoctl() { if [ \"$1\" = node ] && [ \"$2\" = status ]; then shift 2; command calicoctl node status --bird-socket=%s/\"$TABBY_LAB_NODE\"/bird.ctl \"$@\"; else command calicoctl \"$@\"; fi; }\n", nodes)
+	}
 	return b.String()
 }
 

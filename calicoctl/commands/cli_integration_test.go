@@ -283,6 +283,7 @@ func cliSuite(t *testing.T, b cliBackend) {
 	t.Run("ipam-calico-report", func(t *testing.T) { testIPAMCalicoReport(t, b) })
 	t.Run("nodes-asn", func(t *testing.T) { testNodeASN(t, b) })
 	t.Run("cluster-diags", func(t *testing.T) { testClusterDiags(t, b) })
+	t.Run("policy-trace", func(t *testing.T) { testPolicyTrace(t, b) })
 	ctlFlagScenarios(t, b)
 }
 

@@ -112,13 +112,13 @@ ETCD_ENDPOINTS, KUBECONFIG, K8S_API_ENDPOINT.`,
 		newCreateCmd(a), newApplyCmd(a), newReplaceCmd(a), newDeleteCmd(a),
 		newGetCmd(a), newPatchCmd(a), newLabelCmd(a),
 		newNodeCmd(a), newValidateCmd(), newVersionCmd(a),
-		newIPAMCmd(a), newConvertCmd(a), newDatastoreCmd(a), newClusterCmd(a),
+		newIPAMCmd(a), newConvertCmd(a), newDatastoreCmd(a), newClusterCmd(a), newPolicyCmd(a),
 	)
 	// Cobra's completion command (bash, zsh, fish, powershell), added now
 	// rather than at Execute so it is configured like every other group.
 	root.InitDefaultCompletionCmd()
 	for _, c := range root.Commands() {
-		if c.Name() == "completion" || c.Name() == "ipam" || c.Name() == "node" || c.Name() == "datastore" || c.Name() == "cluster" {
+		if c.Name() == "completion" || c.Name() == "ipam" || c.Name() == "node" || c.Name() == "datastore" || c.Name() == "cluster" || c.Name() == "policy" {
 			requireSubcommand(c)
 		}
 	}

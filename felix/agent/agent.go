@@ -90,6 +90,13 @@ type Health interface {
 // of a rollout within a probe period or two.
 const routeFailureGrace = 10 * time.Second
 
+// DebugHandler is implemented by an embedding agent's Health when it
+// serves felix's read models on its health port (calico-node does): felix
+// hands it the endpoint report (daemon.EndpointReportPath).
+type DebugHandler interface {
+	Handle(pattern string, h http.Handler)
+}
+
 // localSources reads the FELIX_* environment and felix's config file.
 func localSources(o Options) (getenv func(string) string, env, file map[string]string, err error) {
 	getenv, environ := o.Getenv, o.Environ
@@ -243,6 +250,8 @@ type felixRun struct {
 	client        datastore.Client
 	steadyGC      func()
 	datastoreType string
+	// report is the endpoint report (daemon.Reporter), served with health.
+	report *daemon.Reporter
 }
 
 // runFelix starts the dataplane, the route manager, the interface
@@ -250,6 +259,7 @@ type felixRun struct {
 // servers, and runs the calculation until ctx ends.
 func runFelix(ctx context.Context, r felixRun) error {
 	cfg, log := r.cfg, r.log
+	r.report = daemon.NewReporter(cfg.hostname)
 	dp, dpLoop, versions, status, err := newDataplane(ctx, r)
 	if err != nil {
 		return err
@@ -263,7 +273,7 @@ func runFelix(ctx context.Context, r felixRun) error {
 	calcLoop := health.NewLoop(nil)
 	calcHang := hangAfter(ctx, cfg.calcHangAfter, "calculation", log)
 	dcfg := daemon.Config{NodeName: cfg.hostname, Rules: r.st.rc, IPVersions: versions,
-		Dataplane: dp, Logger: log, Metrics: daemon.NewMetrics(r.reg), Routes: rm, EndpointStatus: endpointStatus(status),
+		Dataplane: dp, Logger: log, Metrics: daemon.NewMetrics(r.reg), Routes: rm, EndpointStatus: endpointStatus(status), Report: r.report,
 		RulesConfig: func(global, node *v3.FelixConfigurationSpec) rules.Config {
 			calcHang() // within the computation, as Calico's calculation graph hangs
 			return r.st.onDatastore(global, node)
@@ -302,7 +312,7 @@ func newDataplane(ctx context.Context, r felixRun) (*dataplane.Dataplane, *healt
 		dpRunner = hangingRunner{Runner: runner, hang: hangAfter(ctx, cfg.dataplaneHangAfter, "dataplane", log)}
 	}
 	dpCfg := dataplane.Config{Runner: dpRunner, V4: v4, RefreshInterval: cfg.refreshInterval, Logger: log,
-		Health: dpLoop, AppendHooks: cfg.chainAppend}
+		Health: dpLoop, AppendHooks: cfg.chainAppend, OnProgrammed: r.report.Applied}
 	versions := []int{4}
 	if cfg.ipv6 {
 		dpCfg.V6 = v6
@@ -363,6 +373,9 @@ func startHealthAndServers(ctx context.Context, r felixRun, dp *dataplane.Datapl
 		"settings": r.st.Ready,
 	}
 	checker := &health.Checker{Timeout: cfg.watchdogTimeout, Log: log, Loops: loops, Ready: checks}
+	if dh, ok := r.o.Health.(DebugHandler); ok {
+		dh.Handle(daemon.EndpointReportPath, r.report)
+	}
 	if r.o.Health != nil {
 		// The embedding agent serves health, one line per part; felix's
 		// loops tick the agent's heartbeats.
@@ -372,13 +385,13 @@ func startHealthAndServers(ctx context.Context, r felixRun, dp *dataplane.Datapl
 		releaseStartupMemory(ctx, dp.InSync, r.steadyGC, log)
 		released.Store(true)
 	}()
-	return serve(httpServers(cfg, checker, r.reg, r.o.Health == nil), log)
+	return serve(httpServers(cfg, checker, r.reg, r.report, r.o.Health == nil), log)
 }
 
-// httpServers are felix's health (unless the embedding agent serves it),
-// metrics and debug (Calico's DebugPort: Go's profiling handlers) servers,
-// as configured.
-func httpServers(cfg config, checker *health.Checker, reg *prometheus.Registry, ownHealth bool) []*http.Server {
+// httpServers are felix's health (with the endpoint report; unless the
+// embedding agent serves it), metrics and debug (Calico's DebugPort: Go's
+// profiling handlers) servers, as configured.
+func httpServers(cfg config, checker *health.Checker, reg *prometheus.Registry, report http.Handler, ownHealth bool) []*http.Server {
 	var servers []*http.Server
 	add := func(host string, port int, h http.Handler) {
 		servers = append(servers, &http.Server{Addr: net.JoinHostPort(host, strconv.Itoa(port)), Handler: h, ReadHeaderTimeout: 5 * time.Second})
@@ -386,6 +399,7 @@ func httpServers(cfg config, checker *health.Checker, reg *prometheus.Registry, 
 	if cfg.healthEnabled && ownHealth {
 		mux := http.NewServeMux()
 		checker.Register(mux)
+		mux.Handle(daemon.EndpointReportPath, report)
 		add(cfg.healthHost, cfg.healthPort, mux)
 	}
 	if cfg.metricsEnabled {

@@ -78,6 +78,7 @@ func convertRules(rules []v3.Rule, ns string, owner ruleOwner, demands map[strin
 	for i := range rules {
 		local := map[string]*demand{}
 		r, faults := convertRule(&rules[i], ns, local)
+		r.Index = i
 		if len(faults) == 0 {
 			out = append(out, r)
 			maps.Copy(demands, local)
@@ -96,7 +97,7 @@ func convertRules(rules []v3.Rule, ns string, owner ruleOwner, demands map[strin
 			// cannot be bounded: deny everything that reaches the rule.
 			// (Later rules of the same IP version are unreachable.)
 			h = Denied
-			out = append(out, Rule{Action: v3.Deny, IPVersion: r.IPVersion})
+			out = append(out, Rule{Action: v3.Deny, Index: i, IPVersion: r.IPVersion})
 		}
 		for _, f := range faults {
 			bad = append(bad, Unrenderable{

@@ -60,6 +60,11 @@
 // Compute stays the reference: TestEngineEquivalence checks the Engine
 // against it after every step of random update sequences.
 //
+// ComputeFocused is Compute over the part of the input one flow needs
+// (a few endpoints and the items holding the flow's addresses), for
+// `calicoctl policy trace`: the same loaders and selection, so the
+// trace shows what felix computes.
+//
 // # Label model
 //
 // An endpoint's labels are its own labels over the labelsToApply of its

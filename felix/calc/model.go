@@ -141,6 +141,10 @@ type Profile struct {
 // not match.
 type Rule struct {
 	Action v3.Action
+	// Index is the rule's position in its policy's or profile's own list
+	// of that direction (a rule felix cannot render may be left out of
+	// the converted list, so it can differ from the position there).
+	Index int
 	// IPVersion is 4 or 6 to restrict the rule to that family, 0 for both.
 	IPVersion int
 	// Protocol and NotProtocol are IP protocol numbers, 0 when unset.

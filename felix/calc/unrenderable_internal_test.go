@@ -44,7 +44,7 @@ func TestConvertRulesNeverFailsOpen(t *testing.T) {
 			Rule{Protocol: 6, Src: EntityMatch{SelSet: mustMatcher(t, "app == 'web'").id}}},
 	}
 	ok := v3.Rule{Action: v3.Allow, Protocol: &tcp, Destination: v3.EntityRule{Ports: port80}}
-	okRule := Rule{Action: v3.Allow, Protocol: 6, Dst: EntityMatch{Ports: []PortRange{{80, 80}}, HasPortConstraint: true}}
+	okRule := Rule{Action: v3.Allow, Index: 1, Protocol: 6, Dst: EntityMatch{Ports: []PortRange{{80, 80}}, HasPortConstraint: true}}
 	for _, tc := range cases {
 		for _, action := range []v3.Action{v3.Allow, v3.Deny, v3.Pass, v3.Log, "Bogus"} {
 			t.Run(tc.name+"/"+string(action), func(t *testing.T) {

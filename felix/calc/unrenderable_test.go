@@ -19,7 +19,7 @@ func TestUnrenderableRulesFailClosed(t *testing.T) {
 	svcSrc := v3.EntityRule{Services: &v3.ServiceMatch{Name: "api", Namespace: "dev"}}
 	tcp := ct.Proto("TCP")
 	allowPort := v3.Rule{Action: v3.Allow, Protocol: tcp, Destination: v3.EntityRule{Ports: ct.Ports("8080")}}
-	wantAllowPort := calc.Rule{Action: v3.Allow, Protocol: 6, Dst: calc.EntityMatch{
+	wantAllowPort := calc.Rule{Action: v3.Allow, Index: 1, Protocol: 6, Dst: calc.EntityMatch{
 		Ports: []calc.PortRange{{Min: 8080, Max: 8080}}, HasPortConstraint: true}}
 	tests := []struct {
 		name     string
@@ -88,7 +88,7 @@ func TestUnrenderableEgressDenyWidened(t *testing.T) {
 	if p == nil {
 		t.Fatal("policy skipped")
 	}
-	want := []calc.Rule{{Action: v3.Deny, Protocol: 6}, {Action: v3.Allow}}
+	want := []calc.Rule{{Action: v3.Deny, Protocol: 6}, {Action: v3.Allow, Index: 1}}
 	if diff := cmp.Diff(want, p.Egress, cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("egress rules (-want +got):\n%s", diff)
 	}

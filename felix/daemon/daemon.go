@@ -88,6 +88,10 @@ type Config struct {
 	// workload endpoints (by status file name) the ruleset generation
 	// handed to the Dataplane holds.
 	EndpointStatus EndpointStatusReporter
+	// Report, if set, keeps the endpoint report (see report.go): told
+	// each generation's endpoints and policy versions here, the applied
+	// generation by the dataplane (Reporter.Applied).
+	Report *Reporter
 	// Routes, if set, receives the sync status, the updates of the route
 	// manager's kinds, and the cluster's infrastructure.
 	Routes RouteManager

@@ -43,6 +43,8 @@ type calcState struct {
 	// localWEPs are this node's workload endpoints by calc key (for
 	// endpoint status).
 	localWEPs map[string]*v3.WorkloadEndpoint
+	// report is the endpoint report's side of the computation.
+	report reportState
 
 	// The problems of the last computation, each logged (and counted)
 	// once, when it appears.
@@ -97,7 +99,11 @@ func (d *Daemon) Recompute() bool {
 	d.applyHostInterfaces(res, t)
 	if delta.Empty() && !d.calc.renderNeeded {
 		// Nothing changed (a wake-up without news, or changes that cancel
-		// out): the dataplane already has this state.
+		// out): the dataplane already has this state, resources read
+		// (that apply to no local endpoint) included.
+		if r := d.cfg.Report; r != nil && d.calc.report.changed {
+			r.resourcesRead(d.cfg.Dataplane.Generation(), d.calc.report.handOut())
+		}
 		return true
 	}
 	d.render(res, delta)
@@ -233,6 +239,9 @@ func (d *Daemon) feedOne(k datastore.Key, c pendingChange) {
 			delete(d.calc.localWEPs, ck)
 		}
 	}
+	if d.cfg.Report != nil {
+		d.calc.report.noteResource(k, c)
+	}
 	if c.deleted || c.obj == nil {
 		d.calc.engine.DeleteKey(k.Kind, k.Namespace, k.Name)
 	} else if !d.calc.engine.Upsert(c.obj) {
@@ -251,6 +260,11 @@ func (d *Daemon) render(res *calc.Result, delta *calc.Delta) {
 		rs := rules.WithNATOutgoing(r.RenderChanges(res, delta), rules.NATConfig{Pools: c.natPools, OutgoingAddress: c.rulesCfg.NATOutgoingAddress})
 		rs = rules.WithTunnelInput(rs, c.tunnels)
 		rss = append(rss, rules.WithWorkloadRPF(rs, c.rulesCfg.WorkloadIfacePrefixes))
+	}
+	if d.cfg.Report != nil {
+		// Before the dataplane can apply it: the generation SetDesired
+		// makes (Recompute is its only caller).
+		d.cfg.Report.desired(d.cfg.Dataplane.Generation()+1, c.report.generation(res, delta))
 	}
 	d.cfg.Dataplane.SetDesired(rss...)
 	if d.cfg.EndpointStatus == nil {

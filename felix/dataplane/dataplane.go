@@ -39,6 +39,12 @@ type Config struct {
 	// OnApplied, if set, is called after each successful Apply with the
 	// generation (see Generation) of the rulesets now in the kernel.
 	OnApplied func(gen uint64)
+	// OnProgrammed, if set, is called after OnApplied with the same
+	// generation and a view of the IPv4 chains now in the kernel (see
+	// Dataplane.programmedChain), valid during the call only: felix's
+	// endpoint report reads the chains of its endpoints and policies
+	// there.
+	OnProgrammed func(gen uint64, chain func(table, name string) (hashes []string, programmed bool))
 	// Heartbeat, if set, is called on every turn of Run's loop, at least
 	// every 10s: a stuck sync (a hung iptables-restore) stops it.
 	Heartbeat func()
@@ -323,7 +329,25 @@ func (d *Dataplane) Apply(ctx context.Context) (Result, error) {
 		// closed, everything else of this generation is in place.
 		d.cfg.OnApplied(d.takenGen)
 	}
+	if d.cfg.OnProgrammed != nil {
+		d.cfg.OnProgrammed(d.takenGen, d.programmedChain)
+	}
 	return res, d.settleFailures()
+}
+
+// programmedChain is what the kernel holds of one IPv4 chain, as the
+// table driver knows it after an apply: the chain's rule hashes, and
+// whether they are exactly the rendered ones (false for a chain not
+// there, not (yet) written, replaced by a drop-all chain after a failure,
+// or failing closed on an ipset that could not be programmed). Only
+// during Apply (the tables are not safe for concurrent use).
+func (d *Dataplane) programmedChain(table, name string) (hashes []string, programmed bool) {
+	for _, t := range d.v4 {
+		if t.name == table {
+			return t.programmed(name)
+		}
+	}
+	return nil, false
 }
 
 // takePending hands the latest SetDesired to the drivers.

@@ -221,6 +221,18 @@ func (t *Table) SetFailedSets(names []string) {
 // FailedChains are the chains that could not be programmed (sorted).
 func (t *Table) FailedChains() []string { return t.failed.names() }
 
+// programmed is the kernel's rule hashes of chain name (as last read or
+// written) and whether they are the desired chain's (see
+// Dataplane.programmedChain).
+func (t *Table) programmed(name string) (hashes []string, ok bool) {
+	if t.actual == nil {
+		return nil, false
+	}
+	hashes, there := t.actual.chains[name]
+	d := t.desired[name]
+	return slices.Clone(hashes), there && d != nil && !t.failed.has(name) && sameHashes(hashes, d.hashes)
+}
+
 // chain is what stands for desired chain name at now: the desired chain,
 // with the rules matching failed ipsets failing closed; or, while the
 // chain itself fails and its retry is not due, a chain dropping all.

@@ -100,6 +100,11 @@
 // single CIDRs of one family turned into one set) becomes several iptables
 // rules, each with the same action; negated matches are AND'ed in one rule.
 //
+// TraceChain follows one packet through an endpoint chain as it is
+// rendered here (tiers, Pass, end-of-tier drops, profiles, failsafe
+// ports, the raw and mangle variants): what `calicoctl policy trace`
+// prints, checked against real packets by felix/e2e.
+//
 // Every rule carries "-m comment --comment cali:<hash>", a hash of the chain
 // name, the previous rule's hash and the rule text, so the driver can tell
 // which rules it owns and whether a chain is intact by reading hashes only.

@@ -93,6 +93,8 @@ func Run(ctx context.Context, o Options) error {
 		bgpRep = agg.Register("bgp", 0)
 	}
 	healthSrv := health.NewServer(HealthAddr(getenv), agg)
+	debug := &debugHandlers{}
+	healthSrv.Handler = debug.wrap(healthSrv.Handler)
 	go func() {
 		if err := healthSrv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("health endpoint failed", "addr", healthSrv.Addr, "error", err)
@@ -164,7 +166,7 @@ func Run(ctx context.Context, o Options) error {
 	reg := prometheus.NewRegistry()
 	m := newMetrics(reg)
 	run("felix", func(ctx context.Context) error {
-		return felixagent.Run(ctx, felixagent.Options{Getenv: env, Logger: log.With("component", "felix"), Health: fh, Registry: reg})
+		return felixagent.Run(ctx, felixagent.Options{Getenv: env, Logger: log.With("component", "felix"), Health: felixPort{fh, debug}, Registry: reg})
 	})
 	if bird {
 		for _, dir := range []string{filepath.Dir(paths.BIRDConfig), filepath.Dir(paths.BIRDSocket)} {

@@ -1,8 +1,8 @@
 // Command tabby-lab runs a multi-node Tabby cluster on one machine: a real
 // datastore, node namespaces with their agents, pods wired by the calico
 // CNI plugin and serving TCP and UDP, policy applied and probed. Verbs:
-// up, down, status, apply, delete, probe, exec, env (and serve, the pods'
-// workload). See package lab and README.md. It only parses flags and
+// up, down, status, restart, report, apply, delete, probe, exec, env (and serve,
+// the pods' workload). See package lab and README.md. It only parses flags and
 // calls package lab.
 package main
 
@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -30,7 +31,14 @@ Verbs:
                        build the lab (default: the upstream NetworkPolicy
                        e2e model, 3 nodes, etcd)
   down                 remove everything of the lab (also a half-built one)
-  status               nodes, agents' health, BGP sessions, pods and IPs
+  status               nodes, agents' health (not running, paused, not
+                       ready and why), BGP sessions, pods, IPs and ports
+  restart <node>... [--timeout 60s]
+                       stop each node's calico-node if it runs, start it
+                       again, wait until they are ready
+  report <node>        what the node's felix reports it programmed (JSON):
+                       per local endpoint its policies, profiles and chains
+                       with their rule hashes, and the resources read
   apply -f FILE        Calico v3 resources and networking.k8s.io/v1
                        NetworkPolicies; returns once every node programmed them
   delete -f FILE       the same, removed
@@ -39,6 +47,7 @@ Verbs:
   exec <ns>/<pod>|<node> -- <command>
                        run a command in a pod's (or node's) network namespace
   env                  exports pointing calicoctl and kubectl at the lab
+                       (calicoctl node status: BIRD of $TABBY_LAB_NODE)
 
 --state defaults to $TABBY_LAB_STATE or /run/tabby-lab; --bin to the folder
 of this binary (make build's bin/).
@@ -128,6 +137,10 @@ func run(ctx context.Context, args []string) error {
 		}
 		defer l.Close()
 		return l.Status(ctx, os.Stdout)
+	case "restart":
+		return restart(ctx, fs, rest, open)
+	case "report":
+		return report(ctx, rest, open)
 	case "apply", "delete":
 		file := fs.String("f", "", "file of resources (YAML, documents separated by ---); - for stdin")
 		timeout := fs.Duration("timeout", 30*time.Second, "how long to wait for every node to program the change")
@@ -245,4 +258,49 @@ func readInput(path string) ([]byte, error) {
 		return io.ReadAll(os.Stdin)
 	}
 	return os.ReadFile(path)
+}
+
+// restart is the restart verb: tabby-lab restart <node>... [--timeout 60s].
+func restart(ctx context.Context, fs *flag.FlagSet, args []string, open func() (*lab.Lab, error)) error {
+	timeout := fs.Duration("timeout", 60*time.Second, "how long to wait for the agents to be ready")
+	var nodes []string
+	for len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		nodes, args = append(nodes, args[0]), args[1:]
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if len(nodes) == 0 {
+		return errors.New("restart <node>... [--timeout 60s]")
+	}
+	l, err := open()
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	start := time.Now()
+	if err := l.Restart(ctx, nodes, *timeout); err != nil {
+		return err
+	}
+	fmt.Printf("calico-node of %s running and ready (%s)\n", strings.Join(nodes, ", "), time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// report is the report verb: tabby-lab report <node>.
+func report(ctx context.Context, args []string, open func() (*lab.Lab, error)) error {
+	if len(args) != 1 {
+		return errors.New("report <node>")
+	}
+	l, err := open()
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	rep, err := l.Report(ctx, args[0])
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(rep)
 }
