@@ -24,6 +24,7 @@ func newApplyCmd(a *app) *cobra.Command {
 		},
 	}
 	addFileFlag(cmd, f)
+	addAllowUnsupportedFlag(cmd, a)
 	return cmd
 }
 
@@ -32,14 +33,11 @@ func newApplyCmd(a *app) *cobra.Command {
 // compare-and-swap on that version.
 func opApply(ctx context.Context, c datastore.Client, r v3.Resource) (bool, error) {
 	for attempt := 0; ; attempt++ {
-		cur, err := c.Get(ctx, datastore.KeyOf(r))
-		op := "apply or replace"
-		if errors.Is(err, datastore.ErrNotFound) {
-			op = "create or apply"
-		}
-		if err := v3.CheckUserWrite(v3.KindOf(r), op); err != nil {
+		// Calico's apply refuses a read-only kind before it looks.
+		if err := checkUserWrite(v3.KindOf(r), "apply"); err != nil {
 			return false, err
 		}
+		cur, err := c.Get(ctx, datastore.KeyOf(r))
 		if errors.Is(err, datastore.ErrNotFound) {
 			if _, err = c.Create(ctx, r); errors.Is(err, datastore.ErrAlreadyExists) && attempt < 5 {
 				continue

@@ -24,13 +24,14 @@ func newCreateCmd(a *app) *cobra.Command {
 		},
 	}
 	addFileFlag(cmd, f)
+	addAllowUnsupportedFlag(cmd, a)
 	cmd.Flags().BoolVar(&f.skipExists, "skip-exists", false, "leave resources that already exist alone instead of failing")
 	return cmd
 }
 
 func opCreate(skipExists bool) writeOp {
 	return func(ctx context.Context, c datastore.Client, r v3.Resource) (bool, error) {
-		if err := v3.CheckUserWrite(v3.KindOf(r), "create or apply"); err != nil {
+		if err := checkUserWrite(v3.KindOf(r), "create or apply"); err != nil {
 			return false, err
 		}
 		_, err := c.Create(ctx, r)

@@ -93,13 +93,13 @@ func (a *app) setDatastoreReady(ctx context.Context, ready bool) error {
 	if !ready {
 		verb = "locking"
 		if err := datastore.EnsureInitialized(ctx, c, a.clientVersion(), ""); err != nil {
-			return fmt.Errorf("unable to initialize cluster information for the datastore migration: %w", friendly(err))
+			return fmt.Errorf("unable to initialize cluster information for the datastore migration: %w", a.friendly(err))
 		}
 	}
 	for attempt := 0; ; attempt++ {
 		ci, err := getClusterInfo(ctx, c)
 		if err != nil {
-			return fmt.Errorf("error retrieving ClusterInformation for %s: %w", verb, friendly(err))
+			return fmt.Errorf("error retrieving ClusterInformation for %s: %w", verb, a.friendly(err))
 		}
 		ci.Spec.DatastoreReady = &ready
 		_, err = c.Update(ctx, ci)
@@ -107,7 +107,7 @@ func (a *app) setDatastoreReady(ctx context.Context, ready bool) error {
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("error updating ClusterInformation for %s: %w", verb, friendly(err))
+			return fmt.Errorf("error updating ClusterInformation for %s: %w", verb, a.friendly(err))
 		}
 		break
 	}

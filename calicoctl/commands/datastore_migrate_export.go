@@ -59,10 +59,10 @@ func (a *app) migrateExport(ctx context.Context) error {
 		info, _ := v3.LookupKind(kind)
 		l, err := c.List(ctx, kind, datastore.ListOptions{})
 		if err != nil {
-			return fmt.Errorf("listing %s: %w", info.Plural, friendly(err))
+			return fmt.Errorf("listing %s: %w", info.Plural, a.friendly(err))
 		}
 		if err := l.Complete(); err != nil {
-			return fmt.Errorf("listing %s: %w", info.Plural, friendly(err))
+			return fmt.Errorf("listing %s: %w", info.Plural, a.friendly(err))
 		}
 		var items []v3.Resource
 		for _, r := range l.Items {
@@ -88,7 +88,7 @@ func (a *app) migrateExport(ctx context.Context) error {
 	out.WriteString("===\n")
 	ci, err := getClusterInfo(ctx, c)
 	if err != nil {
-		return fmt.Errorf("reading ClusterInformation: %w", friendly(err))
+		return fmt.Errorf("reading ClusterInformation: %w", a.friendly(err))
 	}
 	js, err := v3.EncodeJSON(ci)
 	if err != nil {

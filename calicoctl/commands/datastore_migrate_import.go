@@ -97,7 +97,7 @@ func (a *app) migrateImport(ctx context.Context, path string) error {
 		return fmt.Errorf("datastore already has Calico resources: %w. Clear out all Calico resources by deleting all Calico CRDs", err)
 	}
 	if err := datastore.EnsureInitialized(ctx, c, a.clientVersion(), ""); err != nil {
-		return fmt.Errorf("unable to initialize cluster information for the datastore migration: %w", friendly(err))
+		return fmt.Errorf("unable to initialize cluster information for the datastore migration: %w", a.friendly(err))
 	}
 	if locked, err := checkLocked(ctx, c); err != nil {
 		return fmt.Errorf("error while checking if datastore was locked: %w", err)
@@ -119,7 +119,7 @@ func (a *app) migrateImport(ctx context.Context, path string) error {
 			return fmt.Errorf("failed to import v3 resources: %s %q: %w", v3.KindOf(r), r.GetName(), err)
 		}
 		if _, err := opApply(ctx, c, r); err != nil {
-			return fmt.Errorf("failed to import v3 resources: %s %q: %w", v3.KindOf(r), r.GetName(), friendly(err))
+			return fmt.Errorf("failed to import v3 resources: %s %q: %w", v3.KindOf(r), r.GetName(), a.friendly(err))
 		}
 		applied++
 	}
@@ -128,13 +128,13 @@ func (a *app) migrateImport(ctx context.Context, path string) error {
 	for attempt := 0; ; attempt++ {
 		ci, err := getClusterInfo(ctx, c)
 		if err != nil {
-			return fmt.Errorf("failed to update cluster information: %w", friendly(err))
+			return fmt.Errorf("failed to update cluster information: %w", a.friendly(err))
 		}
 		ci.Spec.CalicoVersion, ci.Spec.ClusterGUID = exported.Spec.CalicoVersion, exported.Spec.ClusterGUID
 		if _, err = c.Update(ctx, ci); errors.Is(err, datastore.ErrConflict) && attempt < 5 {
 			continue
 		} else if err != nil {
-			return fmt.Errorf("failed to update cluster information: %w", friendly(err))
+			return fmt.Errorf("failed to update cluster information: %w", a.friendly(err))
 		}
 		break
 	}
@@ -145,7 +145,7 @@ func (a *app) migrateImport(ctx context.Context, path string) error {
 			if done > 0 {
 				fmt.Fprintf(a.stdout, "Partial success: applied the first %d out of %d resources:\n", done, len(ipamRes))
 			}
-			return fmt.Errorf("hit error(s): %s %s: %w", v3.KindOf(r), r.GetName(), friendly(err))
+			return fmt.Errorf("hit error(s): %s %s: %w", v3.KindOf(r), r.GetName(), a.friendly(err))
 		}
 		done++
 	}

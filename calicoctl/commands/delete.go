@@ -41,8 +41,9 @@ func newDeleteCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := v3.CheckUserWrite(info.Kind, "delete"); err != nil {
-				return err
+			if err := checkUserWrite(info.Kind, "delete"); err != nil {
+				// As Calico's: reported as the name's failure.
+				return a.report("delete", writeResults{total: len(args) - 1, kind: info.Kind, errs: []error{err}})
 			}
 			ns := namespaceFor(info.Namespaced, namespace)
 			c, err := a.client()
@@ -57,7 +58,7 @@ func newDeleteCmd(a *app) *cobra.Command {
 				r.SetName(name)
 				r.SetNamespace(ns)
 				if _, err := op(ctx, c, r); err != nil {
-					res.errs = append(res.errs, friendly(err))
+					res.errs = append(res.errs, a.friendly(err))
 					continue
 				}
 				res.handled++
@@ -87,7 +88,7 @@ func namespaceFor(namespaced bool, flag string) string {
 // hangs off it along, as in Calico.
 func opDelete(skipNotExists bool, log *slog.Logger) writeOp {
 	return func(ctx context.Context, c datastore.Client, r v3.Resource) (bool, error) {
-		if err := v3.CheckUserWrite(v3.KindOf(r), "delete"); err != nil {
+		if err := checkUserWrite(v3.KindOf(r), "delete"); err != nil {
 			return false, err
 		}
 		d := lifecycle.Deleter{Client: c, Logger: log}

@@ -107,7 +107,7 @@ resourceVersion, creationTimestamp) when resources are named.`,
 				}
 				l, err := c.List(ctx, info.Kind, opts)
 				if err != nil {
-					return friendly(err)
+					return a.friendly(err)
 				}
 				items = l.Items
 				p.revision = l.Revision
@@ -119,7 +119,7 @@ resourceVersion, creationTimestamp) when resources are named.`,
 				for _, k := range targets {
 					r, err := c.Get(ctx, k)
 					if err != nil {
-						return fmt.Errorf("%s: %w", k, friendly(err))
+						return withPlace(k.String(), a.friendly(err))
 					}
 					items = append(items, r)
 				}

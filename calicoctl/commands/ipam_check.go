@@ -97,7 +97,7 @@ with -o and free what it lists with ipam release --from-report.`,
 			fmt.Fprintln(a.stdout, "Checking IPAM for leaks and inconsistencies...")
 			rep, err := ipam.New(c, ipam.Config{Logger: a.log()}).CheckLeaks(ctx, grace)
 			if err != nil {
-				return fmt.Errorf("checking IPAM: %w", friendly(err))
+				return fmt.Errorf("checking IPAM: %w", a.friendly(err))
 			}
 			found, err := consistency(ctx, c)
 			if err != nil {

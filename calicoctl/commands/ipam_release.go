@@ -125,7 +125,7 @@ func (a *app) releaseReport(ctx context.Context, c datastore.Client, al *ipam.Al
 		fmt.Fprintf(a.stdout, "Re-checked and cleaned %d empty block(s) and %d unused handle(s).\n", len(rep.EmptyUnaffineBlocks), len(rep.OrphanHandles))
 	}
 	if err != nil {
-		return fmt.Errorf("some releases failed (run ipam check again and retry): %w", friendly(err))
+		return fmt.Errorf("some releases failed (run ipam check again and retry): %w", a.friendly(err))
 	}
 	return nil
 }
@@ -157,7 +157,7 @@ func (a *app) releaseIPs(ctx context.Context, al *ipam.Allocator, addrs []netip.
 			fmt.Fprintf(a.stdout, "Released %s\n", ip)
 		}
 		if err != nil {
-			return fmt.Errorf("releasing: %w", friendly(err))
+			return fmt.Errorf("releasing: %w", a.friendly(err))
 		}
 		if len(got) < len(addrs) {
 			return fmt.Errorf("released %d of %d address(es): the others were not assigned", len(got), len(addrs))
@@ -166,7 +166,7 @@ func (a *app) releaseIPs(ctx context.Context, al *ipam.Allocator, addrs []netip.
 	}
 	rep, err := al.CheckLeaks(ctx, 0)
 	if err != nil {
-		return fmt.Errorf("checking the addresses: %w", friendly(err))
+		return fmt.Errorf("checking the addresses: %w", a.friendly(err))
 	}
 	byIP := map[netip.Addr]ipam.Leak{}
 	for _, l := range rep.Leaks {
@@ -174,7 +174,7 @@ func (a *app) releaseIPs(ctx context.Context, al *ipam.Allocator, addrs []netip.
 	}
 	allocs, err := al.ListAllocations(ctx, func(x ipam.Allocated) bool { return slices.Contains(addrs, x.IP) })
 	if err != nil {
-		return fmt.Errorf("checking the addresses: %w", friendly(err))
+		return fmt.Errorf("checking the addresses: %w", a.friendly(err))
 	}
 	assigned := map[netip.Addr]bool{}
 	for _, x := range allocs {
@@ -201,7 +201,7 @@ func (a *app) releaseIPs(ctx context.Context, al *ipam.Allocator, addrs []netip.
 		problems = append(problems, fmt.Sprintf("%d address(es) changed owner while releasing and were left alone", len(leaks)-len(freed)))
 	}
 	if err != nil {
-		problems = append(problems, friendly(err).Error())
+		problems = append(problems, a.friendly(err).Error())
 	}
 	if len(problems) > 0 {
 		return errors.New(strings.Join(problems, "; "))

@@ -230,7 +230,7 @@ func (a *app) showIPAMConfig(ctx context.Context, c datastore.Client) error {
 	case isNotFound(err):
 		// Not written yet: Calico's defaults apply.
 	default:
-		return fmt.Errorf("reading IPAMConfiguration default: %w", friendly(err))
+		return fmt.Errorf("reading IPAMConfiguration default: %w", a.friendly(err))
 	}
 	cfg.Default()
 	maxBlocks := "0 (no limit)"

@@ -93,7 +93,7 @@ func (a *app) splitPool(ctx context.Context, cidr, name string, parts int) error
 	if name != "" {
 		r, err := c.Get(ctx, datastore.Key{Kind: v3.KindIPPool, Name: name})
 		if err != nil {
-			return fmt.Errorf("unable to find IP pool with name %s: %w", name, friendly(err))
+			return fmt.Errorf("unable to find IP pool with name %s: %w", name, a.friendly(err))
 		}
 		old = r.(*v3.IPPool)
 	} else {
@@ -133,14 +133,14 @@ func (a *app) splitPool(ctx context.Context, cidr, name string, parts int) error
 	old.Spec.Disabled = true
 	upd, err := c.Update(ctx, old)
 	if err != nil {
-		return fmt.Errorf("error disabling IP pool %s: %w", old.Spec.CIDR, friendly(err))
+		return fmt.Errorf("error disabling IP pool %s: %w", old.Spec.CIDR, a.friendly(err))
 	}
 	if _, err := c.Delete(ctx, datastore.KeyOf(old), datastore.DeleteOptions{ResourceVersion: upd.GetResourceVersion()}); err != nil {
-		return fmt.Errorf("error removing the IP pool that was split %s: %w", old.Name, friendly(err))
+		return fmt.Errorf("error removing the IP pool that was split %s: %w", old.Name, a.friendly(err))
 	}
 	for i, np := range split {
 		if _, err := c.Create(ctx, np); err != nil {
-			return errors.Join(fmt.Errorf("error creating split pool with cidr %s: %w", np.Spec.CIDR, friendly(err)),
+			return errors.Join(fmt.Errorf("error creating split pool with cidr %s: %w", np.Spec.CIDR, a.friendly(err)),
 				undoSplit(ctx, c, split[:i], restore))
 		}
 	}

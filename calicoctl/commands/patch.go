@@ -55,6 +55,7 @@ a list of operations). The patch may be written as YAML.`,
 	cmd.Flags().StringVarP(&patch, "patch", "p", "", "Spec to use to patch the resource.")
 	cmd.Flags().StringVarP(&patchType, "type", "t", "strategic", "Format of patch type: strategic, json, or merge.")
 	cmd.Flags().StringVarP(&namespace, "namespace", "n", "", "Namespace of the resource.")
+	addAllowUnsupportedFlag(cmd, a)
 	return cmd
 }
 
@@ -113,7 +114,7 @@ func (a *app) modify(ctx context.Context, kindArg, name, namespace string, chang
 	if err != nil {
 		return err
 	}
-	if err := v3.CheckUserWrite(info.Kind, "apply or replace"); err != nil {
+	if err := checkUserWrite(info.Kind, "apply or replace"); err != nil {
 		return err
 	}
 	c, err := a.client()
@@ -125,7 +126,7 @@ func (a *app) modify(ctx context.Context, kindArg, name, namespace string, chang
 	for attempt := 0; ; attempt++ {
 		cur, err := c.Get(ctx, key)
 		if err != nil {
-			return fmt.Errorf("%s: %w", key, friendly(err))
+			return hitError(withPlace(key.String(), a.friendly(err)))
 		}
 		js, err := v3.EncodeJSON(cur)
 		if err != nil {
@@ -146,13 +147,16 @@ func (a *app) modify(ctx context.Context, kindArg, name, namespace string, chang
 		if next.GetName() != name || next.GetNamespace() != key.Namespace {
 			return fmt.Errorf("a patch cannot change the name or namespace")
 		}
+		if err := a.checkUnsupported(next, unsupportedIn(cur)); err != nil {
+			return err
+		}
 		next.SetResourceVersion(cur.GetResourceVersion())
 		_, err = c.Update(ctx, next)
 		if errors.Is(err, datastore.ErrConflict) && attempt < 5 {
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("%s: %w", key, friendly(err))
+			return hitError(withPlace(key.String(), a.friendly(err)))
 		}
 		fmt.Fprintln(a.stdout, msg)
 		return nil

@@ -21,11 +21,12 @@ func newReplaceCmd(a *app) *cobra.Command {
 		},
 	}
 	addFileFlag(cmd, f)
+	addAllowUnsupportedFlag(cmd, a)
 	return cmd
 }
 
 func opReplace(ctx context.Context, c datastore.Client, r v3.Resource) (bool, error) {
-	if err := v3.CheckUserWrite(v3.KindOf(r), "apply or replace"); err != nil {
+	if err := checkUserWrite(v3.KindOf(r), "apply or replace"); err != nil {
 		return false, err
 	}
 	cur, err := c.Get(ctx, datastore.KeyOf(r))

@@ -47,6 +47,12 @@ type app struct {
 	logLevel      string
 	kubeContext   string
 	allowMismatch bool
+	// allowUnsupported: write security settings Tabby cannot honour
+	// (--allow-unsupported of apply, create, replace, patch).
+	allowUnsupported bool
+	// datastoreType is the datastore connected to (Calico's error
+	// messages differ between them).
+	datastoreType string
 	// version is this client's version, compared with the cluster's
 	// (Version unless a test sets it).
 	version string
@@ -72,7 +78,8 @@ func run(a *app, args []string) int {
 	root := newRoot(a)
 	root.SetArgs(args)
 	if err := root.Execute(); err != nil {
-		fmt.Fprintln(a.stderr, "Error:", err)
+		// As Calico's calicoctl: the error alone, no "Error:" prefix.
+		fmt.Fprintln(a.stderr, err)
 		return 1
 	}
 	return 0
@@ -143,5 +150,6 @@ func (a *app) connect() (datastore.Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connecting to the %s datastore: %w", spec.DatastoreType, err)
 	}
+	a.datastoreType = spec.DatastoreType
 	return c, nil
 }

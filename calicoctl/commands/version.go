@@ -84,7 +84,7 @@ func (a *app) printClusterVersion(ctx context.Context, c datastore.Client, every
 			if isNotFound(err) {
 				err = fmt.Errorf("unable to retrieve Cluster Version or Type: %w (the node agent creates ClusterInformation on first start)", err)
 			} else {
-				err = fmt.Errorf("unable to retrieve Cluster Version or Type: %w", friendly(err))
+				err = fmt.Errorf("unable to retrieve Cluster Version or Type: %w", a.friendly(err))
 			}
 			shownV, shownT = "", ""
 		}

@@ -40,6 +40,11 @@ func (a *app) runWrite(ctx context.Context, verb string, flags *writeFlags, op w
 		fmt.Fprintln(a.stdout, "No resources specified")
 		return nil
 	}
+	if verb != "delete" {
+		if err := a.checkInputsUnsupported(ins); err != nil {
+			return err
+		}
+	}
 	if verb == "create" {
 		// New pools overlapping each other: the datastore would take the
 		// first and refuse the second; refuse the lot before writing.
@@ -57,12 +62,28 @@ func (a *app) runWrite(ctx context.Context, verb string, flags *writeFlags, op w
 		// Skipped resources (--skip-exists, --skip-not-exists) count as
 		// handled, as Calico counts them.
 		if _, err := op(ctx, c, in.r); err != nil {
-			res.errs = append(res.errs, fmt.Errorf("%s: %w", in.where(), friendly(err)))
+			res.errs = append(res.errs, withPlace(in.where(), a.friendly(err)))
 			continue
 		}
 		res.handled++
 	}
 	return a.report(verb, res)
+}
+
+// checkInputsUnsupported warns about every input's values Tabby does
+// not honour and refuses the lot, before anything is written, if one is a
+// security setting (see checkUnsupported).
+func (a *app) checkInputsUnsupported(ins []inputResource) error {
+	var errs []string
+	for _, in := range ins {
+		if err := a.checkUnsupported(in.r, nil); err != nil {
+			errs = append(errs, err.Error()) // names the resource
+		}
+	}
+	if len(errs) > 0 {
+		return errors.New(strings.Join(errs, "\n"))
+	}
+	return nil
 }
 
 // writeResults is what a multi-document write did.
@@ -93,11 +114,13 @@ func (a *app) report(verb string, r writeResults) error {
 		if len(r.errs) == 0 {
 			return nil
 		}
-		lines := make([]string, len(r.errs))
-		for i, err := range r.errs {
-			lines[i] = fmt.Sprintf("Failed to delete %sresource: %v", kindWord(r.kind), err)
+		// One line each, every one ending in a newline as Calico's (so
+		// the error, printed with one more, ends in an empty line).
+		var b strings.Builder
+		for _, err := range r.errs {
+			fmt.Fprintf(&b, "Failed to delete %sresource: %v\n", kindWord(r.kind), err)
 		}
-		return errors.New(strings.Join(lines, "\n"))
+		return errors.New(b.String())
 	}
 	switch {
 	case len(r.errs) == 0:
@@ -138,23 +161,6 @@ func kindWord(kind string) string {
 // resource(s)", without the kind when several kinds were written.
 func successMessage(past string, n int, kind string) string {
 	return fmt.Sprintf("Successfully %s %d %sresource(s)", past, n, kindWord(kind))
-}
-
-// friendly adds what to do to the errors users hit most.
-func friendly(err error) error {
-	switch {
-	case errors.Is(err, datastore.ErrAlreadyExists):
-		return fmt.Errorf("%w (use apply or replace to change it, or --skip-exists)", err)
-	case errors.Is(err, datastore.ErrNotFound):
-		return fmt.Errorf("%w (use create or apply to make it)", err)
-	case errors.Is(err, datastore.ErrConflict):
-		return fmt.Errorf("%w (someone else changed it: get it again and retry)", err)
-	case errors.Is(err, datastore.ErrUnavailable):
-		return fmt.Errorf("%w (check the datastore is running and the endpoints in your configuration)", err)
-	case errors.Is(err, datastore.ErrUndecodable):
-		return fmt.Errorf("%w (the stored record is damaged: fix it in the datastore, or remove it with calicoctl delete)", err)
-	}
-	return err
 }
 
 // updateFrom writes r over cur, keeping cur's identity and version unless

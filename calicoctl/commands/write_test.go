@@ -21,8 +21,8 @@ func TestReport(t *testing.T) {
 		{"apply", writeResults{total: 2, handled: 1, errs: []error{e1}, kind: "IPPool"}, "", "hit error: [e1]"},
 		{"apply", writeResults{total: 3, handled: 2, errs: []error{e1}}, "Partial success: applied the first 2 out of 3 resources:\n", "hit error: [e1]"},
 		{"replace", writeResults{total: 3, handled: 2, errs: []error{e1}, kind: "Tier"}, "Partial success: replaced the first 2 out of 3 'Tier' resources:\n", "hit error: [e1]"},
-		{"delete", writeResults{total: 3, handled: 1, errs: []error{e1, e2}}, "Successfully deleted 1 resource(s)\n", "Failed to delete resource: e1\nFailed to delete resource: e2"},
-		{"delete", writeResults{total: 1, errs: []error{e1}, kind: "Node"}, "", "Failed to delete 'Node' resource: e1"},
+		{"delete", writeResults{total: 3, handled: 1, errs: []error{e1, e2}}, "Successfully deleted 1 resource(s)\n", "Failed to delete resource: e1\nFailed to delete resource: e2\n"},
+		{"delete", writeResults{total: 1, errs: []error{e1}, kind: "Node"}, "", "Failed to delete 'Node' resource: e1\n"},
 		{"delete", writeResults{total: 2, handled: 2, kind: "Node"}, "Successfully deleted 2 'Node' resource(s)\n", ""},
 	} {
 		var out bytes.Buffer

@@ -23,6 +23,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/tabbynet/tabby/lib/calicolog"
 )
 
 // Settings are the network configuration's logging keys.
@@ -54,11 +56,12 @@ func (s Settings) level() slog.Level {
 	return slog.LevelInfo
 }
 
-// Open returns the plugin's logger (stderr, and the file when set) and
-// a function closing the file. A file that cannot be opened is reported
-// on stderr and left out.
-func Open(s Settings, stderr io.Writer, now func() time.Time) (*slog.Logger, func()) {
-	opts := &slog.HandlerOptions{Level: s.level()}
+// Open returns the plugin's logger (stderr, and the file when set), in
+// Calico's log line format with the given component (Calico's plugin
+// writes "cni-plugin/") or as JSON lines, and a function closing the
+// file. A file that cannot be opened is reported on stderr and left out.
+func Open(s Settings, component string, json bool, stderr io.Writer, now func() time.Time) (*slog.Logger, func()) {
+	opts := calicolog.Options{Component: component, Level: s.level(), JSON: json}
 	w := stderr
 	closer := func() {}
 	if s.FilePath != "" {
@@ -70,7 +73,7 @@ func Open(s Settings, stderr io.Writer, now func() time.Time) (*slog.Logger, fun
 			closer = func() { _ = rf.Close() }
 		}
 	}
-	return slog.New(slog.NewTextHandler(w, opts)), closer
+	return slog.New(calicolog.New(w, opts)), closer
 }
 
 // backupTime is the timestamp format of rotated files (lumberjack's).

@@ -62,7 +62,7 @@ func TestOpenLevelsAndFile(t *testing.T) {
 	if s.MaxSizeMB != 5 || s.FilePath != path {
 		t.Fatalf("settings %+v", s)
 	}
-	log, closeLog := Open(s, &stderr, nil)
+	log, closeLog := Open(s, "cni-plugin", false, &stderr, nil)
 	log.Debug("a debug line")
 	closeLog()
 	b, _ := os.ReadFile(path)
@@ -71,11 +71,11 @@ func TestOpenLevelsAndFile(t *testing.T) {
 	}
 	for lvl, debug := range map[string]bool{"": false, "info": false, "warning": false, "error": false, "DEBUG": true} {
 		var out strings.Builder
-		l, c := Open(Settings{Level: lvl}, &out, nil)
+		l, c := Open(Settings{Level: lvl}, "cni-plugin", false, &out, nil)
 		l.Debug("d")
 		l.Info("i")
 		c()
-		if strings.Contains(out.String(), "msg=d") != debug || (lvl == "error") == strings.Contains(out.String(), "msg=i") {
+		if strings.Contains(out.String(), ": d\n") != debug || (lvl == "error") == strings.Contains(out.String(), ": i\n") {
 			t.Errorf("log_level %q: %q", lvl, out.String())
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"strings"
 	"time"
 
 	"github.com/containernetworking/cni/pkg/skel"
@@ -25,11 +26,21 @@ import (
 // Add wires a pod: IPAM, then the veth and routes, then the
 // WorkloadEndpoint. A failure at any step undoes the earlier ones.
 func (p *Plugin) Add(a *skel.CmdArgs) error {
+	_, err := p.addReported(a)
+	return err
+}
+
+// addReported is Add, returning the pod's addresses for the log.
+func (p *Plugin) addReported(a *skel.CmdArgs) ([]any, error) {
 	res, err := p.add(a)
 	if err != nil {
-		return toCNI(err, "adding the pod network")
+		return nil, toCNI(err, "adding the pod network")
 	}
-	return types.PrintResult(res, res.CNIVersion)
+	addrs := make([]string, len(res.IPs))
+	for i, ip := range res.IPs {
+		addrs[i] = ip.Address.String()
+	}
+	return []any{"addresses", strings.Join(addrs, ",")}, types.PrintResult(res, res.CNIVersion)
 }
 
 func (p *Plugin) add(a *skel.CmdArgs) (res *current.Result, err error) {

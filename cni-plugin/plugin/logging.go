@@ -11,19 +11,31 @@ import (
 	"github.com/containernetworking/cni/pkg/skel"
 
 	"github.com/tabbynet/tabby/cni-plugin/cnilog"
+	"github.com/tabbynet/tabby/lib/calicolog"
 )
+
+// command is one of the plugin's commands; done are attributes for the
+// log's last line (ADD: the addresses it gave the pod).
+type command func(*skel.CmdArgs) (done []any, err error)
+
+// plain is a command with nothing to add to the log's last line.
+func plain(f func(*skel.CmdArgs) error) command {
+	return func(a *skel.CmdArgs) ([]any, error) { return nil, f(a) }
+}
 
 // logged wraps one command with the plugin's log, configured by the
 // network configuration's log_level, log_file_path and rotation keys as
-// Calico's plugin is (see cni-plugin/cnilog): the call and its outcome at
-// INFO (a failure at ERROR), the configuration at DEBUG.
-func (p *Plugin) logged(cmd string, f func(*skel.CmdArgs) error) func(*skel.CmdArgs) error {
+// Calico's plugin is (see cni-plugin/cnilog), in Calico's format
+// (TABBY_LOG_FORMAT=json for JSON lines): the call and its outcome at INFO
+// (a failure at ERROR), each naming the container and interface, the last
+// line of an ADD also the addresses; the configuration at DEBUG.
+func (p *Plugin) logged(cmd string, f command) func(*skel.CmdArgs) error {
 	return func(a *skel.CmdArgs) error {
 		var stderr io.Writer = os.Stderr
 		if p.LogStderr != nil {
 			stderr = p.LogStderr
 		}
-		log, closeLog := cnilog.Open(cnilog.FromConfig(a.StdinData), stderr, time.Now)
+		log, closeLog := cnilog.Open(cnilog.FromConfig(a.StdinData), "cni-plugin", calicolog.JSONFromEnv(os.Getenv), stderr, time.Now)
 		defer closeLog()
 		log = log.With("command", cmd, "containerID", a.ContainerID, "ifName", a.IfName)
 		log.Info("calico CNI plugin called", "netns", a.Netns, "args", a.Args)
@@ -32,12 +44,12 @@ func (p *Plugin) logged(cmd string, f func(*skel.CmdArgs) error) func(*skel.CmdA
 			log.Error("CNI setting refused", "setting", r[0], "reason", r[1])
 		}
 		start := time.Now()
-		err := f(a)
+		done, err := f(a)
 		if err != nil {
 			log.Error("calico CNI plugin failed", "error", err, "duration", time.Since(start))
 			return err
 		}
-		log.Info("calico CNI plugin done", "duration", time.Since(start))
+		log.Info("calico CNI plugin done", append(done, "duration", time.Since(start))...)
 		return nil
 	}
 }

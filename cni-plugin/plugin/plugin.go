@@ -100,8 +100,8 @@ func clientFor(backends dsconfig.Backends) func(*netconf.NetConf) (datastore.Cli
 
 // Funcs returns skel's callbacks.
 func (p *Plugin) Funcs() skel.CNIFuncs {
-	return skel.CNIFuncs{Add: p.logged("ADD", p.Add), Del: p.logged("DEL", p.Del), Check: p.logged("CHECK", p.Check),
-		Status: p.logged("STATUS", p.Status), GC: p.logged("GC", p.GC)}
+	return skel.CNIFuncs{Add: p.logged("ADD", p.addReported), Del: p.logged("DEL", plain(p.Del)), Check: p.logged("CHECK", plain(p.Check)),
+		Status: p.logged("STATUS", plain(p.Status)), GC: p.logged("GC", plain(p.GC))}
 }
 
 // call is one invocation's parsed input.

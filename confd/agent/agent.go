@@ -26,6 +26,7 @@ import (
 	"github.com/tabbynet/tabby/datastore/dsconfig"
 	"github.com/tabbynet/tabby/datastore/etcd/etcdlib"
 	"github.com/tabbynet/tabby/datastore/kdd"
+	"github.com/tabbynet/tabby/lib/calicolog"
 )
 
 // options are the command line flags.
@@ -105,9 +106,13 @@ func RunWith(ctx context.Context, args []string, getenv func(string) string, std
 	if fromEnv {
 		levelVar.Set(envLevel)
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: &levelVar}))
+	log := slog.New(calicolog.New(stderr, calicolog.Options{Component: "confd", Level: &levelVar, JSON: calicolog.JSONFromEnv(getenv)}))
 	if h.Logger != nil {
 		log = h.Logger
+	} else {
+		// confd's own process: what logs through slog's default (the
+		// datastore's syncer) writes the same lines.
+		slog.SetDefault(log)
 	}
 	for _, r := range refusedSettings(getenv) {
 		log.Error("confd setting refused", "setting", r[0], "value", getenv(r[0]), "reason", r[1])

@@ -8,6 +8,7 @@ import (
 
 	v3 "github.com/tabbynet/tabby/api/v3"
 	"github.com/tabbynet/tabby/datastore"
+	"github.com/tabbynet/tabby/lib/calicolog"
 )
 
 // TestConfdSettings: Calico's confd variables that Tabby does not
@@ -21,11 +22,17 @@ func TestConfdSettings(t *testing.T) {
 	_ = Run(context.Background(), []string{"-config", "/nonexistent"}, env(vars), &out)
 	logs := out.String()
 	for _, want := range []string{
-		`level=ERROR msg="confd setting refused" setting=CALICO_ADVERTISE_CLUSTER_IPS value=10.96.0.0/12 reason="advertising Service cluster IPs is not implemented`,
-		`level=ERROR msg="confd setting refused" setting=FELIX_TYPHAK8SSERVICENAME value=calico-typha reason="Tabby has no Typha`,
+		`[ERROR]`, `confd/agent.go`,
+		`: confd setting refused reason="advertising Service cluster IPs is not implemented: BIRD announces the node's pod blocks only" setting="CALICO_ADVERTISE_CLUSTER_IPS" value="10.96.0.0/12"`,
+		`: confd setting refused reason="Tabby has no Typha: confd watches the datastore directly" setting="FELIX_TYPHAK8SSERVICENAME" value="calico-typha"`,
 	} {
 		if !strings.Contains(logs, want) {
 			t.Errorf("log lacks %q:\n%s", want, logs)
+		}
+	}
+	for _, l := range strings.Split(strings.TrimSuffix(logs, "\n"), "\n") {
+		if !calicolog.LinePattern.MatchString(l) {
+			t.Errorf("not Calico's log line format: %q", l)
 		}
 	}
 	if strings.Contains(logs, "CONFD_TYPHAK8SNAMESPACE") || strings.Contains(logs, "CALICO_TYPHAADDR") {

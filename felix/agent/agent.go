@@ -40,7 +40,9 @@ import (
 	"github.com/tabbynet/tabby/felix/epstatus"
 	"github.com/tabbynet/tabby/felix/health"
 	"github.com/tabbynet/tabby/felix/ifacewatch"
+	"github.com/tabbynet/tabby/felix/routes"
 	"github.com/tabbynet/tabby/felix/rules"
+	"github.com/tabbynet/tabby/lib/calicolog"
 	"github.com/tabbynet/tabby/lib/pprofmux"
 )
 
@@ -76,9 +78,17 @@ type Health interface {
 	// Heartbeat is called on every turn of the calculation and dataplane
 	// loops (each at least every 10s).
 	Heartbeat(loop string)
-	// Ready is given felix's readiness: the dataplane in sync.
-	Ready(inSync func() bool)
+	// Ready is given felix's readiness checks, one per part (datastore,
+	// dataplane, routes, settings): each says ok, or why not.
+	Ready(checks map[string]health.Check)
 }
+
+// routeFailureGrace is how long route syncs may keep failing (retried
+// with backoff) before felix stops being ready: long enough that a
+// transient failure does not flap readiness, short enough that a node
+// that cannot route (an IPIP pool on a kernel without ipip) is taken out
+// of a rollout within a probe period or two.
+const routeFailureGrace = 10 * time.Second
 
 // DebugHandler is implemented by an embedding agent's Health when it
 // serves felix's read models on its health port (calico-node does): felix
@@ -128,7 +138,7 @@ func Run(ctx context.Context, o Options) error {
 		defer b.logs.Close()
 	}
 	getenv, env, file, local, log, logs, reg := b.getenv, b.env, b.file, b.local, b.log, b.logs, b.reg
-	st := &settingsState{env: env, file: file, log: log, metric: newProblemMetric(reg), logs: logs, getenv: getenv}
+	st := newSettingsState(env, file, log, reg, logs, getenv)
 	st.report(local)
 
 	// Long-running: etcd's client library.
@@ -191,7 +201,7 @@ func boot(o Options) (booted, error) {
 			stderr = os.Stderr
 		}
 		var ferr error
-		b.log, b.logs, ferr = newLogger(stderr, b.cfg.logScreen, b.cfg.logFilePath, b.cfg.logFile)
+		b.log, b.logs, ferr = newLogger(stderr, b.cfg.logScreen, b.cfg.logFilePath, b.cfg.logFile, calicolog.JSONFromEnv(b.getenv))
 		slog.SetDefault(b.log)
 		// client-go (the Kubernetes datastore's informers) logs through klog.
 		klog.SetSlogLogger(b.log)
@@ -278,7 +288,7 @@ func runFelix(ctx context.Context, r felixRun) error {
 			log.Error("cannot watch the interface addresses; host endpoints by expectedIPs stay unrendered", "error", err)
 		}
 	}()
-	stopServers := startHealthAndServers(ctx, r, dp, map[string]*health.Loop{"calculation": calcLoop, "dataplane": dpLoop})
+	stopServers := startHealthAndServers(ctx, r, dp, rm, map[string]*health.Loop{"calculation": calcLoop, "dataplane": dpLoop})
 	defer stopServers()
 	log.Info("felix starting", "node", cfg.hostname, "datastore", r.datastoreType, "ipv6", cfg.ipv6)
 	return d.Run(ctx, daemon.NewSyncer(r.client, startFlowLogs(ctx, r, d)))
@@ -335,7 +345,7 @@ func newDataplane(ctx context.Context, r felixRun) (*dataplane.Dataplane, *healt
 // (served, or handed to the embedding agent), the metrics and debug
 // servers, and the return of the start-up's memory once the dataplane is
 // in sync; it returns what shuts the servers down.
-func startHealthAndServers(ctx context.Context, r felixRun, dp *dataplane.Dataplane, loops map[string]*health.Loop) (stop func()) {
+func startHealthAndServers(ctx context.Context, r felixRun, dp *dataplane.Dataplane, rm *routes.Manager, loops map[string]*health.Loop) (stop func()) {
 	cfg, log := r.cfg, r.log
 	dsProbe := &health.Probe{Name: "datastore", Interval: 10 * time.Second, Log: log, Probe: func(ctx context.Context) error {
 		_, err := r.client.Get(ctx, datastore.Key{Kind: v3.KindFelixConfiguration, Name: "default"})
@@ -349,8 +359,9 @@ func startHealthAndServers(ctx context.Context, r felixRun, dp *dataplane.Datapl
 	// (releaseStartupMemory); felix is ready only then, so that what it
 	// holds when ready is what it needs.
 	var released atomic.Bool
-	checker := &health.Checker{Timeout: cfg.watchdogTimeout, Log: log, Loops: loops,
-		Ready: map[string]health.Check{"datastore": dsProbe.Check, "dataplane": func() (bool, string) {
+	checks := map[string]health.Check{
+		"datastore": dsProbe.Check,
+		"dataplane": func() (bool, string) {
 			if ok, why := dp.Ready(); !ok {
 				return false, why
 			}
@@ -358,14 +369,18 @@ func startHealthAndServers(ctx context.Context, r felixRun, dp *dataplane.Datapl
 				return false, "in sync; returning the start-up's memory"
 			}
 			return true, ""
-		}}}
+		},
+		"routes":   func() (bool, string) { return rm.Ready(time.Now(), routeFailureGrace) },
+		"settings": r.st.Ready,
+	}
+	checker := &health.Checker{Timeout: cfg.watchdogTimeout, Log: log, Loops: loops, Ready: checks}
 	if dh, ok := r.o.Health.(DebugHandler); ok {
 		dh.Handle(daemon.EndpointReportPath, r.report)
 	}
 	if r.o.Health != nil {
-		// The embedding agent serves health: felix's readiness includes
-		// the datastore probe; its loops tick the agent's heartbeats.
-		r.o.Health.Ready(func() bool { ok, _ := checker.ReadyNow(); return ok })
+		// The embedding agent serves health, one line per part; felix's
+		// loops tick the agent's heartbeats.
+		r.o.Health.Ready(checks)
 	}
 	go func() {
 		releaseStartupMemory(ctx, dp.InSync, r.steadyGC, log)

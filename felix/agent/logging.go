@@ -9,12 +9,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/tabbynet/tabby/lib/calicolog"
 )
 
 // Calico's severities beyond slog's: TRACE below DEBUG, FATAL above ERROR.
 const (
-	LevelTrace = slog.Level(-8)
-	LevelFatal = slog.Level(12)
+	LevelTrace = calicolog.LevelTrace
+	LevelFatal = calicolog.LevelFatal
 )
 
 // calicoLevel maps a Calico severity (TRACE ... FATAL, "" = off) to a
@@ -37,19 +39,6 @@ func calicoLevel(sev string) slog.Level {
 	return LevelFatal + 100 // off
 }
 
-func levelNames(_ []string, a slog.Attr) slog.Attr {
-	if a.Key != slog.LevelKey {
-		return a
-	}
-	switch l := a.Value.Any().(slog.Level); {
-	case l <= LevelTrace:
-		a.Value = slog.StringValue("TRACE")
-	case l >= LevelFatal:
-		a.Value = slog.StringValue("FATAL")
-	}
-	return a
-}
-
 // logOutputs are felix's log destinations, screen (stderr) and file
 // (LogFilePath), each at its own level, changeable live.
 type logOutputs struct {
@@ -58,13 +47,14 @@ type logOutputs struct {
 }
 
 // newLogger returns a logger writing to stderr at screenSev and, when
-// path is not "", to the file at fileSev. A file that cannot be opened is
-// reported and left out (the screen still logs).
-func newLogger(stderr io.Writer, screenSev, path, fileSev string) (*slog.Logger, *logOutputs, error) {
+// path is not "", to the file at fileSev, in Calico's log line format (or
+// JSON lines when json is set). A file that cannot be opened is reported
+// and left out (the screen still logs).
+func newLogger(stderr io.Writer, screenSev, path, fileSev string, json bool) (*slog.Logger, *logOutputs, error) {
 	out := &logOutputs{}
 	out.screen.Set(calicoLevel(screenSev))
 	out.file.Set(calicoLevel(fileSev))
-	hs := []slog.Handler{slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: &out.screen, ReplaceAttr: levelNames})}
+	hs := []slog.Handler{calicolog.New(stderr, calicolog.Options{Component: "felix", Level: &out.screen, JSON: json})}
 	var ferr error
 	if path != "" {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -73,7 +63,7 @@ func newLogger(stderr io.Writer, screenSev, path, fileSev string) (*slog.Logger,
 			ferr = fmt.Errorf("opening the log file: %w", err)
 		} else {
 			out.f = f
-			hs = append(hs, slog.NewTextHandler(f, &slog.HandlerOptions{Level: &out.file, ReplaceAttr: levelNames}))
+			hs = append(hs, calicolog.New(f, calicolog.Options{Component: "felix", Level: &out.file, JSON: json}))
 		}
 	}
 	return slog.New(fanout(hs)), out, ferr

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -15,7 +16,7 @@ import (
 func TestLoggerScreenAndFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "calico", "felix.log")
 	var screen strings.Builder
-	log, outs, err := newLogger(&screen, "WARNING", path, "TRACE")
+	log, outs, err := newLogger(&screen, "WARNING", path, "TRACE", false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,11 +31,12 @@ func TestLoggerScreenAndFile(t *testing.T) {
 		out, want string
 		has       bool
 	}{
-		{screen.String(), "level=TRACE msg=t1", false}, {screen.String(), "msg=i1", false}, {screen.String(), "level=WARN msg=w1", true},
-		{screen.String(), "level=TRACE msg=t2", true},
-		{string(file), "level=TRACE msg=t1", true}, {string(file), "level=INFO msg=i1", true},
+		{screen.String(), `\[TRACE\]\S+ felix/logging_test.go \d+: t1`, false}, {screen.String(), `: i1`, false},
+		{screen.String(), `\[WARNING\]\S+ felix/logging_test.go \d+: w1`, true},
+		{screen.String(), `\[TRACE\]\S+ felix/logging_test.go \d+: t2`, true},
+		{string(file), `\[TRACE\]\S+ felix/logging_test.go \d+: t1`, true}, {string(file), `\[INFO\]\S+ felix/logging_test.go \d+: i1`, true},
 	} {
-		if strings.Contains(c.out, c.want) != c.has {
+		if regexp.MustCompile(c.want).MatchString(c.out) != c.has {
 			t.Errorf("%q in %q: want %v", c.want, c.out, c.has)
 		}
 	}
@@ -42,7 +44,7 @@ func TestLoggerScreenAndFile(t *testing.T) {
 		t.Error("severity mapping")
 	}
 	var s2 strings.Builder
-	log, outs, err = newLogger(&s2, "INFO", "/proc/no/such/felix.log", "INFO")
+	log, outs, err = newLogger(&s2, "INFO", "/proc/no/such/felix.log", "INFO", false)
 	if err == nil {
 		t.Error("an unopenable log file was not reported")
 	}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -30,7 +31,12 @@ type settingsState struct {
 	env, file map[string]string
 	log       *slog.Logger
 	metric    *prometheus.GaugeVec
+	// secMetric is tabby_felix_security_settings_unhonoured.
+	secMetric prometheus.Gauge
 	logs      *logOutputs // nil when the caller gave the logger
+	// security is why felix is not ready ("" when it may be): the
+	// security settings set to values it cannot honour.
+	security atomic.Pointer[string]
 
 	mu       sync.Mutex
 	current  *felixconfig.Settings
@@ -41,6 +47,15 @@ type settingsState struct {
 	rc       rules.Config
 	restart  func(error)
 	getenv   func(string) string
+}
+
+// newSettingsState is the state over the local sources, its metrics
+// registered with reg.
+func newSettingsState(env, file map[string]string, log *slog.Logger, reg prometheus.Registerer, logs *logOutputs, getenv func(string) string) *settingsState {
+	sec := prometheus.NewGauge(prometheus.GaugeOpts{Name: "tabby_felix_security_settings_unhonoured",
+		Help: "Security settings (WireGuard, eBPF, ...: see the README) set to values felix cannot honour; felix is not ready while this is above 0."})
+	reg.MustRegister(sec)
+	return &settingsState{env: env, file: file, log: log, metric: newProblemMetric(reg), secMetric: sec, logs: logs, getenv: getenv}
 }
 
 func newProblemMetric(reg prometheus.Registerer) *prometheus.GaugeVec {
@@ -73,6 +88,44 @@ func (st *settingsState) report(s *felixconfig.Settings) {
 		}
 	}
 	st.reported = now
+	st.noteSecurity(s.SecurityProblems())
+}
+
+// noteSecurity records (metric, readiness reason, one ERROR line per
+// change) the security settings felix cannot honour.
+func (st *settingsState) noteSecurity(probs []felixconfig.Problem) {
+	why := securityReason(probs)
+	if st.secMetric != nil {
+		st.secMetric.Set(float64(len(probs)))
+	}
+	old := st.security.Swap(&why)
+	if old != nil && *old == why {
+		return
+	}
+	if why != "" {
+		st.log.Error("felix is not ready: a security setting cannot be honoured; remove it (or set it to its default) to run without it", "reason", why)
+	} else if old != nil && *old != "" {
+		st.log.Info("no security setting is refused any more")
+	}
+}
+
+// securityReason is the readiness reason for probs ("" for none).
+func securityReason(probs []felixconfig.Problem) string {
+	parts := make([]string, len(probs))
+	for i, p := range probs {
+		parts[i] = fmt.Sprintf("%s=%s (%s) cannot be honoured: %s", p.Setting, p.Raw, p.Source, p.Reason)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// Ready is the settings' readiness check: not ready while a security
+// setting is set to a value felix cannot honour.
+func (st *settingsState) Ready() (bool, string) {
+	why := st.security.Load()
+	if why == nil {
+		return false, "configuration not read yet"
+	}
+	return *why == "", *why
 }
 
 // resolve merges the local sources with the datastore's specs.

@@ -4,6 +4,11 @@
 // with Calico's type, default and parsing, and what Tabby does with it:
 // honoured (applied live or at the next start), or refused when set to a
 // value Tabby does not implement, with the reason and what runs instead.
+// Refused settings that change security or isolation are marked Security
+// (WireGuard, eBPF, ...): felix is not ready while one is set, and
+// calicoctl refuses to write one without --allow-unsupported (Refusals
+// gives it the table's verdict on a spec). Making a setting honoured is
+// one edit of its table entry.
 //
 // Resolve merges the sources with Calico's precedence: environment, then
 // the config file, then the node's FelixConfiguration ("node.<name>"),

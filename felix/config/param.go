@@ -51,6 +51,13 @@ type Param struct {
 	Allowed []string
 	// Reason says, for a refused setting, why and what runs instead.
 	Reason string
+	// Security marks a refused setting that changes security or isolation
+	// (encryption, what policy admits, who may read felix's endpoints):
+	// running without it would be silently weaker than the operator asked,
+	// so a refused value makes felix not ready and calicoctl refuses to
+	// write it unless told --allow-unsupported. Flipping a setting to
+	// Honoured (h in table.go) lifts both.
+	Security bool
 }
 
 // Params are all of felix's settings (table.go), by lower-case name.

@@ -65,6 +65,9 @@ type Problem struct {
 	Reason string
 	// Fatal problems stop felix (Calico's die-on-fail settings).
 	Fatal bool
+	// Security: a refused value of a Param marked Security; felix is not
+	// ready while one is set.
+	Security bool
 }
 
 func (p Problem) String() string {
@@ -140,7 +143,7 @@ func Resolve(src Sources) (*Settings, error) {
 		}
 		val.V = parsed
 		if val.Source != SourceDefault && !p.allowed(parsed) {
-			s.Problems = append(s.Problems, Problem{Setting: p.Name, Source: val.Source, Raw: val.Raw, Kind: ProblemRefused, Reason: p.Reason})
+			s.Problems = append(s.Problems, Problem{Setting: p.Name, Source: val.Source, Raw: val.Raw, Kind: ProblemRefused, Reason: p.Reason, Security: p.Security})
 		}
 		s.values[p.Name] = val
 	}
@@ -268,6 +271,33 @@ func (s *Settings) Uint32(name string) uint32          { return s.Get(name).V.(u
 func (s *Settings) Ports(name string) []PortSpec       { return s.Get(name).V.([]PortSpec) }
 func (s *Settings) Regexp(name string) Regexp          { return s.Get(name).V.(Regexp) }
 func (s *Settings) Addr(name string) netip.Addr        { return s.Get(name).V.(netip.Addr) }
+
+// SecurityProblems are the refused values of security settings (see
+// Param.Security): while there is one, felix is not ready.
+func (s *Settings) SecurityProblems() []Problem {
+	var out []Problem
+	for _, p := range s.Problems {
+		if p.Security {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Refusals are the values of spec (a FelixConfiguration's) that felix
+// refuses, as Resolve reports them with spec as the global configuration:
+// what calicoctl warns about (and, for security settings, refuses) when
+// the spec is written. Values that do not parse are left to validation.
+func Refusals(spec *v3.FelixConfigurationSpec) []Problem {
+	s, _ := Resolve(Sources{Global: spec})
+	var out []Problem
+	for _, p := range s.Problems {
+		if p.Kind == ProblemRefused {
+			out = append(out, p)
+		}
+	}
+	return out
+}
 
 // IsSet reports whether a setting came from somewhere but the defaults.
 func (s *Settings) IsSet(name string) bool { return s.Get(name).Source != SourceDefault }

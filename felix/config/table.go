@@ -39,6 +39,7 @@ func (p Param) live() Param  { p.Live = true; return p }
 func (p Param) local() Param { p.Local = true; return p }
 func (p Param) die() Param   { p.DieOnFail = true; return p }
 func (p Param) nz() Param    { p.NonZero = true; return p }
+func (p Param) sec() Param   { p.Security = true; return p }
 func (p Param) allow(v ...string) Param {
 	p.Allowed = v
 	return p
@@ -73,10 +74,10 @@ var Params = []Param{
 	r("UseInternalDataplaneDriver", "UseInternalDataplaneDriver", KindBool, "true", "felix always programs the dataplane itself"),
 	r("DataplaneDriver", "DataplaneDriver", KindString, "calico-iptables-plugin", "external dataplane drivers are not supported: felix programs iptables itself").nz().die(),
 	h("DataplaneWatchdogTimeout", "DataplaneWatchdogTimeout", KindSeconds, "90"),
-	r("BPFEnabled", "BPFEnabled", KindBool, "false", rBPF),
+	r("BPFEnabled", "BPFEnabled", KindBool, "false", rBPF).sec(),
 	h("NFTablesMode", "NFTablesMode", OneOf("Enabled", "Disabled", "Auto"), "Auto"),
-	r("WireguardEnabled", "WireguardEnabled", KindBool, "false", rWG),
-	r("WireguardEnabledV6", "WireguardEnabledV6", KindBool, "false", rWG),
+	r("WireguardEnabled", "WireguardEnabled", KindBool, "false", rWG).sec(),
+	r("WireguardEnabledV6", "WireguardEnabledV6", KindBool, "false", rWG).sec(),
 	r("WireguardListeningPort", "WireguardListeningPort", KindInt, "51820", rWG),
 	r("WireguardListeningPortV6", "WireguardListeningPortV6", KindInt, "51821", rWG),
 	r("WireguardRoutingRulePriority", "WireguardRoutingRulePriority", KindInt, "99", rWG),
@@ -84,7 +85,7 @@ var Params = []Param{
 	r("WireguardInterfaceNameV6", "WireguardInterfaceNameV6", KindString, "wg-v6.cali", rWG).nz(),
 	r("WireguardMTU", "WireguardMTU", KindInt, "0", rWG),
 	r("WireguardMTUV6", "WireguardMTUV6", KindInt, "0", rWG),
-	r("WireguardHostEncryptionEnabled", "WireguardHostEncryptionEnabled", KindBool, "false", rWG),
+	r("WireguardHostEncryptionEnabled", "WireguardHostEncryptionEnabled", KindBool, "false", rWG).sec(),
 	r("WireguardPersistentKeepAlive", "WireguardPersistentKeepAlive", KindSeconds, "0", rWG),
 	r("WireguardThreadingEnabled", "WireguardThreadingEnabled", KindBool, "false", rWG),
 
@@ -98,7 +99,7 @@ var Params = []Param{
 	r("IptablesLockProbeIntervalMillis", "IptablesLockProbeInterval", KindMillis, "50", rLock),
 	h("ChainInsertMode", "ChainInsertMode", OneOf("insert", "append"), "insert").nz().die(),
 	h("IptablesMarkMask", "IptablesMarkMask", KindMarkMask, "0xffff0000").nz().die(),
-	r("IptablesFilterAllowAction", "IptablesFilterAllowAction", OneOf("ACCEPT", "RETURN"), "ACCEPT", rIpt).nz().die(),
+	r("IptablesFilterAllowAction", "IptablesFilterAllowAction", OneOf("ACCEPT", "RETURN"), "ACCEPT", rIpt).nz().die().sec(),
 	r("IptablesMangleAllowAction", "IptablesMangleAllowAction", OneOf("ACCEPT", "RETURN"), "ACCEPT", rIpt).nz().die(),
 	r("IptablesFilterDenyAction", "IptablesFilterDenyAction", OneOf("DROP", "REJECT"), "DROP", rIpt).nz().die(),
 	r("IptablesNATOutgoingInterfaceFilter", "IptablesNATOutgoingInterfaceFilter", KindString, "", "NAT outgoing applies to traffic leaving any interface"),
@@ -189,10 +190,10 @@ var Params = []Param{
 	h("PrometheusProcessMetricsEnabled", "PrometheusProcessMetricsEnabled", KindBool, "true"),
 	// Without WireGuard there are no WireGuard metrics, as in Calico.
 	r("PrometheusWireGuardMetricsEnabled", "PrometheusWireGuardMetricsEnabled", KindBool, "true", rWG, "true", "false"),
-	r("PrometheusMetricsCAFile", "PrometheusMetricsCAFile", KindString, "", rMetTLS),
-	r("PrometheusMetricsCertFile", "PrometheusMetricsCertFile", KindString, "", rMetTLS),
-	r("PrometheusMetricsKeyFile", "PrometheusMetricsKeyFile", KindString, "", rMetTLS),
-	r("PrometheusMetricsClientAuth", "PrometheusMetricsClientAuth", OneOf("RequireAndVerifyClientCert", "RequireAnyClientCert", "VerifyClientCertIfGiven", "NoClientCert"), "NoClientCert", rMetTLS),
+	r("PrometheusMetricsCAFile", "PrometheusMetricsCAFile", KindString, "", rMetTLS).sec(),
+	r("PrometheusMetricsCertFile", "PrometheusMetricsCertFile", KindString, "", rMetTLS).sec(),
+	r("PrometheusMetricsKeyFile", "PrometheusMetricsKeyFile", KindString, "", rMetTLS).sec(),
+	r("PrometheusMetricsClientAuth", "PrometheusMetricsClientAuth", OneOf("RequireAndVerifyClientCert", "RequireAnyClientCert", "VerifyClientCertIfGiven", "NoClientCert"), "NoClientCert", rMetTLS).sec(),
 	r("UsageReportingEnabled", "UsageReportingEnabled", KindBool, "true", rUsage, "false"),
 	r("UsageReportingInitialDelaySecs", "UsageReportingInitialDelay", KindSeconds, "300", rUsage),
 	r("UsageReportingIntervalSecs", "UsageReportingInterval", KindSeconds, "86400", rUsage),
@@ -200,7 +201,7 @@ var Params = []Param{
 	r("ClusterType", "", KindString, "", "the cluster type only tags usage reports, which Tabby never sends", "k8s,bgp", "k8s", "kdd,k8s,bgp", "kdd", "k8s,bgp,kubeadm"),
 	r("CalicoVersion", "", KindString, "", rUsage),
 	r("Variant", "", KindString, "Calico", "Tabby is Calico-compatible, not a variant"),
-	r("PolicySyncPathPrefix", "PolicySyncPathPrefix", KindString, "", "the policy sync API (for Dikastes/Envoy) is not implemented"),
+	r("PolicySyncPathPrefix", "PolicySyncPathPrefix", KindString, "", "the policy sync API (for Dikastes/Envoy) is not implemented").sec(),
 	r("NodeSelector", "NodeSelector", KindString, "", "FelixConfiguration nodeSelector is not supported: use a node.<name> FelixConfiguration per node"),
 
 	// Go runtime.
@@ -217,7 +218,7 @@ var Params = []Param{
 	r("GenericXDPEnabled", "GenericXDPEnabled", KindBool, "false", rXDP),
 	r("XDPRefreshInterval", "XDPRefreshInterval", KindSeconds, "90", rXDP),
 	r("SidecarAccelerationEnabled", "SidecarAccelerationEnabled", KindBool, "false", "sidecar acceleration is not implemented"),
-	r("IstioAmbientMode", "IstioAmbientMode", OneOf("Disabled", "Enabled"), "Disabled", rIstio),
+	r("IstioAmbientMode", "IstioAmbientMode", OneOf("Disabled", "Enabled"), "Disabled", rIstio).sec(),
 	r("IstioDSCPMark", "IstioDSCPMark", KindOpaque, "23", rIstio),
 	// Flow logs (felix/collector): honoured with the local reporter.
 	h("FlowLogsFlushInterval", "FlowLogsFlushInterval", KindSeconds, "300").nz(),

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -79,5 +80,39 @@ func TestSpecRoundTrip(t *testing.T) {
 	}
 	if fromSpec.Get("LogSeverityScreen").V != "DEBUG" {
 		t.Errorf("LogSeverityScreen = %v", fromSpec.Get("LogSeverityScreen").V)
+	}
+}
+
+// TestSecuritySettingsDocumented: every security setting is a refused one
+// (an honoured setting needs no readiness guard), has a FelixConfiguration
+// field, and is named in the README's list, so the documented list is the
+// table's.
+func TestSecuritySettingsDocumented(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, _ := strings.Cut(string(readme), "**Security settings**")
+	section, _, _ = strings.Cut(section, "The settings of those features")
+	st := reflect.TypeFor[v3.FelixConfigurationSpec]()
+	n := 0
+	for _, p := range Params {
+		if !p.Security {
+			continue
+		}
+		n++
+		if p.Class != Refused || p.Field == "" {
+			t.Errorf("%s is marked Security but is %s with field %q", p.Name, p.Class, p.Field)
+			continue
+		}
+		f, _ := st.FieldByName(p.Field)
+		json, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		short := strings.TrimPrefix(json, "prometheusMetrics") // listed as prometheusMetricsCAFile/CertFile/...
+		if !strings.Contains(section, "`"+json) && !strings.Contains(section, short+"`") && !strings.Contains(section, "/"+short) {
+			t.Errorf("security setting %s (%s) is not in the README's list", p.Name, json)
+		}
+	}
+	if n == 0 {
+		t.Fatal("no security settings: the test proves nothing")
 	}
 }

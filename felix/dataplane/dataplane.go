@@ -89,6 +89,9 @@ type Dataplane struct {
 
 	// inSync is true after a successful apply until the next failure.
 	inSync atomic.Bool
+	// lastErr is the last failed apply's error ("" after a success), for
+	// Ready's reason.
+	lastErr atomic.Pointer[string]
 	// unprogrammed say which objects the last apply could not program
 	// (for readiness); guarded by statusMu.
 	statusMu     sync.Mutex
@@ -110,6 +113,9 @@ func (d *Dataplane) Ready() (bool, string) {
 		return false, strings.Join(bad, "; ") + " (the rules depending on them drop their traffic until then; retrying)"
 	}
 	if !d.inSync.Load() {
+		if e := d.lastErr.Load(); e != nil && *e != "" {
+			return false, "sync failing (retrying): " + *e
+		}
 		return false, "not in sync yet"
 	}
 	return true, ""
@@ -552,6 +558,7 @@ func (d *Dataplane) Run(ctx context.Context) error {
 			return ctx.Err()
 		}
 		d.inSync.Store(err == nil)
+		d.noteErr(err)
 		d.record(res, err, time.Since(start))
 		objRetry = nil
 		if next := d.nextObjectRetry(); !next.IsZero() {
@@ -567,6 +574,16 @@ func (d *Dataplane) Run(ctx context.Context) error {
 		backoff = d.cfg.MinBackoff
 		d.logSynced(res, time.Since(start))
 	}
+}
+
+// noteErr keeps an apply's error for Ready (objects the kernel refused are
+// named by unprogrammed instead).
+func (d *Dataplane) noteErr(err error) {
+	msg := ""
+	if err != nil && !errors.Is(err, ErrUnprogrammed) {
+		msg = err.Error()
+	}
+	d.lastErr.Store(&msg)
 }
 
 // logSynced logs an apply that changed something.

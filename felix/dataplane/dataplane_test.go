@@ -458,3 +458,24 @@ func TestRawAndMangleFollowHostPolicies(t *testing.T) {
 		t.Errorf("foreign raw chain touched: %q", got)
 	}
 }
+
+// TestReadyNamesFailure: while applies fail, Ready's reason is the
+// failure (not "not in sync yet"); a success clears it.
+func TestReadyNamesFailure(t *testing.T) {
+	k := fake.NewKernel()
+	dp := dataplane.New(dataplane.Config{
+		Runner: k, V4: dataplane.BackendDefaultV4, MinBackoff: 300 * time.Millisecond, MaxBackoff: 300 * time.Millisecond,
+		Logger: slog.New(slog.DiscardHandler),
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- dp.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	k.FailNext("iptables-restore", 2)
+	dp.SetDesired(render(ct.Scenario())...)
+	waitFor(t, func() bool {
+		_, why := dp.Ready()
+		return strings.HasPrefix(why, "sync failing (retrying): ")
+	})
+	waitFor(t, func() bool { ok, _ := dp.Ready(); return ok })
+}

@@ -97,7 +97,7 @@ panels:
 		code, why := get(f.health + "/readiness")
 		return code == http.StatusServiceUnavailable && strings.Contains(why, "datastore")
 	})
-	if !regexp.MustCompile(`level=ERROR msg="datastore unreachable"`).MatchString(f.logs.String()) {
+	if !regexp.MustCompile(`\[ERROR\]\[\d+\] felix/health\.go \d+: datastore unreachable `).MatchString(f.logs.String()) {
 		t.Errorf("no ERROR while the datastore is unreachable:\n%s", f.logs.String())
 	}
 	if code, _ := get(f.health + "/liveness"); code != http.StatusNoContent {
@@ -138,7 +138,7 @@ func TestPrivilegedFelixStalledLoopFailsLiveness(t *testing.T) {
 				code, why := get(f.health + "/liveness")
 				return code == http.StatusServiceUnavailable && strings.Contains(why, "the "+c.loop+" loop has been stuck")
 			})
-			if !strings.Contains(f.logs.String(), `level=ERROR msg="felix is not live"`) {
+			if !regexp.MustCompile(`\[ERROR\]\[\d+\] felix/health\.go \d+: felix is not live `).MatchString(f.logs.String()) {
 				t.Errorf("the stall was not logged:\n%s", f.logs.String())
 			}
 		})

@@ -29,6 +29,7 @@ import (
 	"github.com/tabbynet/tabby/felix/agent"
 	"github.com/tabbynet/tabby/felix/dataplane"
 	"github.com/tabbynet/tabby/internal/testservers"
+	"github.com/tabbynet/tabby/lib/calicolog"
 )
 
 // realFelix is agent.Run (what cmd/felix and calico-node run) for node
@@ -222,7 +223,7 @@ func TestPrivilegedFelixSettingsHonoured(t *testing.T) {
 	if b, _ := os.ReadFile(f.logFile); !strings.Contains(string(b), "felix starting") {
 		t.Errorf("log file %s lacks felix's log: %q", f.logFile, b)
 	}
-	if strings.Contains(f.logs.String(), "level=DEBUG") {
+	if strings.Contains(f.logs.String(), "[DEBUG]") {
 		t.Fatal("debug lines at Info: the test proves nothing")
 	}
 
@@ -233,16 +234,16 @@ func TestPrivilegedFelixSettingsHonoured(t *testing.T) {
 		}
 	}()
 	eventually(t, 20*time.Second, "debug lines after logSeverityScreen: Debug", func() bool {
-		return strings.Contains(f.logs.String(), "level=DEBUG")
+		return strings.Contains(f.logs.String(), "[DEBUG]")
 	})
-	if strings.Contains(f.logs.String(), "level=TRACE") {
+	if strings.Contains(f.logs.String(), "[TRACE]") {
 		t.Error("trace lines at Debug")
 	}
 	putFelixConfig(t, c, "default", v3.FelixConfigurationSpec{LogSeverityScreen: "Trace"})
 	// Any update is traced once Trace is on: write one more.
 	eventually(t, 20*time.Second, "trace lines after logSeverityScreen: Trace", func() bool {
 		putFelixConfig(t, c, "default", v3.FelixConfigurationSpec{LogSeverityScreen: "Trace", LogPrefix: fmt.Sprint(time.Now().UnixNano())})
-		return strings.Contains(f.logs.String(), "level=TRACE")
+		return strings.Contains(f.logs.String(), "[TRACE]")
 	})
 	select {
 	case err := <-f.done:
@@ -268,49 +269,124 @@ func TestPrivilegedFelixSettingsHonoured(t *testing.T) {
 	}
 }
 
-// TestPrivilegedFelixSettingsRefused: refused settings (bpfEnabled and
-// the Typha address from the environment, wireguardEnabled from the
-// FelixConfiguration) are logged at ERROR
-// with what runs instead and exported as tabby_felix_config_problems,
-// while felix programs iptables and is ready; a refused value set later
-// is reported the same way without a restart.
+// TestPrivilegedFelixSettingsRefused: refused settings (the Typha address
+// from the environment) are logged at ERROR with what runs instead and exported as
+// tabby_felix_config_problems, while felix programs iptables and is
+// ready; a refused value set later is reported the same way without a
+// restart. A security setting felix cannot honour (wireguardEnabled)
+// makes it not ready, naming the setting in /readiness, the log and
+// tabby_felix_security_settings_unhonoured, until it is removed.
 func TestPrivilegedFelixSettingsRefused(t *testing.T) {
 	e := testservers.StartEtcd(t)
 	c := etcdClient(t, e)
 	putFelixConfig(t, c, "default", v3.FelixConfigurationSpec{WireguardEnabled: new(true)})
 	nodeNS := newNode(t)
-	f := startRealFelix(t, e.Endpoint(), nodeNS, map[string]string{"FELIX_BPFENABLED": "true", "FELIX_TYPHAADDR": "typha:5473",
+	f := startRealFelix(t, e.Endpoint(), nodeNS, map[string]string{"FELIX_TYPHAADDR": "typha:5473",
 		"FELIX_USAGEREPORTINGENABLED": "false"})
-	eventually(t, 30*time.Second, "felix ready", f.ready)
-	if save := nsRun(t, nodeNS, "iptables-save", "-t", "filter"); !strings.Contains(save, ":cali-INPUT") {
-		t.Errorf("felix does not program iptables:\n%s", save)
+	defer func() {
+		if t.Failed() {
+			t.Log(f.logs.String())
+		}
+	}()
+	eventually(t, 30*time.Second, "felix programs iptables", func() bool {
+		return strings.Contains(nsRun(t, nodeNS, "iptables-save", "-t", "filter"), ":cali-INPUT")
+	})
+	eventually(t, 10*time.Second, "readiness names wireguardEnabled", func() bool {
+		code, body := get(f.health + "/readiness")
+		return code == http.StatusServiceUnavailable &&
+			strings.Contains(body, "settings: WireguardEnabled=true (FelixConfiguration default) cannot be honoured: WireGuard is not implemented")
+	})
+	if v := f.metric("tabby_felix_security_settings_unhonoured"); v != "1" {
+		t.Errorf("tabby_felix_security_settings_unhonoured = %q, want 1", v)
 	}
 	logs := f.logs.String()
+	if !strings.Contains(logs, "felix is not ready: a security setting cannot be honoured") || !strings.Contains(logs, "WireguardEnabled=true") {
+		t.Errorf("no ERROR saying why felix is not ready")
+	}
 	for _, want := range []struct{ setting, source, says string }{
-		{"BPFEnabled", "environment", "felix programs iptables"},
 		{"TyphaAddr", "environment", "no Typha"},
 		{"WireguardEnabled", "FelixConfiguration default", "not encrypted"},
 	} {
-		if !regexp.MustCompile(`level=ERROR msg="felix setting refused" setting=` + want.setting + ` .*reason="[^"]*` + want.says).MatchString(logs) {
-			t.Errorf("no ERROR refusing %s saying %q:\n%s", want.setting, want.says, logs)
+		if !regexp.MustCompile(`\[ERROR\]\[\d+\] felix/\S+ \d+: felix setting refused .*reason="[^"]*` + want.says + `.*setting="` + want.setting + `"`).MatchString(logs) {
+			t.Errorf("no ERROR refusing %s saying %q", want.setting, want.says)
 		}
 		if !f.hasProblem(want.setting, want.source, "refused") {
 			t.Errorf("tabby_felix_config_problems has no %s/%s", want.setting, want.source)
 		}
 	}
-	if strings.Contains(logs, "setting=UsageReportingEnabled") {
+	for _, l := range strings.Split(strings.TrimSuffix(logs, "\n"), "\n") {
+		if !calicolog.LinePattern.MatchString(l) {
+			t.Errorf("not Calico's log line format: %q", l)
+		}
+	}
+	if strings.Contains(logs, `setting="UsageReportingEnabled"`) {
 		t.Error("usageReportingEnabled=false (what Tabby does) was reported")
 	}
 
-	putFelixConfig(t, c, "default", v3.FelixConfigurationSpec{WireguardEnabled: new(true), XDPEnabled: new(true)})
+	putFelixConfig(t, c, "default", v3.FelixConfigurationSpec{XDPEnabled: new(true)})
+	eventually(t, 20*time.Second, "ready once wireguardEnabled is removed", f.ready)
 	eventually(t, 20*time.Second, "xdpEnabled set later refused", func() bool {
 		return f.hasProblem("XDPEnabled", "FelixConfiguration default", "refused") &&
-			strings.Contains(f.logs.String(), `msg="felix setting refused" setting=XDPEnabled`)
+			strings.Contains(f.logs.String(), `setting="XDPEnabled"`)
 	})
+	if v := f.metric("tabby_felix_security_settings_unhonoured"); v != "0" {
+		t.Errorf("tabby_felix_security_settings_unhonoured = %q after removal, want 0", v)
+	}
 	select {
 	case err := <-f.done:
 		t.Fatalf("felix stopped on a refused setting: %v", err)
 	default:
+	}
+}
+
+// TestPrivilegedFelixReadinessNamesCause: /readiness names the failing
+// part and its cause. An IPIP pool on this machine's kernel (no ipip
+// module: tunl0 cannot be created) makes felix not ready naming ipip once
+// route syncs have failed past the grace period, while the rest is ok;
+// with etcd stopped it names the datastore, not the dataplane.
+func TestPrivilegedFelixReadinessNamesCause(t *testing.T) {
+	e := testservers.StartEtcd(t)
+	c := etcdClient(t, e)
+	ctx := context.Background()
+	nodeRes := &v3.Node{TypeMeta: metav1.TypeMeta{Kind: v3.KindNode, APIVersion: "projectcalico.org/v3"}, ObjectMeta: metav1.ObjectMeta{Name: node},
+		Spec: v3.NodeSpec{BGP: &v3.NodeBGPSpec{IPv4Address: "192.168.200.1/24", IPv4IPIPTunnelAddr: "10.65.0.1"}}}
+	pool := &v3.IPPool{TypeMeta: metav1.TypeMeta{Kind: v3.KindIPPool, APIVersion: "projectcalico.org/v3"}, ObjectMeta: metav1.ObjectMeta{Name: "ipip"},
+		Spec: v3.IPPoolSpec{CIDR: "10.65.0.0/16", BlockSize: 26, IPIPMode: v3.IPIPModeAlways, VXLANMode: v3.VXLANModeNever, NodeSelector: "all()"}}
+	for _, r := range []v3.Resource{nodeRes, pool} {
+		if _, err := c.Create(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nodeNS := newNode(t)
+	f := startRealFelix(t, e.Endpoint(), nodeNS, nil)
+	defer func() {
+		if t.Failed() {
+			t.Log(f.logs.String())
+		}
+	}()
+	var body string
+	eventually(t, 40*time.Second, "readiness names ipip", func() bool {
+		var code int
+		code, body = get(f.health + "/readiness")
+		return code == http.StatusServiceUnavailable && regexp.MustCompile(`routes: route sync failing for \d+s: .*tunl0.*ipip`).MatchString(body)
+	})
+	if strings.Contains(body, "datastore:") || strings.Contains(body, "settings:") {
+		t.Errorf("readiness blames more than the routes: %q", body)
+	}
+
+	// The pool goes: felix is ready again; then etcd stops.
+	if _, err := c.Delete(ctx, datastore.Key{Kind: v3.KindIPPool, Name: "ipip"}, datastore.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "ready without the IPIP pool", f.ready)
+	e.Stop()
+	eventually(t, 40*time.Second, "readiness names the datastore", func() bool {
+		var code int
+		code, body = get(f.health + "/readiness")
+		return code == http.StatusServiceUnavailable && strings.HasPrefix(body, "datastore: unreachable: ")
+	})
+	if strings.Contains(body, "dataplane:") {
+		t.Errorf("readiness blames the dataplane with etcd stopped: %q", body)
 	}
 }
 

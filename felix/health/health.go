@@ -2,8 +2,10 @@
 // endpoints). Liveness fails when one of felix's loops (the calculation,
 // the dataplane) has been stuck in one iteration for longer than the
 // timeout (Calico's DataplaneWatchdogTimeout); an idle loop is alive.
-// Readiness fails while any readiness check does: the dataplane not yet in
-// sync, the datastore unreachable. Transitions are logged once.
+// Readiness fails while any readiness check does, and the answer names
+// each failing part with its cause: the datastore unreachable, the
+// dataplane or routes not programmed (or failing), a security setting felix
+// cannot honour. Transitions are logged once.
 package health
 
 import (
@@ -153,7 +155,7 @@ func (p *Probe) Check() (bool, string) {
 		return false, "not checked yet"
 	}
 	if p.err != nil {
-		return false, p.err.Error()
+		return false, "unreachable: " + p.err.Error()
 	}
 	return true, ""
 }

@@ -88,7 +88,7 @@ func TestReadinessFollowsProbe(t *testing.T) {
 	}
 	p.Once(context.Background())
 	code, body := get(t, mux, "/readiness")
-	if code != http.StatusServiceUnavailable || !strings.Contains(body, "datastore: context deadline exceeded") {
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, "datastore: unreachable: context deadline exceeded") {
 		t.Fatalf("datastore down: %d %q", code, body)
 	}
 	if !strings.Contains(logs.String(), "datastore unreachable") {

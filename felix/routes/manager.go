@@ -2,6 +2,7 @@ package routes
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -94,8 +95,13 @@ type Manager struct {
 	// once per change).
 	noAddress *bool
 
-	kick     chan struct{}
-	synced   atomic.Bool
+	kick   chan struct{}
+	synced atomic.Bool
+	// everSynced: a sync has succeeded since the start.
+	everSynced atomic.Bool
+	// failing is the first of the current run of failed syncs and its
+	// latest error (nil while syncs succeed), for Ready.
+	failing  atomic.Pointer[failure]
 	problems map[Problem]bool
 	last     atomic.Pointer[Desired]
 }
@@ -218,11 +224,50 @@ func (m *Manager) Sync() (bool, error) {
 		}
 	}
 	m.synced.Store(err == nil)
+	m.noteFailure(err)
 	if st != (Stats{}) {
 		m.log.Info("routes reconciled", "added", st.RoutesAdded, "removed", st.RoutesRemoved,
 			"neighbours", st.NeighborsChanged, "devices", st.DevicesChanged, "took", time.Since(start))
 	}
 	return true, err
+}
+
+// failure is a run of failed syncs: since when, and the latest error.
+type failure struct {
+	since time.Time
+	err   string
+}
+
+// noteFailure records a sync's outcome for Ready.
+func (m *Manager) noteFailure(err error) {
+	if err == nil {
+		m.failing.Store(nil)
+		m.everSynced.Store(true)
+		return
+	}
+	f := failure{since: time.Now(), err: err.Error()}
+	if old := m.failing.Load(); old != nil {
+		f.since = old.since
+	}
+	m.failing.Store(&f)
+}
+
+// Ready is the routes' readiness at now: not ready before the first
+// successful sync, nor while syncs have kept failing for longer than
+// grace (a single failure retried at once is not worth a flap); the
+// reason names the failing step, e.g. "creating tunl0 (does the kernel
+// have ipip?): operation not supported".
+func (m *Manager) Ready(now time.Time, grace time.Duration) (bool, string) {
+	f := m.failing.Load()
+	switch {
+	case f != nil && now.Sub(f.since) >= grace:
+		return false, fmt.Sprintf("route sync failing for %s: %s", now.Sub(f.since).Round(time.Second), f.err)
+	case m.everSynced.Load():
+		return true, ""
+	case f != nil:
+		return false, "routes not programmed yet; last attempt: " + f.err
+	}
+	return false, "routes not programmed yet"
 }
 
 // noteProblems logs each problem once, when it appears.

@@ -184,3 +184,29 @@ func TestManagerWithoutNodeAddressKeepsLocalRoutes(t *testing.T) {
 		t.Errorf("the address's arrival not logged:\n%s", logs.String())
 	}
 }
+
+// TestReadyAfterGrace: readiness fails before the first successful sync
+// and once syncs have kept failing for the grace period, naming the error;
+// a success clears it.
+func TestReadyAfterGrace(t *testing.T) {
+	m := NewManager(ManagerConfig{NodeName: "n"})
+	now := time.Now()
+	if ok, why := m.Ready(now, time.Second); ok || why != "routes not programmed yet" {
+		t.Fatalf("before any sync: %v %q", ok, why)
+	}
+	m.noteFailure(errors.New("creating tunl0 (does the kernel have ipip?): operation not supported"))
+	if ok, why := m.Ready(now, time.Minute); ok || !strings.Contains(why, "last attempt: creating tunl0") {
+		t.Fatalf("failing within grace, never synced: %v %q", ok, why)
+	}
+	if ok, why := m.Ready(now.Add(2*time.Minute), time.Minute); ok || !strings.HasPrefix(why, "route sync failing for 2m0s: creating tunl0") {
+		t.Fatalf("failing past grace: %v %q", ok, why)
+	}
+	m.noteFailure(nil)
+	if ok, why := m.Ready(now, time.Minute); !ok {
+		t.Fatalf("after a success: %q", why)
+	}
+	m.noteFailure(errors.New("boom"))
+	if ok, _ := m.Ready(time.Now(), time.Minute); !ok {
+		t.Fatal("one failure after a success, within grace: not ready")
+	}
+}

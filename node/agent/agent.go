@@ -24,6 +24,7 @@ import (
 	"github.com/tabbynet/tabby/datastore/kdd"
 	felixagent "github.com/tabbynet/tabby/felix/agent"
 	"github.com/tabbynet/tabby/ipam"
+	"github.com/tabbynet/tabby/lib/calicolog"
 	"github.com/tabbynet/tabby/node/birdsup"
 	"github.com/tabbynet/tabby/node/health"
 	"github.com/tabbynet/tabby/node/nodestatus"
@@ -65,7 +66,7 @@ func Run(ctx context.Context, o Options) error {
 	if stderr == nil {
 		stderr = os.Stderr
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: logLevel(getenv)}))
+	log := slog.New(calicolog.New(stderr, calicolog.Options{Component: "calico-node", Level: logLevel(getenv), JSON: calicolog.JSONFromEnv(getenv)}))
 	slog.SetDefault(log)
 	klog.SetSlogLogger(log)
 	hostname := o.Hostname
@@ -194,7 +195,7 @@ func Run(ctx context.Context, o Options) error {
 		run("bird", sup.Run)
 		run("confd", func(ctx context.Context) error {
 			return confdagent.RunWith(ctx, []string{"-bird-config", paths.BIRDConfig, "-bird-socket", paths.BIRDSocket}, env, stderr,
-				confdagent.Hooks{Control: sup, Logger: log, Heartbeat: confdRep.Heartbeat, OnSync: func(err error) {
+				confdagent.Hooks{Control: sup, Logger: log.With("component", "confd"), Heartbeat: confdRep.Heartbeat, OnSync: func(err error) {
 					if err != nil {
 						m.confdSyncs.WithLabelValues("error").Inc()
 						confdRep.SetReady(false, err.Error())

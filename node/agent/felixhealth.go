@@ -1,34 +1,53 @@
 package agent
 
-import "github.com/tabbynet/tabby/node/health"
+import (
+	felixhealth "github.com/tabbynet/tabby/felix/health"
+	"github.com/tabbynet/tabby/node/health"
+)
+
+// felixParts are felix's readiness checks, each its own line on the
+// health endpoint (felix/<part>) so that /readiness names the failing
+// part: the datastore unreachable, the dataplane or routes failing to
+// program, a security setting felix cannot honour.
+var felixParts = []string{"datastore", "dataplane", "routes", "settings"}
 
 // felixHealth is felix's part of the health endpoint: one component per
 // loop (felix/calculation, felix/dataplane), each live while its loop
-// beats; felix/dataplane ready while the dataplane is in sync.
+// beats, and one per readiness check (felix/dataplane doubles as both).
 type felixHealth struct {
-	calc, dp *health.Reporter
+	a     *health.Aggregator
+	calc  *health.Reporter
+	parts map[string]*health.Reporter
 }
 
 func newFelixHealth(a *health.Aggregator) *felixHealth {
-	f := &felixHealth{calc: a.Register("felix/calculation", felixLivenessTimeout), dp: a.Register("felix/dataplane", felixLivenessTimeout)}
+	f := &felixHealth{a: a, calc: a.Register("felix/calculation", felixLivenessTimeout), parts: map[string]*health.Reporter{}}
 	f.calc.SetReady(true, "")
-	f.dp.SetReady(false, "felix starting")
+	for _, p := range felixParts {
+		timeout := felixLivenessTimeout
+		if p != "dataplane" {
+			timeout = 0 // no loop of its own
+		}
+		f.parts[p] = a.Register("felix/"+p, timeout)
+		f.parts[p].SetReady(false, "felix starting")
+	}
 	return f
 }
 
 func (f *felixHealth) Heartbeat(loop string) {
 	if loop == "dataplane" {
-		f.dp.Heartbeat()
+		f.parts["dataplane"].Heartbeat()
 		return
 	}
 	f.calc.Heartbeat()
 }
 
-func (f *felixHealth) Ready(inSync func() bool) {
-	f.dp.SetReadyFunc(func() (bool, string) {
-		if inSync() {
-			return true, ""
+func (f *felixHealth) Ready(checks map[string]felixhealth.Check) {
+	for name, chk := range checks {
+		r, ok := f.parts[name]
+		if !ok { // a part felix added: shown all the same
+			r = f.a.Register("felix/"+name, 0)
 		}
-		return false, "dataplane not in sync"
-	})
+		r.SetReadyFunc(chk)
+	}
 }

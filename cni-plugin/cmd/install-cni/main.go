@@ -26,10 +26,11 @@ import (
 	"time"
 
 	"github.com/tabbynet/tabby/cni-plugin/install"
+	"github.com/tabbynet/tabby/lib/calicolog"
 )
 
 func main() {
-	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	log := slog.New(calicolog.New(os.Stderr, calicolog.Options{Component: "cni-installer", JSON: calicolog.JSONFromEnv(os.Getenv)}))
 	if err := run(log); err != nil {
 		log.Error("install-cni failed", "err", err)
 		os.Exit(1)

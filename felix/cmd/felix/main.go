@@ -5,12 +5,13 @@ package main
 
 import (
 	"context"
-	"fmt"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
 
 	"github.com/tabbynet/tabby/felix/agent"
+	"github.com/tabbynet/tabby/lib/calicolog"
 )
 
 func main() {
@@ -18,7 +19,9 @@ func main() {
 	err := agent.Run(ctx, agent.Options{Getenv: os.Getenv})
 	stop()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "felix:", err)
+		// Through felix's logger (slog's default once Run made it), as
+		// Calico's last FATAL line.
+		slog.Log(context.Background(), calicolog.LevelFatal, "felix stopped", "error", err)
 		os.Exit(1)
 	}
 }

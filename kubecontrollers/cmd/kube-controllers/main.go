@@ -36,6 +36,7 @@ import (
 	"github.com/tabbynet/tabby/kubecontrollers/config"
 	"github.com/tabbynet/tabby/kubecontrollers/leader"
 	"github.com/tabbynet/tabby/kubecontrollers/status"
+	"github.com/tabbynet/tabby/lib/calicolog"
 )
 
 func main() {
@@ -65,7 +66,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	// Info until the configuration is loaded; then LOG_LEVEL or the
 	// KubeControllersConfiguration's logSeverityScreen.
 	level := new(slog.LevelVar)
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	log := slog.New(calicolog.New(stderr, calicolog.Options{Component: "kube-controllers", Level: level, JSON: calicolog.JSONFromEnv(getenv)}))
 	lc.Logger = log
 	slog.SetDefault(log)
 	klog.SetSlogLogger(log)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 	"github.com/tabbynet/tabby/internal/testservers"
 	"github.com/tabbynet/tabby/ipam"
 	"github.com/tabbynet/tabby/kubecontrollers/leader"
+	"github.com/tabbynet/tabby/lib/calicolog"
 )
 
 // TestIntegrationKilledLeaderIsReplaced runs two kube-controllers
@@ -155,5 +157,17 @@ func TestIntegrationKilledLeaderIsReplaced(t *testing.T) {
 	wait("node-a's block affinities released by the new leader", func() bool { return affinities()["node-a"] == 0 })
 	if affinities()["node-b"] == 0 {
 		t.Fatal("node-b lost its affinity")
+	}
+	// Every line both replicas wrote is in Calico's log line format.
+	for id := range replicas {
+		b, err := os.ReadFile(filepath.Join(dir, id+".log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+			if m := calicolog.LinePattern.FindStringSubmatch(l); m == nil || m[4] != "kube-controllers" {
+				t.Errorf("%s: not Calico's log line format (component kube-controllers): %q", id, l)
+			}
+		}
 	}
 }

@@ -11,11 +11,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
 
+	"github.com/tabbynet/tabby/lib/calicolog"
 	"github.com/tabbynet/tabby/node/agent"
 	"github.com/tabbynet/tabby/node/health"
 	"github.com/tabbynet/tabby/node/startup"
@@ -67,7 +69,9 @@ func run(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	if err := agent.Run(ctx, agent.Options{}); err != nil {
-		fmt.Fprintf(os.Stderr, "calico-node: %v\n", err)
+		// Through the agent's logger (slog's default once Run began), as
+		// Calico's last FATAL line.
+		slog.Log(context.Background(), calicolog.LevelFatal, "calico-node stopped", "error", err)
 		return 1
 	}
 	return 0
