@@ -3,7 +3,7 @@ GO ?= go
 BIN := bin
 CONTROLLER_GEN := $(GO) tool controller-gen
 
-.PHONY: all build image test test-privileged test-integration kube-binaries test-all bench bench-cni bench-felix bench-flowlogs bench-scale bench-scale-calc bench-trace lab demo lint generate fuzz clean vm-image test-vm cluster cluster-down bench-cluster
+.PHONY: all build image test-prereqs test test-privileged test-integration kube-binaries test-all bench bench-cni bench-felix bench-flowlogs bench-scale bench-scale-calc bench-trace lab demo lint generate fuzz clean vm-image test-vm cluster cluster-down bench-cluster
 
 all: build
 
@@ -52,10 +52,18 @@ test-vm: kube-binaries vm-image
 kube-binaries:
 	hack/build-kube-binaries.sh
 
+## test-prereqs: what the cluster, image and VM tests start from (each
+## cached): the Kubernetes node binaries, Tabby's binaries with the
+## loopback plugin, the image, the VM image
+test-prereqs: kube-binaries
+	hack/build-kube-binaries.sh node >/dev/null
+	$(MAKE) --no-print-directory build image vm-image
+	$(GO) build -o $(BIN)/ github.com/containernetworking/plugins/plugins/main/loopback
+
 ## test-all: what CI runs: lint, then every test (unit, privileged and
 ## integration) once, with the race detector
-test-all: lint kube-binaries
-	$(GO) test -race -count=1 -tags privileged,integration -p 1 -timeout 30m ./...
+test-all: lint test-prereqs
+	$(GO) test -race -count=1 -tags privileged,integration -p 1 -timeout 40m ./...
 
 ## bench: benchmarks, printed
 bench: kube-binaries
@@ -133,8 +141,7 @@ lab:
 CLUSTER_ARGS ?=
 cluster:
 	@t0=$$(date +%s); \
-	hack/install-packages.sh && { command -v containerd >/dev/null && command -v runc >/dev/null || \
-		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends containerd runc; }; } && \
+	hack/install-packages.sh && \
 	hack/build-kube-binaries.sh node >/dev/null && t1=$$(date +%s) && echo "kube binaries (hack/build-kube-binaries.sh node): $$((t1 - t0))s" && \
 	$(MAKE) --no-print-directory build image >/dev/null && $(GO) build -o $(BIN)/ github.com/containernetworking/plugins/plugins/main/loopback && \
 	t2=$$(date +%s) && echo "make build image: $$((t2 - t1))s" && \

@@ -4,7 +4,8 @@
 # and the CA certificates the Go module proxy's TLS needs (a minimal Debian
 # has none). Idempotent: skips apt when everything is present. Needs root.
 set -euo pipefail
-pkgs=(ca-certificates make git iproute2 iptables ipset nftables conntrack bird2 ncat)
+pkgs=(ca-certificates make git iproute2 iptables ipset nftables conntrack bird2 ncat
+	containerd runc qemu-system-x86 debootstrap e2fsprogs)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

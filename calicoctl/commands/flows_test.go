@@ -115,7 +115,7 @@ func TestFlowsFollow(t *testing.T) {
 	select {
 	case o := <-out:
 		if !strings.Contains(o, "later/a 10.0.0.9 -> pub 1.1.1.1:443/tcp EGRESS ALLOWED by profile kns.later rule 0") ||
-			!strings.Contains(o, "Error: reading flows from "+sock) {
+			!strings.Contains(o, "reading flows from "+sock) {
 			t.Errorf("--follow:\n%s", o)
 		}
 	case <-time.After(5 * time.Second):

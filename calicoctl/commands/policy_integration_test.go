@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v3 "github.com/tabbynet/tabby/api/v3"
+	"github.com/tabbynet/tabby/datastore"
 	"github.com/tabbynet/tabby/datastore/kdd"
 	"github.com/tabbynet/tabby/felix/calc"
 	"github.com/tabbynet/tabby/felix/rules"
@@ -28,6 +29,20 @@ func testPolicyTrace(t *testing.T, b cliBackend) {
 		Spec: networkingv1.NetworkPolicySpec{PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}},
 			Ingress: []networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{{
 				PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "server"}}}}}}}}
+	td := "testdata/cli/trace/"
+	// What the scenario makes is removed afterwards, so later scenarios
+	// (e.g. output's listings) see the datastore as before.
+	t.Cleanup(func() {
+		if out, code := b.run(t, "", "delete", "--skip-not-exists", "-f", td+"policies.yaml"); code != 0 {
+			t.Errorf("cleaning up the trace policies: %s", out)
+		}
+		if w.kube != nil {
+			for _, p := range pods {
+				_ = w.kube.CoreV1().Pods("default").Delete(w.ctx, p.Name, metav1.DeleteOptions{})
+			}
+			_ = w.kube.NetworkingV1().NetworkPolicies("default").Delete(w.ctx, knp.Name, metav1.DeleteOptions{})
+		}
+	})
 	if w.kube != nil {
 		for _, p := range pods {
 			if _, err := w.kube.CoreV1().Pods("default").Create(w.ctx, p, metav1.CreateOptions{}); err != nil {
@@ -40,7 +55,6 @@ func testPolicyTrace(t *testing.T, b cliBackend) {
 	} else {
 		plantEtcdWorkloads(t, w, pods, knp)
 	}
-	td := "testdata/cli/trace/"
 	cliScenario(t, b, "policy-trace", []step{
 		{args: args("apply -f " + td + "policies.yaml")},
 		{args: args("policy trace --from default/client --to default/server --port tcp/80")},
@@ -96,6 +110,13 @@ func plantEtcdWorkloads(t *testing.T, w *world, pods []*corev1.Pod, knp *network
 		}
 		objs = append(objs, wep)
 	}
+	t.Cleanup(func() {
+		for _, o := range objs {
+			if _, err := w.c.Delete(w.ctx, datastore.KeyOf(o), datastore.DeleteOptions{}); err != nil {
+				t.Errorf("cleaning up %s: %v", o.GetName(), err)
+			}
+		}
+	})
 	for _, o := range objs {
 		o.SetResourceVersion("")
 		o.SetUID("")

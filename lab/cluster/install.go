@@ -54,13 +54,8 @@ func (c *Cluster) install(ctx context.Context, o Options) error {
 	if _, err := c.Kubectl(ctx, "apply", "--server-side", "--force-conflicts", "-f", o.Manifest); err != nil {
 		return err
 	}
-	// The manifest's veth_mtu (1480) suits IPIP on a 1500 network; VXLAN
-	// needs 50 bytes (Calico's documented 1450): felix cannot set 1480 on
-	// vxlan.calico over a 1500 eth0 (EINVAL) and leaves it down.
+	// The manifest's veth_mtu is Calico's "0": felix detects the MTU.
 	data := map[string]string{}
-	if strings.HasPrefix(o.PoolMode, "vxlan") {
-		data["veth_mtu"] = "1450"
-	}
 	if o.Datastore == DatastoreEtcd {
 		data["etcd_endpoints"] = fmt.Sprintf("http://%s:%d", cpAddr, etcdPort)
 	}
