@@ -66,18 +66,16 @@ func NewNftConn(netnsPath string) (conn *nftables.Conn, close func(), err error)
 		opts = append(opts, nftables.WithNetNSFd(fd))
 	}
 	c, err := nftables.New(opts...)
+	if fd >= 0 {
+		// A lasting connection's socket is made in New, in the namespace;
+		// the namespace file is not needed past that (held open, it
+		// would keep the namespace's mount busy).
+		unix.Close(fd)
+	}
 	if err != nil {
-		if fd >= 0 {
-			unix.Close(fd)
-		}
 		return nil, nil, fmt.Errorf("nftables connection: %w", err)
 	}
-	return c, func() {
-		_ = c.CloseLasting()
-		if fd >= 0 {
-			unix.Close(fd)
-		}
-	}, nil
+	return c, func() { _ = c.CloseLasting() }, nil
 }
 
 // CleanupNftables removes felix's nftables tables (ip calico and ip6

@@ -32,7 +32,9 @@ func New(t testing.TB) ns.NetNS {
 	}
 	t.Cleanup(func() {
 		_ = n.Close()
-		_ = testutils.UnmountNS(n)
+		if err := testutils.UnmountNS(n); err != nil {
+			t.Errorf("removing netns %s: %v", n.Path(), err)
+		}
 	})
 	return n
 }
