@@ -252,12 +252,18 @@ type felixRun struct {
 	datastoreType string
 	// report is the endpoint report (daemon.Reporter), served with health.
 	report *daemon.Reporter
+	// bg holds the background goroutines; runFelix waits for them.
+	bg *lifetime
 }
 
 // runFelix starts the dataplane, the route manager, the interface
 // address watcher, the calculation, the health checks and the HTTP
 // servers, and runs the calculation until ctx ends.
 func runFelix(ctx context.Context, r felixRun) error {
+	ctx, cancel := context.WithCancel(ctx)
+	r.bg = &lifetime{}
+	defer r.bg.end()
+	defer cancel()
 	cfg, log := r.cfg, r.log
 	r.report = daemon.NewReporter(cfg.hostname)
 	dp, dpLoop, versions, status, err := newDataplane(ctx, r)
@@ -268,8 +274,8 @@ func runFelix(ctx context.Context, r felixRun) error {
 	if err != nil {
 		return err
 	}
-	defer closeRoutes()
-	go func() { _ = rm.Run(ctx) }()
+	r.bg.OnStop(closeRoutes)
+	r.bg.Go(func() { _ = rm.Run(ctx) })
 	calcLoop := health.NewLoop(nil)
 	calcHang := hangAfter(ctx, cfg.calcHangAfter, "calculation", log)
 	dcfg := daemon.Config{NodeName: cfg.hostname, Rules: r.st.rc, IPVersions: versions,
@@ -282,12 +288,12 @@ func runFelix(ctx context.Context, r felixRun) error {
 		dcfg.Heartbeat = func() { r.o.Health.Heartbeat("calculation") }
 	}
 	d := daemon.New(dcfg)
-	go func() {
+	r.bg.Go(func() {
 		err := ifacewatch.Watch(ctx, ifacewatch.Config{NetnsPath: cfg.netnsPath, Report: d.OnHostInterfaces, Logger: log})
 		if err != nil {
 			log.Error("cannot watch the interface addresses; host endpoints by expectedIPs stay unrendered", "error", err)
 		}
-	}()
+	})
 	stopServers := startHealthAndServers(ctx, r, dp, rm, map[string]*health.Loop{"calculation": calcLoop, "dataplane": dpLoop})
 	defer stopServers()
 	log.Info("felix starting", "node", cfg.hostname, "datastore", r.datastoreType, "ipv6", cfg.ipv6)
@@ -333,7 +339,7 @@ func newDataplane(ctx context.Context, r felixRun) (*dataplane.Dataplane, *healt
 	if cfg.statusPrefix != "" {
 		status = epstatus.NewReporter(cfg.statusPrefix, log)
 		dpCfg.OnApplied = status.Applied
-		go func() { _ = status.Run(ctx) }()
+		r.bg.Go(func() { _ = status.Run(ctx) })
 	}
 	if r.o.Health != nil {
 		dpCfg.Heartbeat = func() { r.o.Health.Heartbeat("dataplane") }
@@ -354,7 +360,7 @@ func startHealthAndServers(ctx context.Context, r felixRun, dp *dataplane.Datapl
 		}
 		return err
 	}}
-	go dsProbe.Run(ctx)
+	r.bg.Go(func() { dsProbe.Run(ctx) })
 	// released: the first sync's memory has gone back to the system
 	// (releaseStartupMemory); felix is ready only then, so that what it
 	// holds when ready is what it needs.
@@ -382,10 +388,10 @@ func startHealthAndServers(ctx context.Context, r felixRun, dp *dataplane.Datapl
 		// loops tick the agent's heartbeats.
 		r.o.Health.Ready(checks)
 	}
-	go func() {
+	r.bg.Go(func() {
 		releaseStartupMemory(ctx, dp.InSync, r.steadyGC, log)
 		released.Store(true)
-	}()
+	})
 	return serve(httpServers(cfg, checker, r.reg, r.report, r.o.Health == nil), log)
 }
 

@@ -20,19 +20,19 @@ func startFlowLogs(ctx context.Context, r felixRun, cb syncerCallbacks) datastor
 	lookups := collector.NewLookups()
 	store := collector.NewStore(flowStoreSize)
 	counters := collector.NewRuleCounters(r.reg)
-	go func() {
+	r.bg.Go(func() {
 		err := collector.Run(ctx, collector.Config{Node: cfg.hostname, NetnsPath: cfg.netnsPath,
 			FlushInterval: cfg.flowFlush, Resolver: lookups, Counters: counters, Metrics: collector.NewMetrics(r.reg), Store: store,
 			Log: log.With("component", "collector"), DebugTrace: cfg.flowDebug})
 		if err != nil {
 			log.Error("flow log collector stopped: no flow logs or rule counters", "error", err)
 		}
-	}()
-	go func() {
+	})
+	r.bg.Go(func() {
 		if err := collector.Serve(ctx, cfg.flowSocketDir, store.Handler()); err != nil {
 			log.Error("flow socket stopped: calicoctl flows cannot read this node", "error", err)
 		}
-	}()
+	})
 	log.Info("flow logs on", "flushInterval", cfg.flowFlush, "socket", cfg.flowSocketDir)
 	return teeCallbacks{syncerCallbacks: cb, also: lookups}
 }

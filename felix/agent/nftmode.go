@@ -43,7 +43,7 @@ func chooseDataplaneMode(ctx context.Context, r felixRun, run dataplane.Runner, 
 		}
 	}
 	if equalFoldAuto(cfg.nftablesMode) {
-		go watchKubeProxyMode(ctx, r, useNft, detect)
+		r.bg.Go(func() { watchKubeProxyMode(ctx, r, useNft, detect) })
 	}
 	return nil
 }

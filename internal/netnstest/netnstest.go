@@ -5,6 +5,8 @@
 package netnstest
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"testing"
 
@@ -22,7 +24,9 @@ func RequireRoot(t testing.TB) {
 }
 
 // New creates a fresh, uniquely named network namespace that is closed and
-// removed when the test ends, even if it fails.
+// removed when the test ends, even if it fails. A namespace that cannot
+// be removed then (a handle on its path still open: a leak) fails the
+// test.
 func New(t testing.TB) ns.NetNS {
 	t.Helper()
 	RequireRoot(t)
@@ -32,6 +36,9 @@ func New(t testing.TB) ns.NetNS {
 	}
 	t.Cleanup(func() {
 		_ = n.Close()
+		if _, err := os.Stat(n.Path()); errors.Is(err, fs.ErrNotExist) {
+			return // the test removed it itself
+		}
 		if err := testutils.UnmountNS(n); err != nil {
 			t.Errorf("removing netns %s: %v", n.Path(), err)
 		}
