@@ -56,6 +56,40 @@ func (a *Allocator) affineBlocks(ctx context.Context, node string, pools []Pool,
 	return out, listed, nil
 }
 
+// IndexNode makes the node's BlockAffinities that the datastore cannot
+// yet find by node visible to per-node reads (datastore.NodeIndexer: on the
+// Kubernetes datastore, those written by Calico before v3.31, without the
+// hostname-hash label) and returns how many it changed; 0 on datastores
+// that need no index. calico-node runs it at start-up, as Calico's does
+// its ipam UpgradeHost.
+func (a *Allocator) IndexNode(ctx context.Context, node string) (int, error) {
+	ix, ok := a.c.(datastore.NodeIndexer)
+	if !ok {
+		return 0, nil
+	}
+	n, err := ix.IndexNode(ctx, v3.KindBlockAffinity, node)
+	if err != nil {
+		return n, fmt.Errorf("indexing block affinities of node %s: %w", node, err)
+	}
+	return n, nil
+}
+
+// indexNode runs IndexNode before an allocation claims a new block or
+// gives up: an unindexed affinity's block may have room (an allocation
+// that finds room in the node's indexed blocks never pays for this). It
+// says whether it found any, so the caller reads the affinities again. A
+// failure is logged, not returned: claiming a new block instead is safe.
+func (a *Allocator) indexNode(ctx context.Context, node string) bool {
+	n, err := a.IndexNode(ctx, node)
+	if err != nil {
+		a.log.Warn("could not label older block affinities; claiming without them", "node", node, "err", err)
+	}
+	if n > 0 {
+		a.log.Info("labelled block affinities written without Calico's lookup labels", "node", node, "count", n)
+	}
+	return n > 0
+}
+
 func (a *Allocator) forgetAffinity(node string, cidr netip.Prefix) {
 	a.mu.Lock()
 	defer a.mu.Unlock()

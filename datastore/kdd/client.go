@@ -371,6 +371,10 @@ func (c *Client) List(ctx context.Context, kind string, opts datastore.ListOptio
 	if err != nil {
 		return fail(fmt.Errorf("%w: %v", datastore.ErrInvalid, err))
 	}
+	if err := datastore.CheckNode(kind, opts.Node); err != nil {
+		return fail(err)
+	}
+	labelSel, keep := nodeFilter(opts.Node)
 	ns := opts.Namespace
 	if !kb.info.Namespaced {
 		ns = ""
@@ -380,14 +384,14 @@ func (c *Client) List(ctx context.Context, kind string, opts datastore.ListOptio
 	out := &datastore.List{}
 	revs := make([]string, len(kb.sources))
 	for i, src := range kb.sources {
-		items, bad, rev, err := c.listSource(ctx, src, ns)
+		items, bad, rev, err := c.listSource(ctx, src, ns, labelSel)
 		if err != nil {
 			return fail(err)
 		}
 		revs[i] = rev
 		out.Bad = append(out.Bad, bad...)
 		for _, it := range items {
-			if sel.Evaluate(it.GetLabels()) {
+			if keep(it) && sel.Evaluate(it.GetLabels()) {
 				out.Items = append(out.Items, it)
 			}
 		}
