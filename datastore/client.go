@@ -248,3 +248,33 @@ func ReadEach(ctx context.Context, c Client, reqs []ReadRequest) []ReadResult {
 	wg.Wait()
 	return out
 }
+
+// NameLister is an optional interface of a Client: the names of a kind's
+// records (cluster-scoped kinds), without reading the records themselves:
+// on the Kubernetes datastore the objects' metadata only, a fraction of
+// the bytes and none of the decoding of a List. Use the package function
+// ListNames, which falls back to a List.
+type NameLister interface {
+	ListNames(ctx context.Context, kind string) ([]string, error)
+}
+
+// ListNames returns the names of every stored record of a cluster-scoped
+// kind, undecodable ones included (they exist all the same), through
+// c's NameLister when it has one, else from a List.
+func ListNames(ctx context.Context, c Client, kind string) ([]string, error) {
+	if nl, ok := c.(NameLister); ok {
+		return nl.ListNames(ctx, kind)
+	}
+	l, err := c.List(ctx, kind, ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(l.Items)+len(l.Bad))
+	for _, it := range l.Items {
+		out = append(out, it.GetName())
+	}
+	for _, b := range l.Bad {
+		out = append(out, b.Key.Name)
+	}
+	return out, nil
+}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -43,6 +44,7 @@ type Config struct {
 type Client struct {
 	kube     kubernetes.Interface
 	dyn      dynamic.Interface
+	meta     metadata.Interface // object metadata only (ListNames)
 	endpoint string
 	timeout  time.Duration
 	kinds    map[string]*kindBackend
@@ -91,7 +93,11 @@ func New(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes datastore: %w", err)
 	}
-	c := &Client{kube: kube, dyn: dyn, endpoint: rc.Host, timeout: cfg.RequestTimeout, qps: [2]float32{rc.QPS, float32(rc.Burst)}}
+	meta, err := metadata.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes datastore: %w", err)
+	}
+	c := &Client{kube: kube, dyn: dyn, meta: meta, endpoint: rc.Host, timeout: cfg.RequestTimeout, qps: [2]float32{rc.QPS, float32(rc.Burst)}}
 	c.kinds = c.backends()
 	return c, nil
 }
