@@ -81,8 +81,8 @@ func calicoKDDAffinity(cidr netip.Prefix, node string, labelled bool) *unstructu
 	}
 	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "crd.projectcalico.org/v1", "kind": "BlockAffinity",
-		"metadata":   meta,
-		"spec":       map[string]any{"state": "confirmed", "node": node, "type": "host", "cidr": cidr.String(), "deleted": "false"},
+		"metadata": meta,
+		"spec":     map[string]any{"state": "confirmed", "node": node, "type": "host", "cidr": cidr.String(), "deleted": "false"},
 	}}
 }
 
