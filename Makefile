@@ -70,9 +70,12 @@ bench: kube-binaries
 	$(GO) test -tags integration -run '^$$' -bench . -benchmem ./...
 
 ## bench-cni: ADD/DEL min/p50/p95 over 60 sequential pods, Tabby vs
-## ptp + host-local from containernetworking/plugins, same run (root)
+## ptp + host-local from containernetworking/plugins, same run (root); then
+## IPAM's ADD on the Kubernetes datastore at 10 and 1,000 nodes' affinities
+## (API requests per ADD, p50/p99)
 bench-cni: kube-binaries
 	$(GO) test -tags privileged -run '^$$' -bench CNI -benchtime 60x ./cni-plugin/e2e/
+	$(GO) test -tags integration -run '^$$' -bench KDDClusterSize -benchtime 60x ./ipam/
 
 ## bench-felix: felix full sync vs the plain iptables-restore floor and a
 ## one-policy change at 1,000 policies / 500 local / 5,000 remote endpoints

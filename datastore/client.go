@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 
 	v3 "github.com/tabbynet/tabby/api/v3"
@@ -80,6 +79,32 @@ type DeleteOptions struct {
 type ListOptions struct {
 	Namespace string // "" lists all namespaces
 	Selector  string // Calico selector over the resources' labels; "" is all()
+	// Node restricts a list of BlockAffinities to one node's (spec.node);
+	// other kinds refuse it (ErrInvalid). Backends ask the store for that
+	// node's only: etcd reads the node's key range, the Kubernetes
+	// datastore selects by Calico's projectcalico.org/hostname-hash label
+	// (see NodeIndexer for records written without it). The cost of the
+	// read grows with the node's affinities, not the cluster's.
+	Node string
+}
+
+// CheckNode refuses ListOptions.Node for a kind other than BlockAffinity.
+func CheckNode(kind, node string) error {
+	if node != "" && kind != v3.KindBlockAffinity {
+		return fmt.Errorf("%w: a list of %s cannot be restricted to a node (only BlockAffinities)", ErrInvalid, kind)
+	}
+	return nil
+}
+
+// NodeIndexer is implemented by backends whose per-node lists
+// (ListOptions.Node) rely on an index that records written by older
+// software may lack: the Kubernetes datastore selects a node's
+// BlockAffinities by a label Calico releases before v3.31 did not write.
+// IndexNode adds the index to the node's records of kind that lack it
+// (as Calico's ipam UpgradeHost does) and returns how many it changed;
+// those records are invisible to per-node lists until then.
+type NodeIndexer interface {
+	IndexNode(ctx context.Context, kind, node string) (int, error)
 }
 
 // PageLister is implemented by clients that can list a kind in pages,
@@ -179,13 +204,11 @@ type MultiReader interface {
 
 // ReadRequest is one read of a ReadMany: a Get of Key when List is false;
 // otherwise a List of Key.Kind in Key.Namespace ("" for all), restricted to
-// names starting with NamePrefix.
+// one node's BlockAffinities when Node is set (see ListOptions.Node).
 type ReadRequest struct {
 	Key  Key
 	List bool
-	// NamePrefix restricts a List to names with this prefix. A backend
-	// that can (etcd) reads only that key range.
-	NamePrefix string
+	Node string
 }
 
 // ReadResult answers one ReadRequest: Object for a Get, List for a List,
@@ -207,7 +230,7 @@ func ReadMany(ctx context.Context, c Client, reqs []ReadRequest) ([]ReadResult, 
 }
 
 // ReadEach performs reqs as separate, parallel Gets and Lists on c (the
-// fallback of ReadMany); NamePrefix is applied to the listed items.
+// fallback of ReadMany).
 func ReadEach(ctx context.Context, c Client, reqs []ReadRequest) []ReadResult {
 	out := make([]ReadResult, len(reqs))
 	var wg sync.WaitGroup
@@ -219,30 +242,39 @@ func ReadEach(ctx context.Context, c Client, reqs []ReadRequest) []ReadResult {
 				out[i].Object, out[i].Err = c.Get(ctx, r.Key)
 				return
 			}
-			l, err := c.List(ctx, r.Key.Kind, ListOptions{Namespace: r.Key.Namespace})
-			if err != nil {
-				out[i].Err = err
-				return
-			}
-			if r.NamePrefix != "" {
-				kept := l.Items[:0]
-				for _, it := range l.Items {
-					if strings.HasPrefix(it.GetName(), r.NamePrefix) {
-						kept = append(kept, it)
-					}
-				}
-				l.Items = kept
-				bad := l.Bad[:0]
-				for _, b := range l.Bad {
-					if strings.HasPrefix(b.Key.Name, r.NamePrefix) {
-						bad = append(bad, b)
-					}
-				}
-				l.Bad = bad
-			}
-			out[i].List = l
+			out[i].List, out[i].Err = c.List(ctx, r.Key.Kind, ListOptions{Namespace: r.Key.Namespace, Node: r.Node})
 		}()
 	}
 	wg.Wait()
 	return out
+}
+
+// NameLister is an optional interface of a Client: the names of a kind's
+// records (cluster-scoped kinds), without reading the records themselves:
+// on the Kubernetes datastore the objects' metadata only, a fraction of
+// the bytes and none of the decoding of a List. Use the package function
+// ListNames, which falls back to a List.
+type NameLister interface {
+	ListNames(ctx context.Context, kind string) ([]string, error)
+}
+
+// ListNames returns the names of every stored record of a cluster-scoped
+// kind, undecodable ones included (they exist all the same), through
+// c's NameLister when it has one, else from a List.
+func ListNames(ctx context.Context, c Client, kind string) ([]string, error) {
+	if nl, ok := c.(NameLister); ok {
+		return nl.ListNames(ctx, kind)
+	}
+	l, err := c.List(ctx, kind, ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(l.Items)+len(l.Bad))
+	for _, it := range l.Items {
+		out = append(out, it.GetName())
+	}
+	for _, b := range l.Bad {
+		out = append(out, b.Key.Name)
+	}
+	return out, nil
 }

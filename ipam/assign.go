@@ -160,7 +160,7 @@ func (a *Allocator) assignVersion(ctx context.Context, e *env, args AutoAssignAr
 		}
 		return nil
 	}
-	refreshed := false
+	refreshed, indexed := false, false
 	claims := 0
 	for len(done) < n {
 		blocks, listed, err := a.affineBlocks(ctx, node, pools, refreshed)
@@ -197,6 +197,14 @@ func (a *Allocator) assignVersion(ctx context.Context, e *env, args AutoAssignAr
 			continue
 		}
 		refreshed = true
+		if !indexed {
+			// Before claiming, or giving up: affinities written without the
+			// per-node index are not among blocks yet.
+			indexed = true
+			if a.indexNode(ctx, node) {
+				continue
+			}
+		}
 		if !e.autoAllocate || (e.maxBlocks > 0 && len(blocks) >= e.maxBlocks) || claims > n {
 			break
 		}

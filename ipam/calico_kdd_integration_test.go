@@ -68,6 +68,97 @@ func calicoKDDBlock(cidr netip.Prefix, node string, used []int, handle func(ord 
 	}}
 }
 
+// calicoKDDAffinity is a confirmed BlockAffinity custom resource as Calico
+// writes it: with its lookup labels (v3.31 and later) or without (older).
+func calicoKDDAffinity(cidr netip.Prefix, node string, labelled bool) *unstructured.Unstructured {
+	meta := map[string]any{"name": node + "-" + strings.NewReplacer(".", "-", "/", "-").Replace(cidr.String())}
+	if labelled {
+		meta["labels"] = map[string]any{
+			"projectcalico.org/hostname-hash": kdd.HostnameLabelHash(node),
+			"projectcalico.org/affinity-type": "host",
+			"projectcalico.org/ip-version":    "4",
+		}
+	}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "crd.projectcalico.org/v1", "kind": "BlockAffinity",
+		"metadata": meta,
+		"spec":     map[string]any{"state": "confirmed", "node": node, "type": "host", "cidr": cidr.String(), "deleted": "false"},
+	}}
+}
+
+// TestIntegrationCalicoUnlabelledAffinitiesKDD: affinities written by
+// Calico before v3.31 have no lookup labels, so the per-node read of an
+// ADD does not see them; before claiming a new block the allocator labels
+// the node's (IndexNode, as Calico's UpgradeHost) and uses their room.
+// Node names that extend another's (node-1, node-10) never mix.
+func TestIntegrationCalicoUnlabelledAffinitiesKDD(t *testing.T) {
+	k := testservers.StartKubeAPIServer(t)
+	rc, err := clientcmd.BuildConfigFromFlags("", k.Kubeconfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc.QPS = -1
+	testservers.ApplyCRDs(t, rc, "../manifests/crds")
+	dyn := dynamic.NewForConfigOrDie(rc)
+	ctx := context.Background()
+	old1, new10 := netip.MustParsePrefix("10.1.54.64/26"), netip.MustParsePrefix("10.1.9.0/26")
+	handle := func(ord int) string { return fmt.Sprintf("k8s-pod-network.old-%d", ord) }
+	for _, u := range []*unstructured.Unstructured{
+		calicoKDDBlock(old1, "node-1", seq(0, 30), handle), calicoKDDBlock(new10, "node-10", seq(0, 3), handle),
+	} {
+		if _, err := dyn.Resource(calicoGVR("ipamblocks")).Create(ctx, u, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, u := range []*unstructured.Unstructured{calicoKDDAffinity(old1, "node-1", false), calicoKDDAffinity(new10, "node-10", true)} {
+		if _, err := dyn.Resource(calicoGVR("blockaffinities")).Create(ctx, u, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := kdd.New(kdd.Config{REST: rc, QPS: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	mustCreate(t, c, pool("p", "10.1.0.0/16", 26))
+	nodeAffinities := func(node string) []string {
+		t.Helper()
+		l, err := c.List(ctx, v3.KindBlockAffinity, datastore.ListOptions{Node: node})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, it := range l.Items {
+			out = append(out, it.(*v3.BlockAffinity).Spec.CIDR)
+		}
+		return out
+	}
+	if got := nodeAffinities("node-1"); len(got) != 0 {
+		t.Fatalf("node-1's unlabelled affinity listed by node before labelling: %v", got)
+	}
+	if got := nodeAffinities("node-10"); len(got) != 1 || got[0] != new10.String() {
+		t.Fatalf("node-10's affinities = %v, want [%s]", got, new10)
+	}
+
+	a := New(c, Config{})
+	ip := mustAssign(t, a, podArgs("node-1", "first", 1, 0))[0]
+	if !old1.Contains(ip) {
+		t.Errorf("node-1's first allocation got %s, want one from its older affine block %s", ip, old1)
+	}
+	if got := nodeAffinities("node-1"); len(got) != 1 || got[0] != old1.String() {
+		t.Errorf("node-1's affinities after the allocation = %v, want [%s]", got, old1)
+	}
+	if n, err := a.IndexNode(ctx, "node-1"); n != 0 || err != nil {
+		t.Errorf("IndexNode again = %d, %v; want 0 (all labelled)", n, err)
+	}
+	if bl, err := c.List(ctx, v3.KindIPAMBlock, datastore.ListOptions{}); err != nil || len(bl.Items) != 2 {
+		t.Errorf("blocks after the allocation: %v (%v); want the 2 there were", bl, err)
+	}
+	if _, err := c.List(ctx, v3.KindIPPool, datastore.ListOptions{Node: "node-1"}); !errors.Is(err, datastore.ErrInvalid) {
+		t.Errorf("a list of IPPools restricted to a node: %v, want ErrInvalid", err)
+	}
+}
+
 // TestIntegrationCalicoFormatKDD: a kube-apiserver with Calico's CRDs
 // holds a Calico cluster's IPAM state, written through the dynamic client
 // in Calico's crd.projectcalico.org/v1 format (IPAMBlocks, BlockAffinities
@@ -113,19 +204,7 @@ func TestIntegrationCalicoFormatKDD(t *testing.T) {
 			return fmt.Sprintf("k8s-pod-network.Calico-%s-%s-%d", b.node, strings.ReplaceAll(b.cidr.Addr().String(), ".", "-"), ord)
 		}
 		create("ipamblocks", calicoKDDBlock(b.cidr, b.node, b.used, handle))
-		cidrName := strings.NewReplacer(".", "-", "/", "-").Replace(b.cidr.String())
-		create("blockaffinities", &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": "crd.projectcalico.org/v1", "kind": "BlockAffinity",
-			"metadata": map[string]any{
-				"name": b.node + "-" + cidrName,
-				"labels": map[string]any{
-					"projectcalico.org/hostname-hash": kdd.HostnameLabelHash(b.node),
-					"projectcalico.org/affinity-type": "host",
-					"projectcalico.org/ip-version":    "4",
-				},
-			},
-			"spec": map[string]any{"state": "confirmed", "node": b.node, "type": "host", "cidr": b.cidr.String(), "deleted": "false"},
-		}})
+		create("blockaffinities", calicoKDDAffinity(b.cidr, b.node, true))
 		for _, ord := range b.used {
 			h := handle(ord)
 			create("ipamhandles", &unstructured.Unstructured{Object: map[string]any{

@@ -11,6 +11,7 @@ import (
 
 	v3 "github.com/tabbynet/tabby/api/v3"
 	"github.com/tabbynet/tabby/datastore"
+	"github.com/tabbynet/tabby/datastore/etcd/ipamformat"
 )
 
 var (
@@ -54,6 +55,40 @@ func (a *Allocator) affineBlocks(ctx context.Context, node string, pools []Pool,
 		out = append(out, in...)
 	}
 	return out, listed, nil
+}
+
+// IndexNode makes the node's BlockAffinities that the datastore cannot
+// yet find by node visible to per-node reads (datastore.NodeIndexer: on the
+// Kubernetes datastore, those written by Calico before v3.31, without the
+// hostname-hash label) and returns how many it changed; 0 on datastores
+// that need no index. calico-node runs it at start-up, as Calico's does
+// its ipam UpgradeHost.
+func (a *Allocator) IndexNode(ctx context.Context, node string) (int, error) {
+	ix, ok := a.c.(datastore.NodeIndexer)
+	if !ok {
+		return 0, nil
+	}
+	n, err := ix.IndexNode(ctx, v3.KindBlockAffinity, node)
+	if err != nil {
+		return n, fmt.Errorf("indexing block affinities of node %s: %w", node, err)
+	}
+	return n, nil
+}
+
+// indexNode runs IndexNode before an allocation claims a new block or
+// gives up: an unindexed affinity's block may have room (an allocation
+// that finds room in the node's indexed blocks never pays for this). It
+// says whether it found any, so the caller reads the affinities again. A
+// failure is logged, not returned: claiming a new block instead is safe.
+func (a *Allocator) indexNode(ctx context.Context, node string) bool {
+	n, err := a.IndexNode(ctx, node)
+	if err != nil {
+		a.log.Warn("could not label older block affinities; claiming without them", "node", node, "err", err)
+	}
+	if n > 0 {
+		a.log.Info("labelled block affinities written without Calico's lookup labels", "node", node, "count", n)
+	}
+	return n > 0
 }
 
 func (a *Allocator) forgetAffinity(node string, cidr netip.Prefix) {
@@ -144,22 +179,41 @@ func hiddenByOtherPool(p Pool, taken map[netip.Prefix]bool) bool {
 	return false
 }
 
-// existingBlocks returns the CIDRs of all blocks of all pools.
-// The names of blocks stored in a form that cannot be decoded come
-// apart: such a block exists all the same and is never claimed again (its
-// addresses may be in use).
+// existingBlocks returns the CIDRs of all blocks of all pools, from their
+// names alone when it can (datastore.ListNames: a claim needs only which
+// blocks exist, not their allocations). A name that is not a block's CIDR
+// (as Calico and Tabby name them) says nothing of what the record holds:
+// then the blocks are read whole. The names of blocks stored in a form
+// that cannot be decoded come apart in bad: such a block exists all the
+// same and is never claimed again (its addresses may be in use).
 func (a *Allocator) existingBlocks(ctx context.Context) (taken map[netip.Prefix]bool, bad map[string]bool, err error) {
+	names, err := datastore.ListNames(ctx, a.c, v3.KindIPAMBlock)
+	if err != nil {
+		return nil, nil, fmt.Errorf("listing blocks: %w", err)
+	}
+	taken, bad = map[netip.Prefix]bool{}, map[string]bool{}
+	for _, n := range names {
+		c, err := ipamformat.ParseBlockName(n)
+		if err != nil {
+			return a.existingBlocksRead(ctx)
+		}
+		taken[c] = true
+	}
+	return taken, bad, nil
+}
+
+// existingBlocksRead is existingBlocks from the blocks' records.
+func (a *Allocator) existingBlocksRead(ctx context.Context) (taken map[netip.Prefix]bool, bad map[string]bool, err error) {
 	l, err := a.c.List(ctx, v3.KindIPAMBlock, datastore.ListOptions{})
 	if err != nil {
 		return nil, nil, fmt.Errorf("listing blocks: %w", err)
 	}
-	taken = map[netip.Prefix]bool{}
+	taken, bad = map[netip.Prefix]bool{}, map[string]bool{}
 	for _, r := range l.Items {
 		if c, err := netip.ParsePrefix(r.(*v3.IPAMBlock).Spec.CIDR); err == nil {
 			taken[c.Masked()] = true
 		}
 	}
-	bad = map[string]bool{}
 	for _, b := range l.Bad {
 		bad[b.Key.Name] = true
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 
 	v3 "github.com/tabbynet/tabby/api/v3"
@@ -57,20 +58,20 @@ func (e *overlapError) Error() string {
 
 func (e *overlapError) Unwrap() error { return errBlockOverlaps }
 
-// blocksOverlapping lists the blocks and returns those other than cidr
-// that share addresses with it.
+// blocksOverlapping lists the blocks (existingBlocks) and returns those
+// other than cidr that share addresses with it.
 func (a *Allocator) blocksOverlapping(ctx context.Context, cidr netip.Prefix) ([]netip.Prefix, error) {
-	l, err := a.c.List(ctx, v3.KindIPAMBlock, datastore.ListOptions{})
+	taken, _, err := a.existingBlocks(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var out []netip.Prefix
-	for _, r := range l.Items {
-		c, err := BlockCIDR(r.(*v3.IPAMBlock))
-		if err == nil && c.Masked() != cidr && c.Overlaps(cidr) {
+	for c := range taken {
+		if c != cidr && c.Overlaps(cidr) {
 			out = append(out, c)
 		}
 	}
+	slices.SortFunc(out, netip.Prefix.Compare)
 	return out, nil
 }
 

@@ -51,9 +51,8 @@ func (a *Allocator) readState(ctx context.Context, node string, want stateWant) 
 		iNode = add(datastore.ReadRequest{Key: datastore.Key{Kind: v3.KindNode, Name: node}})
 	}
 	if want.affinities {
-		// Affinity names are <node>-<block>: the prefix narrows the read to
-		// this node's (and nodes whose names extend it, filtered below).
-		iAff = add(datastore.ReadRequest{Key: datastore.Key{Kind: v3.KindBlockAffinity}, List: true, NamePrefix: node + "-"})
+		// Only this node's: the read costs O(node), not O(cluster).
+		iAff = add(datastore.ReadRequest{Key: datastore.Key{Kind: v3.KindBlockAffinity}, List: true, Node: node})
 	}
 	iBlocks := len(reqs)
 	if want.affinities {

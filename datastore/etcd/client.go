@@ -496,9 +496,12 @@ func (c *Client) List(ctx context.Context, kind string, opts datastore.ListOptio
 	}
 	ctx, cancel := c.reqCtx(ctx)
 	defer cancel()
-	keep := func(obj v3.Resource) bool { return sel.Evaluate(obj.GetLabels()) }
+	if err := checkNode(kind, opts.Node); err != nil {
+		return fail(err)
+	}
+	keep := ofNode(opts.Node, func(obj v3.Resource) bool { return sel.Evaluate(obj.GetLabels()) })
 	if ipamformat.IsIPAMKind(kind) {
-		kvs, rev, err := c.readRanges(ctx, ipamListOps(kind, ""))
+		kvs, rev, err := c.readRanges(ctx, ipamListOps(kind, opts.Node))
 		if err != nil {
 			return fail(err)
 		}

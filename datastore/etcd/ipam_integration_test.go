@@ -59,7 +59,7 @@ func TestIntegrationIPAMCalicoLayout(t *testing.T) {
 		t.Fatalf("list: %v, %d items, %d bad; want 4", err, len(l.Items), len(l.Bad))
 	}
 	res, err := datastore.ReadMany(ctx, c, []datastore.ReadRequest{
-		{Key: datastore.Key{Kind: v3.KindBlockAffinity}, List: true, NamePrefix: "node-1-"},
+		{Key: datastore.Key{Kind: v3.KindBlockAffinity}, List: true, Node: "node-1"},
 		{Key: datastore.Key{Kind: v3.KindBlockAffinity, Name: "node-1-fd00---122"}},
 	})
 	if err != nil || res[0].Err != nil || res[1].Err != nil {
@@ -70,7 +70,7 @@ func TestIntegrationIPAMCalicoLayout(t *testing.T) {
 		names = append(names, it.GetName())
 	}
 	if len(names) != 2 || names[0] != "node-1-10-0-0-0-26" || names[1] != "node-1-fd00---122" {
-		t.Errorf("node-1's affinities by name prefix = %q", names)
+		t.Errorf("node-1's affinities = %q (not node-10's)", names)
 	}
 
 	// Tabby's writes: block, handle, affinity.

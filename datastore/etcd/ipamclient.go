@@ -33,11 +33,11 @@ func decodeIPAMKV(info v3.KindInfo, kv kvpb.KeyValue) (v3.Resource, error) {
 	return obj, nil
 }
 
-// ipamListOps are the range reads listing kind (names starting with
-// namePrefix, and possibly more: filter by name after).
-func ipamListOps(kind, namePrefix string) []kvpb.RequestOp {
+// ipamListOps are the range reads listing kind (one node's BlockAffinities
+// when node is set).
+func ipamListOps(kind, node string) []kvpb.RequestOp {
 	var ops []kvpb.RequestOp
-	for _, r := range ipamListRanges(kind, namePrefix) {
+	for _, r := range ipamListRanges(kind, node) {
 		rr := &kvpb.RangeRequest{Key: []byte(r[0])}
 		if r[1] != "" {
 			rr.RangeEnd = []byte(r[1])

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	v3 "github.com/tabbynet/tabby/api/v3"
+	"github.com/tabbynet/tabby/datastore"
 	"github.com/tabbynet/tabby/datastore/etcd/ipamformat"
 	"github.com/tabbynet/tabby/datastore/etcd/kvpb"
 )
@@ -13,25 +14,26 @@ import (
 // defined in package ipamformat; this file maps that layout onto etcd
 // ranges and watches.
 
-// ipamListRanges are the key ranges holding every object of kind whose
-// name starts with namePrefix: [key, end) pairs, end nil for one key.
-func ipamListRanges(kind, namePrefix string) [][2]string {
+// ipamListRanges are the key ranges holding every object of kind (of one
+// node's, for BlockAffinities with node set): [key, end) pairs, end ""
+// for one key.
+func ipamListRanges(kind, node string) [][2]string {
 	switch kind {
 	case v3.KindIPAMConfiguration:
 		return [][2]string{{ipamformat.ConfigKey, ""}}
 	case v3.KindIPAMHandle:
-		p := ipamformat.HandlePrefix + namePrefix
+		p := ipamformat.HandlePrefix
 		return [][2]string{{p, string(kvpb.PrefixEnd(p))}}
 	case v3.KindIPAMBlock:
 		return [][2]string{{ipamformat.BlockPrefix, string(kvpb.PrefixEnd(ipamformat.BlockPrefix))}}
 	case v3.KindBlockAffinity:
-		// A name <node>-<block> starting with namePrefix has a node name
-		// starting with namePrefix up to its first dash (node names are
-		// not empty): that narrows the range; names are filtered after.
-		nodePrefix, _, _ := strings.Cut(namePrefix, "-")
+		// <prefix><type>/<node>/ipv<n>/block/<cidr>
 		var out [][2]string
 		for _, typ := range ipamformat.AffinityTypes {
-			p := ipamPrefix + typ + "/" + nodePrefix
+			p := ipamPrefix + typ + "/"
+			if node != "" {
+				p += node + "/"
+			}
 			out = append(out, [2]string{p, string(kvpb.PrefixEnd(p))})
 		}
 		return out
@@ -80,4 +82,28 @@ func ipamKeysForName(kind, name string) ([]string, error) {
 		return keys, nil
 	}
 	return nil, fmt.Errorf("%s is not an IPAM kind", kind)
+}
+
+// checkNode checks a list's restriction to a node (ListOptions.Node): only
+// for BlockAffinities, and the node's name must be one key segment.
+func checkNode(kind, node string) error {
+	if err := datastore.CheckNode(kind, node); err != nil {
+		return err
+	}
+	if strings.Contains(node, "/") {
+		return fmt.Errorf("%w: node name %q contains '/'", datastore.ErrInvalid, node)
+	}
+	return nil
+}
+
+// ofNode narrows keep to the BlockAffinities of node (all objects when
+// node is empty): the key range read already holds only the node's.
+func ofNode(node string, keep func(v3.Resource) bool) func(v3.Resource) bool {
+	if node == "" {
+		return keep
+	}
+	return func(obj v3.Resource) bool {
+		ba, ok := obj.(*v3.BlockAffinity)
+		return ok && ba.Spec.Node == node && keep(obj)
+	}
 }

@@ -3,7 +3,6 @@ package etcd
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	v3 "github.com/tabbynet/tabby/api/v3"
 	"github.com/tabbynet/tabby/datastore"
@@ -51,23 +50,13 @@ func (c *Client) ReadMany(ctx context.Context, reqs []datastore.ReadRequest) ([]
 			for _, key := range keys {
 				ops = append(ops, kvpb.GetOp(key))
 			}
+		case checkNode(info.Kind, r.Node) != nil:
+			fail(checkNode(info.Kind, r.Node))
+			continue
 		case ipamformat.IsIPAMKind(info.Kind):
-			if strings.Contains(r.NamePrefix, "/") {
-				fail(fmt.Errorf("%w: a name prefix may not contain '/'", datastore.ErrInvalid))
-				continue
-			}
-			ops = append(ops, ipamListOps(info.Kind, r.NamePrefix)...)
+			ops = append(ops, ipamListOps(info.Kind, r.Node)...)
 		default:
-			if strings.Contains(r.NamePrefix, "/") {
-				fail(fmt.Errorf("%w: a name prefix may not contain '/'", datastore.ErrInvalid))
-				continue
-			}
-			prefix := listPrefix(info, r.Key.Namespace)
-			if !info.Namespaced || r.Key.Namespace != "" {
-				// Names are the last key segment: narrow the range.
-				prefix += r.NamePrefix
-			}
-			ops = append(ops, kvpb.PrefixOp(prefix))
+			ops = append(ops, kvpb.PrefixOp(listPrefix(info, r.Key.Namespace)))
 		}
 		opsOf[i] = [2]int{first, len(ops)}
 	}
@@ -106,16 +95,7 @@ func (c *Client) ReadMany(ctx context.Context, reqs []datastore.ReadRequest) ([]
 			out[i].Object = obj
 			continue
 		}
-		l := decodeList(info, kvs, int64(resp.Header.Revision), func(obj v3.Resource) bool {
-			return strings.HasPrefix(obj.GetName(), r.NamePrefix)
-		})
-		bad := l.Bad[:0]
-		for _, b := range l.Bad {
-			if strings.HasPrefix(b.Key.Name, r.NamePrefix) {
-				bad = append(bad, b)
-			}
-		}
-		l.Bad = bad
+		l := decodeList(info, kvs, int64(resp.Header.Revision), ofNode(r.Node, func(v3.Resource) bool { return true }))
 		out[i].List = l
 	}
 	return out, nil

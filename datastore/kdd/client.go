@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -43,6 +44,7 @@ type Config struct {
 type Client struct {
 	kube     kubernetes.Interface
 	dyn      dynamic.Interface
+	meta     metadata.Interface // object metadata only (ListNames)
 	endpoint string
 	timeout  time.Duration
 	kinds    map[string]*kindBackend
@@ -91,7 +93,11 @@ func New(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes datastore: %w", err)
 	}
-	c := &Client{kube: kube, dyn: dyn, endpoint: rc.Host, timeout: cfg.RequestTimeout, qps: [2]float32{rc.QPS, float32(rc.Burst)}}
+	meta, err := metadata.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes datastore: %w", err)
+	}
+	c := &Client{kube: kube, dyn: dyn, meta: meta, endpoint: rc.Host, timeout: cfg.RequestTimeout, qps: [2]float32{rc.QPS, float32(rc.Burst)}}
 	c.kinds = c.backends()
 	return c, nil
 }
@@ -371,6 +377,10 @@ func (c *Client) List(ctx context.Context, kind string, opts datastore.ListOptio
 	if err != nil {
 		return fail(fmt.Errorf("%w: %v", datastore.ErrInvalid, err))
 	}
+	if err := datastore.CheckNode(kind, opts.Node); err != nil {
+		return fail(err)
+	}
+	labelSel, keep := nodeFilter(opts.Node)
 	ns := opts.Namespace
 	if !kb.info.Namespaced {
 		ns = ""
@@ -380,14 +390,14 @@ func (c *Client) List(ctx context.Context, kind string, opts datastore.ListOptio
 	out := &datastore.List{}
 	revs := make([]string, len(kb.sources))
 	for i, src := range kb.sources {
-		items, bad, rev, err := c.listSource(ctx, src, ns)
+		items, bad, rev, err := c.listSource(ctx, src, ns, labelSel)
 		if err != nil {
 			return fail(err)
 		}
 		revs[i] = rev
 		out.Bad = append(out.Bad, bad...)
 		for _, it := range items {
-			if sel.Evaluate(it.GetLabels()) {
+			if keep(it) && sel.Evaluate(it.GetLabels()) {
 				out.Items = append(out.Items, it)
 			}
 		}

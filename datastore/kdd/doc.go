@@ -30,6 +30,12 @@
 // tier (Calico v3.30 and later); one written by an older release as
 // "default.<name>" without the annotation reads as <name>.
 //
+// A list of one node's BlockAffinities (datastore.ListOptions.Node) asks
+// the API server for Calico's hostname-hash label only, so it costs
+// O(node); IndexNode labels the node's affinities written by Calico before
+// v3.31 (nodeindex.go). ListNames reads a kind's names from the objects'
+// metadata only (names_list.go): a block claim needs no block's contents.
+//
 // Compare-and-swap is the API server's own optimistic concurrency: an
 // update carries the read resourceVersion (409 -> ErrConflict), a delete
 // carries resourceVersion and UID preconditions. A watch from a revision

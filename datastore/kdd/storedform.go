@@ -5,7 +5,6 @@ import (
 	"encoding/base32"
 	"fmt"
 	"strconv"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -100,20 +99,7 @@ func toStoredForm(kind string, u *unstructured.Unstructured) error {
 		if err := unstructured.SetNestedField(u.Object, strconv.FormatBool(deleted), "spec", "deleted"); err != nil {
 			return err
 		}
-		node, _, _ := unstructured.NestedString(u.Object, "spec", "node")
-		typ, _, _ := unstructured.NestedString(u.Object, "spec", "type")
-		cidr, _, _ := unstructured.NestedString(u.Object, "spec", "cidr")
-		labels := u.GetLabels()
-		if labels == nil {
-			labels = map[string]string{}
-		}
-		labels[labelHostnameHash] = HostnameLabelHash(node)
-		labels[labelAffinityType] = typ
-		labels[labelIPVersion] = "4"
-		if strings.Contains(cidr, ":") {
-			labels[labelIPVersion] = "6"
-		}
-		u.SetLabels(labels)
+		setAffinityLabels(u)
 	case v3.KindIPAMConfiguration:
 		// Calico v3.32's ipamconfigs CRD has no ipCooldownSeconds (its own
 		// KDD client drops the field): refuse rather than lose it.

@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -180,22 +179,27 @@ func (s *Store) List(_ context.Context, kind string, opts datastore.ListOptions)
 		return nil, err
 	}
 	sel, err := selector.Parse(opts.Selector)
+	if err == nil {
+		err = datastore.CheckNode(kind, opts.Node)
+	}
 	if err != nil {
 		return nil, &datastore.OpError{Op: "list", Key: datastore.Key{Kind: kind}, Err: err}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.listLocked(kind, opts.Namespace, sel), nil
+	return s.listLocked(kind, opts, sel), nil
 }
 
-func (s *Store) listLocked(kind, namespace string, sel *selector.Selector) *datastore.List {
-	opts := datastore.ListOptions{Namespace: namespace}
+func (s *Store) listLocked(kind string, opts datastore.ListOptions, sel *selector.Selector) *datastore.List {
 	out := &datastore.List{Revision: strconv.FormatInt(s.rev, 10)}
 	for k, r := range s.items {
 		if k.Kind != kind || (opts.Namespace != "" && k.Namespace != opts.Namespace) {
 			continue
 		}
 		if sel != nil && !sel.Evaluate(r.GetLabels()) {
+			continue
+		}
+		if ba, ok := r.(*v3.BlockAffinity); ok && opts.Node != "" && ba.Spec.Node != opts.Node {
 			continue
 		}
 		out.Items = append(out.Items, copyOf(r))
@@ -225,16 +229,10 @@ func (s *Store) ReadMany(_ context.Context, reqs []datastore.ReadRequest) ([]dat
 		case out[i].Err != nil:
 		case !r.List:
 			out[i].Object, out[i].Err = s.getLocked(r.Key)
+		case datastore.CheckNode(r.Key.Kind, r.Node) != nil:
+			out[i].Err = &datastore.OpError{Op: "list", Key: r.Key, Err: datastore.CheckNode(r.Key.Kind, r.Node)}
 		default:
-			l := s.listLocked(r.Key.Kind, r.Key.Namespace, nil)
-			kept := l.Items[:0]
-			for _, it := range l.Items {
-				if strings.HasPrefix(it.GetName(), r.NamePrefix) {
-					kept = append(kept, it)
-				}
-			}
-			l.Items = kept
-			out[i].List = l
+			out[i].List = s.listLocked(r.Key.Kind, datastore.ListOptions{Namespace: r.Key.Namespace, Node: r.Node}, nil)
 		}
 	}
 	return out, nil

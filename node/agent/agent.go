@@ -125,6 +125,14 @@ func Run(ctx context.Context, o Options) error {
 	if err := startup.InitDatastore(ctx, client, cfg, Version, spec.DatastoreType == dsconfig.TypeKubernetes, log); err != nil {
 		return fmt.Errorf("initialising the datastore: %w", err)
 	}
+	// As Calico's start-up (ipam UpgradeHost): the node's block affinities
+	// written by Calico before v3.31 get the labels per-node reads select
+	// them by (the CNI plugin also does, before it claims a block).
+	if n, err := ipam.New(client, ipam.Config{Logger: log}).IndexNode(ctx, cfg.NodeName); err != nil {
+		return err
+	} else if n > 0 {
+		log.Info("labelled older block affinities of this node", "count", n)
+	}
 	regCfg, err := register(ctx, client, cfg, getenv, log)
 	if err != nil {
 		return err
