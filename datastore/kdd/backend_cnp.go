@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/cache"
 	cnpv1 "sigs.k8s.io/network-policy-api/apis/v1alpha2"
 
 	v3 "github.com/tabbynet/tabby/api/v3"
@@ -33,36 +35,29 @@ const absentResourceRetry = time.Minute
 func (c *Client) globalNetworkPolicies(kb *kindBackend) {
 	crd := hideNames(kb.sources[0], func(name string) bool { return strings.HasPrefix(name, ClusterNetworkPolicyNamePrefix) })
 	ri := c.dyn.Resource(ClusterNetworkPolicyGVR)
+	lw := cnpListWatch(c.dyn)
 	cnp := &source{
 		name: ClusterNetworkPolicyGVR.Resource + "." + ClusterNetworkPolicyGVR.Group, kind: v3.KindGlobalNetworkPolicy,
 		gvr: ClusterNetworkPolicyGVR, optional: true,
 		convert: func(o runtime.Object) (v3.Resource, bool, error) {
-			p, err := convertCNP(o)
+			p, err := UnstructuredCNPToCalico(o)
 			if p == nil {
 				return nil, false, err
 			}
 			if err != nil {
 				// Rules were replaced or dropped (fail closed); the rest
 				// of the policy still applies.
-				c.partial.Seen(datastore.KeyOf(p), p.ResourceVersion, unconvertibleRules(err), err)
+				c.partial.Seen(datastore.KeyOf(p), p.ResourceVersion, UnconvertibleRules(err), err)
 			} else {
 				c.partial.Gone(datastore.KeyOf(p))
 			}
 			return p, true, nil
 		},
 		list: func(ctx context.Context, _ string, o metav1.ListOptions) (runtime.Object, error) {
-			l, err := ri.List(ctx, o)
-			if apierrors.IsNotFound(err) {
-				return &unstructured.UnstructuredList{Object: map[string]any{}}, nil
-			}
-			return l, err
+			return lw.ListWithContext(ctx, o)
 		},
 		watch: func(ctx context.Context, _ string, o metav1.ListOptions) (watch.Interface, error) {
-			w, err := ri.Watch(ctx, o)
-			if apierrors.IsNotFound(err) {
-				return idleWatch(ctx, absentResourceRetry), nil
-			}
-			return w, err
+			return lw.WatchWithContext(ctx, o)
 		},
 		get: func(ctx context.Context, _, name string) (runtime.Object, error) {
 			return ri.Get(ctx, name, metav1.GetOptions{})
@@ -78,8 +73,40 @@ func (c *Client) globalNetworkPolicies(kb *kindBackend) {
 	}
 }
 
-// convertCNP converts a ClusterNetworkPolicy read as unstructured.
-func convertCNP(o runtime.Object) (*v3.GlobalNetworkPolicy, error) {
+// cnpListWatch lists and watches ClusterNetworkPolicies (unstructured).
+// While the CRD is not installed, the list is empty and the watch idles
+// for absentResourceRetry, then ends so that the caller looks again.
+func cnpListWatch(dyn dynamic.Interface) *cache.ListWatch {
+	ri := dyn.Resource(ClusterNetworkPolicyGVR)
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			l, err := ri.List(ctx, o)
+			if apierrors.IsNotFound(err) {
+				return &unstructured.UnstructuredList{Object: map[string]any{}}, nil
+			}
+			return l, err
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			w, err := ri.Watch(ctx, o)
+			if apierrors.IsNotFound(err) {
+				return idleWatch(ctx, absentResourceRetry), nil
+			}
+			return w, err
+		},
+	}
+}
+
+// NewClusterNetworkPolicyInformer is an informer of the cluster's
+// ClusterNetworkPolicies (as unstructured objects; see
+// UnstructuredCNPToCalico), which sees none while the CRD is not
+// installed. kube-controllers mirrors them into etcd with it.
+func NewClusterNetworkPolicyInformer(dyn dynamic.Interface) cache.SharedIndexInformer {
+	return cache.NewSharedIndexInformer(cnpListWatch(dyn), &unstructured.Unstructured{}, 0, cache.Indexers{})
+}
+
+// UnstructuredCNPToCalico converts a ClusterNetworkPolicy read as
+// unstructured (K8sClusterNetworkPolicyToCalico).
+func UnstructuredCNPToCalico(o runtime.Object) (*v3.GlobalNetworkPolicy, error) {
 	u, ok := o.(*unstructured.Unstructured)
 	if !ok {
 		return nil, fmt.Errorf("clusternetworkpolicies: unexpected object %T", o)
@@ -111,8 +138,9 @@ func idleWatch(ctx context.Context, d time.Duration) watch.Interface {
 	return w
 }
 
-// unconvertibleRules is how many rules a conversion error names.
-func unconvertibleRules(err error) int {
+// UnconvertibleRules is how many rules a conversion error names (a
+// *CNPConversionError's rules; 1 for any other error).
+func UnconvertibleRules(err error) int {
 	var ce *CNPConversionError
 	if errors.As(err, &ce) {
 		return len(ce.Rules)
