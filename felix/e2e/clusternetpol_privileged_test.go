@@ -62,7 +62,7 @@ func testClusterNetworkPolicy(t *testing.T, mode string) {
 	ctx := context.Background()
 	// The built-in tiers, as calico-node creates them at start-up.
 	for _, tier := range v3.DefaultTiers() {
-		if _, err := client.Create(ctx, tier); err != nil && !errors.Is(err, datastore.ErrExists) {
+		if _, err := client.Create(ctx, tier); err != nil && !errors.Is(err, datastore.ErrAlreadyExists) {
 			t.Fatalf("tier %s: %v", tier.Name, err)
 		}
 	}
