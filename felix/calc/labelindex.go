@@ -396,7 +396,7 @@ func appendMembers(dst []string, d *demand, m *labelled) []string {
 		// A set of no protocol (a rule without one, as a
 		// ClusterNetworkPolicy's named port) holds the port of that name
 		// of every protocol, as Calico's ProtocolAny.
-		if p.name != d.portName || p.port == 0 || d.proto != 0 && p.proto != d.proto {
+		if p.name != d.portName || p.port == 0 || d.proto != 0 && p.proto != d.proto || !portProto(p.proto) {
 			continue
 		}
 		dst = appendIPPorts(dst, m, p.proto, p.port)
