@@ -198,6 +198,9 @@ generate:
 	# the ones made from api/v3 (crdpostprocess drops the rest Calico lacks).
 	$(CONTROLLER_GEN) crd:allowDangerousTypes=true paths=./datastore/kdd/crdv1/... output:crd:artifacts:config=manifests/crds
 	$(GO) run ./hack/crdpostprocess manifests/crds
+	# Kubernetes' ClusterNetworkPolicy CRD, as Calico ships it: network-policy-api's standard channel.
+	cat "$$($(GO) list -m -f '{{.Dir}}' sigs.k8s.io/network-policy-api)/config/crd/standard/policy.networking.k8s.io_clusternetworkpolicies.yaml" \
+		> manifests/crds/policy.networking.k8s.io_clusternetworkpolicies.yaml
 	$(GO) run ./hack/manifestgen
 
 clean:

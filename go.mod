@@ -29,6 +29,8 @@ require (
 	sigs.k8s.io/yaml v1.6.0
 )
 
+require sigs.k8s.io/network-policy-api v0.2.0
+
 require (
 	github.com/google/go-containerregistry v0.22.1
 	github.com/klauspost/compress v1.19.2 // indirect

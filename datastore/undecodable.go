@@ -51,12 +51,14 @@ var undecodableRecords = prometheus.NewCounterVec(prometheus.CounterOpts{
 // RegisterMetrics registers the datastore's metrics (the undecodable
 // record counter of every syncer in the process) with reg.
 func RegisterMetrics(reg prometheus.Registerer) error {
-	if err := reg.Register(undecodableRecords); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			return nil
+	for _, c := range []prometheus.Collector{undecodableRecords, unconvertibleRules} {
+		if err := reg.Register(c); err != nil {
+			var are prometheus.AlreadyRegisteredError
+			if errors.As(err, &are) {
+				continue
+			}
+			return fmt.Errorf("registering datastore metrics: %w", err)
 		}
-		return fmt.Errorf("registering datastore metrics: %w", err)
 	}
 	return nil
 }

@@ -14,7 +14,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	v3 "github.com/tabbynet/tabby/api/v3"
@@ -34,6 +36,7 @@ import (
 // in its etcd (under /calico/, as in a Calico cluster sharing etcd).
 type cluster struct {
 	k    *testservers.KubeAPIServer
+	rc   *rest.Config
 	kube kubernetes.Interface
 	ds   datastore.Client
 	etcd bool
@@ -47,7 +50,7 @@ func newCluster(t *testing.T, etcdMode bool) *cluster {
 		t.Fatal(err)
 	}
 	rc.QPS, rc.Burst = 1000, 1000
-	c := &cluster{k: k, kube: kubernetes.NewForConfigOrDie(rc), etcd: etcdMode}
+	c := &cluster{k: k, rc: rc, kube: kubernetes.NewForConfigOrDie(rc), etcd: etcdMode}
 	if etcdMode {
 		ds, err := etcd.New(etcd.Config{Endpoints: []string{k.Etcd.Endpoint()}, NewTransport: etcdlib.New})
 		if err != nil {
@@ -147,7 +150,7 @@ func (c *cluster) start(t *testing.T, o runOpts) *instance {
 			Etcd:      etcdCfg,
 			OnCompact: func(int64) { in.compactions.Add(1) },
 			Env:       config.FromEnv(func(k string) string { return env[k] }),
-			Kube:      c.kube, Client: c.ds, Now: o.now, Logger: log,
+			Kube:      c.kube, Dynamic: dynamic.NewForConfigOrDie(c.rc), Client: c.ds, Now: o.now, Logger: log,
 			HealthInterval: 200 * time.Millisecond,
 			Leader: leader.Config{Identity: o.identity, LeaseDuration: 3 * time.Second,
 				RenewDeadline: 2 * time.Second, RetryPeriod: 200 * time.Millisecond, Logger: log},

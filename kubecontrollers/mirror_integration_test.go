@@ -5,6 +5,8 @@ package kubecontrollers_test
 import (
 	"errors"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -13,10 +15,13 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	cnpv1 "sigs.k8s.io/network-policy-api/apis/v1alpha2"
+	cnpclient "sigs.k8s.io/network-policy-api/pkg/client/clientset/versioned"
 
 	v3 "github.com/tabbynet/tabby/api/v3"
 	"github.com/tabbynet/tabby/datastore"
 	"github.com/tabbynet/tabby/datastore/kdd"
+	"github.com/tabbynet/tabby/internal/testservers"
 )
 
 // TestIntegrationEtcdMirrors: in etcd mode a Kubernetes NetworkPolicy, a
@@ -26,6 +31,7 @@ import (
 // do not own are never touched.
 func TestIntegrationEtcdMirrors(t *testing.T) {
 	c := newCluster(t, true)
+	installClusterNetworkPolicyCRD(t, c)
 	ctx := ctxT(t)
 	c.configure(t, time.Hour, 500*time.Millisecond)
 	c.createPool(t, "10.73.0.0/16")
@@ -124,6 +130,11 @@ func TestIntegrationEtcdMirrors(t *testing.T) {
 	}
 	eventually(t, "knp.default.allow-web deleted with its NetworkPolicy", gone(polKey))
 
+	// ClusterNetworkPolicy -> the GlobalNetworkPolicy kcnp.deny-team in tier
+	// kube-admin, as the Kubernetes datastore serves it (the CRD is
+	// network-policy-api's; tabby-etcd.yaml installs no CRDs).
+	mirrorClusterNetworkPolicy(t, c)
+
 	// Service account -> ksa.team.robot.
 	if _, err := c.kube.CoreV1().ServiceAccounts("team").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "robot",
 		Labels: map[string]string{"k": "v"}}}, metav1.CreateOptions{}); err != nil {
@@ -212,3 +223,73 @@ func merged(a, b map[string]string) map[string]string {
 }
 
 func intstrPort(p int32) intstr.IntOrString { return intstr.FromInt32(p) }
+
+// mirrorClusterNetworkPolicy: a ClusterNetworkPolicy reaches etcd as
+// kcnp.<name>, follows a change of priority and goes with its deletion.
+func mirrorClusterNetworkPolicy(t *testing.T, c *cluster) {
+	ctx := ctxT(t)
+	cnps := cnpclient.NewForConfigOrDie(c.rc).PolicyV1alpha2().ClusterNetworkPolicies()
+	cnp := &cnpv1.ClusterNetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: "deny-team"},
+		Spec: cnpv1.ClusterNetworkPolicySpec{Tier: cnpv1.AdminTier, Priority: 7,
+			Subject: cnpv1.ClusterNetworkPolicySubject{Namespaces: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "team"}}},
+			Ingress: []cnpv1.ClusterNetworkPolicyIngressRule{{Action: cnpv1.ClusterNetworkPolicyRuleActionDeny,
+				From: []cnpv1.ClusterNetworkPolicyIngressPeer{{Namespaces: &metav1.LabelSelector{}}}}}}}
+	// The CRD was just created: retry until the API server serves it.
+	eventually(t, "ClusterNetworkPolicy created", func() (bool, error) {
+		_, err := cnps.Create(ctx, cnp, metav1.CreateOptions{})
+		return err == nil, nil
+	})
+	key := datastore.Key{Kind: v3.KindGlobalNetworkPolicy, Name: "kcnp.deny-team"}
+	order := func(want float64) func() (bool, error) {
+		return func() (bool, error) {
+			r, err := c.ds.Get(ctx, key)
+			if errors.Is(err, datastore.ErrNotFound) {
+				return false, nil
+			}
+			if err != nil {
+				return false, err
+			}
+			p := r.(*v3.GlobalNetworkPolicy)
+			return p.Spec.Tier == v3.KubeAdminTierName && p.Spec.Order != nil && *p.Spec.Order == want &&
+				p.Spec.NamespaceSelector == "kubernetes.io/metadata.name == 'team'" &&
+				len(p.Spec.Ingress) == 1 && p.Spec.Ingress[0].Action == v3.Deny && p.Spec.Ingress[0].Source.NamespaceSelector == "all()", nil
+		}
+	}
+	eventually(t, "kcnp.deny-team in etcd (tier kube-admin, order 7)", order(7))
+	got, err := cnps.Get(ctx, "deny-team", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got.Spec.Priority = 9
+	if _, err := cnps.Update(ctx, got, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "kcnp.deny-team follows the priority change", order(9))
+	if err := cnps.Delete(ctx, "deny-team", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "kcnp.deny-team deleted with its ClusterNetworkPolicy", func() (bool, error) {
+		_, err := c.ds.Get(ctx, key)
+		return errors.Is(err, datastore.ErrNotFound), nil
+	})
+}
+
+// installClusterNetworkPolicyCRD installs network-policy-api's CRD (the
+// cluster admin's part in etcd mode) and the built-in tiers (calico-node's).
+func installClusterNetworkPolicyCRD(t *testing.T, c *cluster) {
+	ctx := ctxT(t)
+	for _, tier := range v3.DefaultTiers() {
+		if _, err := c.ds.Create(ctx, tier); err != nil && !errors.Is(err, datastore.ErrAlreadyExists) {
+			t.Fatal(err)
+		}
+	}
+	dir := t.TempDir()
+	crd, err := os.ReadFile("../manifests/crds/policy.networking.k8s.io_clusternetworkpolicies.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "cnp.yaml"), crd, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	testservers.ApplyCRDs(t, c.rc, dir)
+}

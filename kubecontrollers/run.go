@@ -20,12 +20,15 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 
 	v3 "github.com/tabbynet/tabby/api/v3"
 	"github.com/tabbynet/tabby/datastore"
 	"github.com/tabbynet/tabby/datastore/etcd"
+	"github.com/tabbynet/tabby/datastore/kdd"
 	"github.com/tabbynet/tabby/ipam"
 	"github.com/tabbynet/tabby/kubecontrollers/compactor"
 	"github.com/tabbynet/tabby/kubecontrollers/config"
@@ -39,9 +42,12 @@ import (
 
 // Options wire Run.
 type Options struct {
-	Env    config.Env
-	Kube   kubernetes.Interface
-	Client datastore.Client // the Calico datastore (etcd or the Kubernetes API)
+	Env  config.Env
+	Kube kubernetes.Interface
+	// Dynamic reads Kubernetes resources without typed clients
+	// (ClusterNetworkPolicies, mirrored in etcd mode; nil: not mirrored).
+	Dynamic dynamic.Interface
+	Client  datastore.Client // the Calico datastore (etcd or the Kubernetes API)
 	// Etcd, in etcd mode, is the datastore's etcd: the leader compacts
 	// its history every etcdV3CompactionPeriod (nil: no compaction).
 	Etcd   *etcd.Config
@@ -257,6 +263,13 @@ func runControllers(ctx context.Context, o Options, rc config.RunConfig, m *metr
 			}
 			runs = append(runs, mc.Run)
 		}
+		if g := c.Policy; g != nil && o.Dynamic != nil {
+			run, err := clusterPolicyMirror(o, g.ReconcilerPeriod, m.mirror)
+			if err != nil {
+				return err
+			}
+			runs = append(runs, run)
+		}
 		if g := c.WorkloadEndpoint; g != nil {
 			ec, err := mirror.NewEndpoints(factory.Core().V1().Pods().Informer(), o.Client, g.ReconcilerPeriod, m.mirror, log)
 			if err != nil {
@@ -296,6 +309,25 @@ func runControllers(ctx context.Context, o Options, rc config.RunConfig, m *metr
 	}
 	wg.Wait()
 	return nil
+}
+
+// clusterPolicyMirror runs the ClusterNetworkPolicy mirror (with the
+// policy controller) on an informer of its own: the resource is a CRD
+// that may not be installed, so the factory's sync does not wait for it.
+func clusterPolicyMirror(o Options, period time.Duration, m *mirror.Metrics) (func(context.Context), error) {
+	inf := kdd.NewClusterNetworkPolicyInformer(o.Dynamic)
+	mc, err := mirror.New(mirror.ClusterPolicy(inf, period), o.Client, m, o.Logger)
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context) {
+		var wg sync.WaitGroup
+		defer wg.Wait()
+		wg.Go(func() { inf.RunWithContext(ctx) })
+		if cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+			mc.Run(ctx)
+		}
+	}, nil
 }
 
 func enabledNames(c config.Controllers) []string {

@@ -91,6 +91,7 @@ var (
 	secrets  = core("secrets")
 	leases   = schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}
 	knp      = schema.GroupVersionResource{Group: "networking.k8s.io", Version: "v1", Resource: "networkpolicies"}
+	kcnp     = kdd.ClusterNetworkPolicyGVR
 	readOnly = []string{"get", "list", "watch"}
 )
 
@@ -205,9 +206,9 @@ func needsEtcd() map[string][]access {
 		{verb: "get", gvr: pods, namespace: "default", name: "any-pod"},
 		{verb: "get", gvr: nsRes, name: "default"},
 	}
-	// The policy, namespace, service-account, workload-endpoint-label and
-	// node controllers mirror these into etcd.
-	kc := each(readOnly, nodes, pods, nsRes, saRes, knp)
+	// The policy (and ClusterNetworkPolicy), namespace, service-account,
+	// workload-endpoint-label and node controllers mirror these into etcd.
+	kc := each(readOnly, nodes, pods, nsRes, saRes, knp, kcnp)
 	kc = append(kc, leaseUse()...)
 	return map[string][]access{nodeSA: node, cniSA: cni, kcSA: kc}
 }

@@ -209,6 +209,9 @@ func (x *policyIndex) kindOf(id calc.PolicyID) string {
 		}
 		return v3.KindNetworkPolicy
 	}
+	if strings.HasPrefix(id.Name, rules.ClusterPolicyPrefix) {
+		return "KubernetesClusterNetworkPolicy"
+	}
 	return v3.KindGlobalNetworkPolicy
 }
 

@@ -31,6 +31,10 @@ type source struct {
 	gvr        schema.GroupVersionResource
 	namespaced bool
 	native     bool // a typed core resource (else a CRD, read as unstructured)
+	// optional: the resource may not be served (a CRD that is not
+	// installed); list and watch then see no objects, and the syncer
+	// follows it through list and watch rather than a factory informer.
+	optional bool
 	// hides: objects of the resource may exist without a visible v3
 	// object (pods without an IP), so a watch must know which were
 	// visible at its start to tell an endpoint appearing from one changing.
@@ -84,6 +88,7 @@ func (c *Client) backends() map[string]*kindBackend {
 	c.workloadEndpoints(out[v3.KindWorkloadEndpoint])
 	c.profiles(out[v3.KindProfile])
 	c.networkPolicies(out[v3.KindNetworkPolicy])
+	c.globalNetworkPolicies(out[v3.KindGlobalNetworkPolicy])
 	c.nodes(out[v3.KindNode])
 	return out
 }

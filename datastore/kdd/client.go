@@ -48,6 +48,9 @@ type Client struct {
 	endpoint string
 	timeout  time.Duration
 	kinds    map[string]*kindBackend
+	// partial reports derived policies converted with rules failing
+	// closed (ClusterNetworkPolicies).
+	partial *datastore.PartialReporter
 	// qps is the client's request rate limit (QPS, burst), as configured.
 	qps [2]float32
 }
@@ -97,7 +100,7 @@ func New(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes datastore: %w", err)
 	}
-	c := &Client{kube: kube, dyn: dyn, meta: meta, endpoint: rc.Host, timeout: cfg.RequestTimeout, qps: [2]float32{rc.QPS, float32(rc.Burst)}}
+	c := &Client{kube: kube, dyn: dyn, meta: meta, endpoint: rc.Host, timeout: cfg.RequestTimeout, qps: [2]float32{rc.QPS, float32(rc.Burst)}, partial: &datastore.PartialReporter{}}
 	c.kinds = c.backends()
 	return c, nil
 }

@@ -57,6 +57,11 @@
 //     refused.
 //   - NetworkPolicy: "knp.default.<name>" per Kubernetes NetworkPolicy,
 //     plus the NetworkPolicy custom resources.
+//   - GlobalNetworkPolicy: "kcnp.<name>" per Kubernetes
+//     ClusterNetworkPolicy (policy.networking.k8s.io/v1alpha2, in tier
+//     kube-admin or kube-baseline), plus the custom resources. The
+//     ClusterNetworkPolicy CRD may be absent: it then reads as none (its
+//     watch looks again every minute).
 //   - Node: the Kubernetes Node, its Calico fields in projectcalico.org/*
 //     annotations; Update writes them back (compare-and-swap on the
 //     Kubernetes Node), Create and Delete are refused.

@@ -6,7 +6,10 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
@@ -90,6 +93,7 @@ func (s *Syncer) Run(ctx context.Context) {
 	kubeFactory := informers.NewSharedInformerFactory(s.c.kube, 0)
 
 	var static []datastore.Update
+	var optional []cache.SharedIndexInformer // started here, not by a factory
 	var registrations []cache.ResourceEventHandlerRegistration
 	for _, kind := range s.kinds {
 		kb, err := s.c.backend(kind)
@@ -104,7 +108,10 @@ func (s *Syncer) Run(ctx context.Context) {
 		}
 		for _, src := range kb.sources {
 			var inf cache.SharedIndexInformer
-			if src.native {
+			if src.optional {
+				inf = sourceInformer(src)
+				optional = append(optional, inf)
+			} else if src.native {
 				gi, err := kubeFactory.ForResource(src.gvr)
 				if err != nil {
 					slog.Error("syncer has no informer for a source", "resource", src.name, "err", err)
@@ -138,6 +145,13 @@ func (s *Syncer) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	dynFactory.Start(ctx.Done())
 	kubeFactory.Start(ctx.Done())
+	for _, inf := range optional {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			inf.RunWithContext(ctx)
+		}()
+	}
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -161,6 +175,21 @@ func (s *Syncer) Run(ctx context.Context) {
 	wg.Wait()
 	dynFactory.Shutdown()
 	kubeFactory.Shutdown()
+}
+
+// sourceInformer is an informer over a source's own list and watch (which
+// see an empty resource while its CRD is not installed, where a factory's
+// informer would never sync).
+func sourceInformer(src *source) cache.SharedIndexInformer {
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return src.list(ctx, "", o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return src.watch(ctx, "", o)
+		},
+	}
+	return cache.NewSharedIndexInformer(lw, &unstructured.Unstructured{}, 0, cache.Indexers{})
 }
 
 // stripManagedFields drops an object's managed fields before it is

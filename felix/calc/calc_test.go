@@ -212,6 +212,33 @@ func TestRemoteEndpointBadFieldsIgnored(t *testing.T) {
 	}
 }
 
+// TestNamedPortAnyProtocol: a named port in a rule without protocol (a
+// ClusterNetworkPolicy's destinationNamedPort) selects that port name of
+// every port protocol, as Calico's ProtocolAny named-port sets.
+func TestNamedPortAnyProtocol(t *testing.T) {
+	w := ct.WEP("prod", "w", ct.Node, "caliw", "10.0.0.9", map[string]string{"app": "web"})
+	w.Spec.Ports = []v3.WorkloadEndpointPort{
+		{Name: "http", Protocol: numorstring.ProtocolFromString("TCP"), Port: 8080},
+		{Name: "http", Protocol: numorstring.ProtocolFromString("UDP"), Port: 5353},
+		{Name: "dns", Protocol: numorstring.ProtocolFromString("UDP"), Port: 53},
+	}
+	pol := ct.GNP("p", "default", nil, "app == 'web'", ct.Ingress, []v3.Rule{{Action: v3.Allow,
+		Destination: v3.EntityRule{Ports: ct.Ports("http")}}}, nil)
+	res := calc.Compute(ct.Input(ct.Node, []any{ct.NSProfile("prod", nil), w, pol}))
+	var named *calc.IPSet
+	for _, s := range res.IPSets {
+		if s.Type == calc.HashIPPort {
+			named = s
+		}
+	}
+	if named == nil || !slices.Equal(named.Members.Slice(), []string{"10.0.0.9,tcp:8080", "10.0.0.9,udp:5353"}) {
+		t.Errorf("named-port set = %+v, want the tcp and udp ports named http", named)
+	}
+	if len(res.Unrenderable) != 0 {
+		t.Errorf("unrenderable: %+v", res.Unrenderable)
+	}
+}
+
 // TestHostPolicyKinds: Calico's split of a host endpoint's policies by
 // kind, and that workloads take only normal policies.
 func TestHostPolicyKinds(t *testing.T) {

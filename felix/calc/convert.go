@@ -287,9 +287,8 @@ func portMatch(ports []numorstring.Port, proto uint8, sel *matcher, demands map[
 	sets := map[string]*demand{}
 	for _, p := range ports {
 		if p.IsNamed() {
-			if proto == 0 {
-				return nil, nil, fmt.Errorf("named port %q needs a protocol", p.PortName)
-			}
+			// Without a protocol, the set holds the named port of every
+			// protocol (a ClusterNetworkPolicy's destinationNamedPort).
 			id := shortID("n:", fmt.Sprintf("%s\x00%d\x00%s", sel.id, proto, p.PortName))
 			sets[id] = &demand{id: id, typ: HashIPPort, sel: sel, proto: proto, portName: p.PortName}
 			named = append(named, id)
@@ -300,7 +299,7 @@ func portMatch(ports []numorstring.Port, proto uint8, sel *matcher, demands map[
 		}
 		ranges = append(ranges, PortRange{Min: p.MinPort, Max: p.MaxPort})
 	}
-	if (len(ranges) > 0 || len(named) > 0) && !portProto(proto) {
+	if (len(ranges) > 0 || len(named) > 0 && proto != 0) && !portProto(proto) {
 		return nil, nil, fmt.Errorf("ports need protocol TCP, UDP, SCTP or UDPLite")
 	}
 	maps.Copy(demands, sets)

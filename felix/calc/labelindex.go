@@ -392,22 +392,29 @@ func appendMembers(dst []string, d *demand, m *labelled) []string {
 	if d.typ == HashNet {
 		return append(dst, m.netStrs...)
 	}
-	var port uint16
 	for _, p := range m.ports {
-		if p.name == d.portName && p.proto == d.proto {
-			port = p.port
+		// A set of no protocol (a rule without one, as a
+		// ClusterNetworkPolicy's named port) holds the port of that name
+		// of every protocol, as Calico's ProtocolAny.
+		if p.name != d.portName || p.port == 0 || d.proto != 0 && p.proto != d.proto || !portProto(p.proto) {
+			continue
+		}
+		dst = appendIPPorts(dst, m, p.proto, p.port)
+		if d.proto != 0 {
 			break
 		}
 	}
-	if port == 0 {
-		return dst
-	}
-	proto := protoName(d.proto)
+	return dst
+}
+
+// appendIPPorts appends "ip,proto:port" for each of m's single addresses.
+func appendIPPorts(dst []string, m *labelled, proto uint8, port uint16) []string {
+	name := protoName(proto)
 	var buf []byte
 	for _, n := range m.nets {
 		if n.IsSingleIP() {
 			buf = n.Addr().AppendTo(buf[:0])
-			buf = append(append(append(buf, ','), proto...), ':')
+			buf = append(append(append(buf, ','), name...), ':')
 			dst = append(dst, string(strconv.AppendUint(buf, uint64(port), 10)))
 		}
 	}

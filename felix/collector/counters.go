@@ -4,6 +4,8 @@ import (
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tabbynet/tabby/felix/rules"
 )
 
 // RuleCounters are the per-rule Prometheus counters: the packets, bytes
@@ -46,8 +48,11 @@ func (c *RuleCounters) add(hits []PolicyHit, ingress bool, packets, bytes uint64
 	}
 	for _, h := range hits {
 		name := h.Name
-		if h.Kind == "knp" {
+		switch h.Kind {
+		case "knp":
 			name = "knp.default." + name
+		case "kcnp":
+			name = rules.ClusterPolicyPrefix + name
 		}
 		l := prometheus.Labels{"tier": h.Tier, "policy": name, "namespace": h.Namespace, "direction": dir,
 			"rule_index": strconv.Itoa(h.RuleIndex), "action": h.Action}

@@ -84,7 +84,11 @@ func (l *Lookups) OnUpdates(ups []datastore.Update) {
 			l.owners[u.Key] = owner{policy: true, v: v, id: v.Kind + "/" + o.Namespace + "/" + v.Name, nIn: len(o.Spec.Ingress), nOut: len(o.Spec.Egress)}
 		case *v3.GlobalNetworkPolicy:
 			l.tiers[u.Key] = tierOr(o.Spec.Tier)
-			l.owners[u.Key] = owner{policy: true, v: Verdict{Kind: "gnp", Name: o.Name}, id: "gnp/" + o.Name, nIn: len(o.Spec.Ingress), nOut: len(o.Spec.Egress)}
+			v := Verdict{Kind: "gnp", Name: o.Name}
+			if name, ok := strings.CutPrefix(o.Name, rules.ClusterPolicyPrefix); ok {
+				v.Kind, v.Name = "kcnp", name
+			}
+			l.owners[u.Key] = owner{policy: true, v: v, id: v.Kind + "/" + v.Name, nIn: len(o.Spec.Ingress), nOut: len(o.Spec.Egress)}
 		case *v3.Profile:
 			l.owners[u.Key] = owner{v: Verdict{Name: o.Name}, id: o.Name, nIn: len(o.Spec.Ingress), nOut: len(o.Spec.Egress)}
 		case *v3.Tier:
@@ -172,6 +176,8 @@ func (l *Lookups) PolicyTier(kind, namespace, name string) string {
 	switch kind {
 	case "gnp":
 		k = datastore.Key{Kind: v3.KindGlobalNetworkPolicy, Name: name}
+	case "kcnp":
+		k = datastore.Key{Kind: v3.KindGlobalNetworkPolicy, Name: rules.ClusterPolicyPrefix + name}
 	case "knp":
 		k.Name = "knp.default." + name
 	}

@@ -55,9 +55,13 @@ func (n *NFLOG) iptables() string {
 // PolicyNFLOGID is Calico's ID of a policy in NFLOG prefixes: the kind's
 // short name, the namespace if any, and the name ("gnp/name",
 // "np/ns/name", "knp/ns/name" for a Kubernetes NetworkPolicy, which Tabby
-// stores as the NetworkPolicy "knp.default.<name>").
+// stores as the NetworkPolicy "knp.default.<name>"), "kcnp/name" for a
+// Kubernetes ClusterNetworkPolicy (the GlobalNetworkPolicy "kcnp.<name>").
 func PolicyNFLOGID(id calc.PolicyID) string {
 	if id.Namespace == "" {
+		if name, ok := strings.CutPrefix(id.Name, ClusterPolicyPrefix); ok {
+			return "kcnp/" + name
+		}
 		return "gnp/" + id.Name
 	}
 	if name, ok := strings.CutPrefix(id.Name, KubernetesPolicyPrefix); ok {
@@ -69,6 +73,10 @@ func PolicyNFLOGID(id calc.PolicyID) string {
 // KubernetesPolicyPrefix starts the names of the NetworkPolicies that
 // stand for Kubernetes NetworkPolicies.
 const KubernetesPolicyPrefix = "knp.default."
+
+// ClusterPolicyPrefix starts the names of the GlobalNetworkPolicies that
+// stand for Kubernetes ClusterNetworkPolicies.
+const ClusterPolicyPrefix = "kcnp."
 
 // NFLOGPrefix is the prefix of a rule's verdict: action, owner (policy or
 // profile), direction, the rule's index and the owner's ID

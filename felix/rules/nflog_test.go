@@ -28,6 +28,7 @@ func TestNFLOGPrefix(t *testing.T) {
 		{rules.NoProfileNFLOGPrefix('I'), "DRI"},
 		{rules.PolicyNFLOGID(calc.PolicyID{Tier: "default", Namespace: "x", Name: "knp.default.allow-y"}), "knp/x/allow-y"},
 		{rules.PolicyNFLOGID(calc.PolicyID{Tier: "sec", Name: "sec.block"}), "gnp/sec.block"},
+		{rules.PolicyNFLOGID(calc.PolicyID{Tier: "kube-admin", Name: "kcnp.deny-dev"}), "kcnp/deny-dev"},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("got %q, want %q", tc.got, tc.want)

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
 
 	v3 "github.com/tabbynet/tabby/api/v3"
@@ -117,6 +118,37 @@ func ServiceAccounts(inf cache.SharedIndexInformer, period time.Duration) Spec {
 				return nil, fmt.Errorf("not a ServiceAccount: %T", obj)
 			}
 			return kdd.ServiceAccountToProfile(sa)
+		},
+	}
+}
+
+// ClusterPolicy mirrors Kubernetes ClusterNetworkPolicies (an informer of
+// unstructured objects, kdd.NewClusterNetworkPolicyInformer) to
+// GlobalNetworkPolicies "kcnp.<name>" in tier kube-admin or kube-baseline,
+// converted as the Kubernetes datastore serves them (Calico reads them
+// only in that datastore; Tabby mirrors them as it mirrors
+// NetworkPolicies). A rule that cannot be converted fails closed in the
+// written policy.
+func ClusterPolicy(inf cache.SharedIndexInformer, period time.Duration) Spec {
+	return Spec{
+		Name: "clusterpolicy", Informer: inf, Kind: v3.KindGlobalNetworkPolicy, Period: period,
+		Target: func(key string) datastore.Key {
+			return datastore.Key{Kind: v3.KindGlobalNetworkPolicy, Name: kdd.ClusterNetworkPolicyNamePrefix + key}
+		},
+		Source: func(r v3.Resource) (string, bool) {
+			name, ok := strings.CutPrefix(r.GetName(), kdd.ClusterNetworkPolicyNamePrefix)
+			return name, ok && name != ""
+		},
+		Desired: func(obj any) (v3.Resource, error) {
+			o, ok := obj.(runtime.Object)
+			if !ok {
+				return nil, fmt.Errorf("not a ClusterNetworkPolicy: %T", obj)
+			}
+			pol, err := kdd.UnstructuredCNPToCalico(o)
+			if pol == nil {
+				return nil, err
+			}
+			return pol, err
 		},
 	}
 }

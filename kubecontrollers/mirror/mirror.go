@@ -1,6 +1,8 @@
 // Package mirror holds kube-controllers' etcd-mode controllers, which keep
 // Calico resources in etcd in step with Kubernetes objects, as Calico's
 // do: Kubernetes NetworkPolicies as NetworkPolicies "knp.default.<name>",
+// (beyond Calico) Kubernetes ClusterNetworkPolicies as GlobalNetworkPolicies
+// "kcnp.<name>",
 // namespaces as Profiles "kns.<namespace>", service accounts as Profiles
 // "ksa.<namespace>.<name>" (conversions shared with the Kubernetes
 // datastore, package kdd), and pod labels onto the pods'

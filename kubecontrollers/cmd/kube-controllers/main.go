@@ -24,6 +24,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
@@ -100,6 +101,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if err != nil {
 		return fmt.Errorf("kubernetes API: %w", err)
 	}
+	dyn, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		return fmt.Errorf("kubernetes API: %w", err)
+	}
 
 	var etcdCfg *etcd.Config
 	if spec.DatastoreType == dsconfig.TypeEtcdV3 {
@@ -111,7 +116,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	log.Info("kube-controllers starting", "datastore", env.DatastoreType, "statusFile", *statusFile)
 	return kubecontrollers.Run(ctx, kubecontrollers.Options{
-		Env: env, Kube: kube, Client: client, Etcd: etcdCfg, Status: status.New(*statusFile),
+		Env: env, Kube: kube, Dynamic: dyn, Client: client, Etcd: etcdCfg, Status: status.New(*statusFile),
 		Registry: reg, ServeMetrics: true, Logger: log, LogLevel: level,
 		Leader: lc,
 	})
