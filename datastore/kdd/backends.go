@@ -85,6 +85,7 @@ func (c *Client) backends() map[string]*kindBackend {
 	c.profiles(out[v3.KindProfile])
 	c.networkPolicies(out[v3.KindNetworkPolicy])
 	c.nodes(out[v3.KindNode])
+	out[v3.KindKubernetesEndpointSlice] = c.endpointSlices()
 	return out
 }
 
