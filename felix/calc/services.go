@@ -44,21 +44,24 @@ func serviceMatch(m *v3.ServiceMatch, ns string, side ruleSide, svc bool, demand
 	case m.Name == "" || name[0] == '/':
 		return "", fmt.Errorf("services match %q needs a name and a namespace", name)
 	}
-	d := &demand{typ: HashNet, service: name}
+	d := &demand{id: ServiceSetID(side == dstSide, name), typ: HashNet, service: name}
 	if side == dstSide {
 		d.typ = HashIPPort
-		d.id = calicoID("svc", name)
-	} else {
-		d.id = calicoID("svcnoport", name)
 	}
 	demands[d.id] = d
 	return d.id, nil
 }
 
-// calicoID is Calico's hash.MakeUniqueID: prefix, ':', and the base64url
-// SHA-224 of prefix:s.
-func calicoID(prefix, s string) string {
-	sum := sha256.Sum224([]byte(prefix + ":" + s))
+// ServiceSetID is the ID of the set of Service service's ("<namespace>/
+// <name>") endpoints, with their ports or not: Calico's
+// hash.MakeUniqueID("svc" or "svcnoport", service), the prefix, ':' and
+// the base64url SHA-224 of prefix:service.
+func ServiceSetID(withPorts bool, service string) string {
+	prefix := "svcnoport"
+	if withPorts {
+		prefix = "svc"
+	}
+	sum := sha256.Sum224([]byte(prefix + ":" + service))
 	return prefix + ":" + base64.RawURLEncoding.EncodeToString(sum[:])
 }
 
