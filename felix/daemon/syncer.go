@@ -13,14 +13,21 @@ import (
 // a rate-limited work queue, as Calico's felix watches in Kubernetes
 // mode); over any other client (etcd), the generic watch syncer, lean
 // (the daemon and its calculation keep what they need of each object, so
-// deletions carry only the key). Either way cb receives Kinds, and over
-// the Kubernetes datastore also the EndpointSlices of Services (see
-// FollowsServices).
+// deletions carry only the key). Either way cb receives SyncKinds(c).
 func NewSyncer(c datastore.Client, cb datastore.SyncerCallbacks) datastore.Syncer {
 	if kc, ok := c.(*kdd.Client); ok {
-		return kdd.NewSyncer(kc, append(slices.Clone(Kinds), v3.KindKubernetesEndpointSlice), cb)
+		return kdd.NewSyncer(kc, SyncKinds(c), cb)
 	}
 	return datastore.NewWatchSyncer(c, Kinds, cb, datastore.DefaultBackoff).Lean()
+}
+
+// SyncKinds are the kinds felix follows over c: Kinds, and where it
+// follows Services (FollowsServices) their EndpointSlices.
+func SyncKinds(c datastore.Client) []string {
+	if FollowsServices(c) {
+		return append(slices.Clone(Kinds), v3.KindKubernetesEndpointSlice)
+	}
+	return Kinds
 }
 
 // FollowsServices reports whether felix follows Kubernetes Services over
