@@ -305,16 +305,6 @@ func testCorpusRoundTrip(t *testing.T, b cliBackend) {
 	if len(files) == 0 {
 		t.Fatal("no corpus")
 	}
-	// The tiers first: the policies of other files name them.
-	var tierFiles, rest []string
-	for _, f := range files {
-		if filepath.Base(f) == "policy-tier.yaml" {
-			tierFiles = append(tierFiles, f)
-		} else {
-			rest = append(rest, f)
-		}
-	}
-	files = append(tierFiles, rest...)
 	kinds := map[string]bool{}
 	for _, f := range files {
 		data := mustRead(t, f)
@@ -328,6 +318,12 @@ func testCorpusRoundTrip(t *testing.T, b cliBackend) {
 			kinds[kind] = true
 			t.Run(fmt.Sprintf("%s#%d", filepath.Base(f), d.Doc), func(t *testing.T) {
 				js, _ := v3.EncodeJSON(r)
+				if tier := policyTier(r); tier != "" {
+					// A policy needs its tier (datastore.CheckWrite).
+					tj := fmt.Sprintf(`{"apiVersion":"projectcalico.org/v3","kind":"Tier","metadata":{"name":%q},"spec":{"order":500}}`, tier)
+					b.run(t, tj, "apply", "-f", "-")
+					t.Cleanup(func() { b.run(t, "", "delete", "tier", tier) })
+				}
 				// The corpus holds Calico's security settings Tabby cannot
 				// honour (wireguardEnabled, ...): written on request only.
 				out, code := b.run(t, string(js), "apply", "-f", "-", "--allow-unsupported")
@@ -425,6 +421,24 @@ func testCorpusRoundTrip(t *testing.T, b cliBackend) {
 			t.Errorf("corpus has no %s", k.Kind)
 		}
 	}
+}
+
+// policyTier is the tier a policy of the corpus names, when it is not a
+// built-in one ("" otherwise).
+func policyTier(r v3.Resource) string {
+	var tier string
+	switch p := r.(type) {
+	case *v3.NetworkPolicy:
+		tier = p.Spec.Tier
+	case *v3.GlobalNetworkPolicy:
+		tier = p.Spec.Tier
+	}
+	for _, t := range v3.DefaultTiers() {
+		if t.Name == tier {
+			return ""
+		}
+	}
+	return tier
 }
 
 // builtInTier reports whether r is one of Calico's protected tiers.
