@@ -7,9 +7,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// A services or HTTP match is valid Calico (Validate accepts it, so felix
-// can still read and enforce such a stored policy fail-closed) but a
-// write refuses it with a message that says what to do instead.
+// An HTTP match is valid Calico (Validate accepts it, so felix can still
+// read and enforce such a stored policy fail-closed) but a write refuses
+// it with a message that says what to do instead. Services matches are
+// written (felix enforces them on the Kubernetes datastore); only etcd's
+// backend refuses them (ServicesMatches).
 func TestUnsupportedRefusedAtWrite(t *testing.T) {
 	svc := &ServiceMatch{Name: "api", Namespace: "prod"}
 	for _, tc := range []struct {
@@ -17,19 +19,11 @@ func TestUnsupportedRefusedAtWrite(t *testing.T) {
 		r    Resource
 		want []string
 	}{
-		{"NetworkPolicy egress destination services", &NetworkPolicy{
-			ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "prod"},
-			Spec:       NetworkPolicySpec{Egress: []Rule{{Action: Deny, Destination: EntityRule{Services: svc}}}},
-		}, []string{"spec.egress[0].destination.services: services matches are not supported by Tabby yet"}},
 		{"GlobalNetworkPolicy ingress source services and http", &GlobalNetworkPolicy{
 			ObjectMeta: metav1.ObjectMeta{Name: "p"},
 			Spec: GlobalNetworkPolicySpec{Ingress: []Rule{{Action: Allow, Protocol: polProto("TCP"),
 				Source: EntityRule{Services: svc}, HTTP: &HTTPMatch{Methods: []string{"GET"}}}}},
-		}, []string{"spec.ingress[0].source.services: services matches", "spec.ingress[0].http: HTTP matches are not supported by Tabby"}},
-		{"Profile", &Profile{
-			ObjectMeta: metav1.ObjectMeta{Name: "p"},
-			Spec:       ProfileSpec{Ingress: []Rule{{Action: Deny, Source: EntityRule{Services: svc}}}},
-		}, []string{"spec.ingress[0].source.services"}},
+		}, []string{"spec.ingress[0].http: HTTP matches are not supported by Tabby"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if errs := tc.r.DeepCopyObject().(Resource).Validate(); len(errs) != 0 {
@@ -50,5 +44,13 @@ func TestUnsupportedRefusedAtWrite(t *testing.T) {
 		Spec: NetworkPolicySpec{Ingress: []Rule{{Action: Allow, Source: EntityRule{Selector: "app == 'x'"}}}}}
 	if err := DefaultValidateForWrite(ok); err != nil {
 		t.Errorf("a supported policy is refused: %v", err)
+	}
+	svcPol := &NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "prod"},
+		Spec: NetworkPolicySpec{Egress: []Rule{{Action: Deny, Destination: EntityRule{Services: svc}}}}}
+	if err := DefaultValidateForWrite(svcPol.DeepCopy()); err != nil {
+		t.Errorf("a services match is refused: %v", err)
+	}
+	if errs := ServicesMatches(svcPol); len(errs) != 1 || !strings.Contains(errs.Err().Error(), "spec.egress[0].destination.services: services matches need the Kubernetes datastore") {
+		t.Errorf("ServicesMatches = %v, want the destination's services match", errs)
 	}
 }

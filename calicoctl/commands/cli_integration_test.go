@@ -298,7 +298,8 @@ func mustRead(t *testing.T, path string) string {
 // testCorpusRoundTrip applies every document of the API's valid corpus
 // (Calico-style YAML for every kind) unchanged, reads each back and checks
 // it equals the input with Calico's defaults applied; documents Tabby
-// cannot enforce (v3.Unsupported) must be refused.
+// cannot enforce (v3.Unsupported; services matches on etcd,
+// v3.ServicesMatches) must be refused.
 func testCorpusRoundTrip(t *testing.T, b cliBackend) {
 	files, _ := filepath.Glob("../../api/v3/testdata/valid/*.yaml")
 	if len(files) == 0 {
@@ -317,15 +318,30 @@ func testCorpusRoundTrip(t *testing.T, b cliBackend) {
 			kinds[kind] = true
 			t.Run(fmt.Sprintf("%s#%d", filepath.Base(f), d.Doc), func(t *testing.T) {
 				js, _ := v3.EncodeJSON(r)
+				if tier := policyTier(r); tier != "" {
+					// A policy needs its tier (datastore.CheckWrite).
+					tj := fmt.Sprintf(`{"apiVersion":"projectcalico.org/v3","kind":"Tier","metadata":{"name":%q},"spec":{"order":500}}`, tier)
+					b.run(t, tj, "apply", "-f", "-")
+					t.Cleanup(func() { b.run(t, "", "delete", "tier", tier) })
+				}
 				// The corpus holds Calico's security settings Tabby cannot
 				// honour (wireguardEnabled, ...): written on request only.
 				out, code := b.run(t, string(js), "apply", "-f", "-", "--allow-unsupported")
 				if len(v3.Unsupported(r)) > 0 {
-					// Valid Calico that Tabby cannot enforce (services or
-					// HTTP matches): refused before any write, saying so
+					// Valid Calico that Tabby cannot enforce (HTTP
+					// matches): refused before any write, saying so
 					// (also where the kind is read-only).
 					if code == 0 || !strings.Contains(out, "not supported by Tabby") {
 						t.Fatalf("apply of an unsupported %s: exit %d, want a not-supported error:\n%s", kind, code, out)
+					}
+					return
+				}
+				if b.name != "kubernetes" && len(v3.ServicesMatches(r)) > 0 {
+					// felix follows Services only on the Kubernetes
+					// datastore: etcd refuses services matches, saying so
+					// (on Kubernetes they apply and round-trip).
+					if code == 0 || !strings.Contains(out, "services matches need the Kubernetes datastore") {
+						t.Fatalf("apply of a services match on etcd: exit %d, want a refusal:\n%s", code, out)
 					}
 					return
 				}
@@ -405,6 +421,24 @@ func testCorpusRoundTrip(t *testing.T, b cliBackend) {
 			t.Errorf("corpus has no %s", k.Kind)
 		}
 	}
+}
+
+// policyTier is the tier a policy of the corpus names, when it is not a
+// built-in one ("" otherwise).
+func policyTier(r v3.Resource) string {
+	var tier string
+	switch p := r.(type) {
+	case *v3.NetworkPolicy:
+		tier = p.Spec.Tier
+	case *v3.GlobalNetworkPolicy:
+		tier = p.Spec.Tier
+	}
+	for _, t := range v3.DefaultTiers() {
+		if t.Name == tier {
+			return ""
+		}
+	}
+	return tier
 }
 
 // builtInTier reports whether r is one of Calico's protected tiers.

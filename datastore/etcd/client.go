@@ -227,12 +227,17 @@ func parseRevision(rv string) (int64, error) {
 	return n, nil
 }
 
-// prepareWrite defaults and validates r (datastore.PrepareWrite) and finds
-// its etcd key. fail wraps later errors with the operation and key.
+// prepareWrite defaults and validates r (datastore.PrepareWrite), refuses
+// services matches (felix does not follow Services over etcd:
+// v3.ServicesMatches) and finds its etcd key. fail wraps later errors
+// with the operation and key.
 func prepareWrite(op string, r v3.Resource) (v3.Resource, string, func(error) (v3.Resource, error), error) {
 	obj, err := datastore.PrepareWrite(op, r)
 	if err != nil {
 		return nil, "", nil, err
+	}
+	if errs := v3.ServicesMatches(obj); len(errs) > 0 {
+		return nil, "", nil, &datastore.OpError{Op: op, Key: datastore.KeyOf(obj), Err: &datastore.ValidationError{Errors: errs}}
 	}
 	k := datastore.KeyOf(obj)
 	fail := func(err error) (v3.Resource, error) { return nil, &datastore.OpError{Op: op, Key: k, Err: err} }

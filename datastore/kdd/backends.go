@@ -90,6 +90,7 @@ func (c *Client) backends() map[string]*kindBackend {
 	c.networkPolicies(out[v3.KindNetworkPolicy])
 	c.globalNetworkPolicies(out[v3.KindGlobalNetworkPolicy])
 	c.nodes(out[v3.KindNode])
+	out[v3.KindKubernetesEndpointSlice] = c.endpointSlices()
 	return out
 }
 

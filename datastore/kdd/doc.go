@@ -65,6 +65,10 @@
 //   - Node: the Kubernetes Node, its Calico fields in projectcalico.org/*
 //     annotations; Update writes them back (compare-and-swap on the
 //     Kubernetes Node), Create and Delete are refused.
+//   - KubernetesEndpointSlice (v3.KindKubernetesEndpointSlice, not a
+//     Calico kind): the discovery.k8s.io/v1 EndpointSlices as they are,
+//     which felix follows for rules' services matches (as Calico's felix
+//     does in Kubernetes mode).
 //
 // A kind with several sources has a revision that joins theirs with "/"
 // in a fixed order; lists and watches combine the sources.

@@ -283,7 +283,7 @@ func runFelix(ctx context.Context, r felixRun) error {
 		RulesConfig: func(global, node *v3.FelixConfigurationSpec) rules.Config {
 			calcHang() // within the computation, as Calico's calculation graph hangs
 			return r.st.onDatastore(global, node)
-		}, Health: calcLoop}
+		}, Health: calcLoop, FollowServices: daemon.FollowsServices(r.client)}
 	if r.o.Health != nil {
 		dcfg.Heartbeat = func() { r.o.Health.Heartbeat("calculation") }
 	}

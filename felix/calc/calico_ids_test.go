@@ -37,3 +37,15 @@ func TestGlobalRuleSelectorIPSetIDsAreCalicos(t *testing.T) {
 		})
 	}
 }
+
+// TestServiceSetIDsAreCalicos: the sets of a services match have Calico's
+// IDs (the ones Calico's rule scanner test gives for Service default/svc),
+// so their kernel names are the ones Calico's felix uses.
+func TestServiceSetIDsAreCalicos(t *testing.T) {
+	if got, want := calc.ServiceSetID(true, "default/svc"), "svc:Jhwii46PCMT5NlhWsUqZmv7al8TeHFbNQMhoVg"; got != want {
+		t.Errorf("destination set ID = %s, want %s", got, want)
+	}
+	if got, want := calc.ServiceSetID(false, "default/svc"), "svcnoport:T03S_6hogdrGKrNFBcbKTFsH_uKwDHEo8JddOg"; got != want {
+		t.Errorf("source set ID = %s, want %s", got, want)
+	}
+}

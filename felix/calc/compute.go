@@ -20,12 +20,17 @@ func Compute(in Input) *Result {
 		tiers:    builtInTiers(),
 		problems: map[Problem]bool{},
 		demands:  map[string]*demand{},
+		services: in.FollowsServices,
+		slices:   map[string][]*v3.KubernetesEndpointSlice{},
 	}
 	objs := c.latest(in)
 	c.loadProfilesAndTiers(objs)
 	for _, o := range objs {
 		c.loadItem(o)
 		c.loadPolicy(o)
+		if s, ok := o.(*v3.KubernetesEndpointSlice); ok {
+			c.slices[s.Service()] = append(c.slices[s.Service()], s)
+		}
 	}
 	res := &Result{Policies: map[PolicyID]*Policy{}, Profiles: map[string]*Profile{}, IPSets: map[string]*IPSet{}}
 	c.selectPolicies(res)
@@ -47,6 +52,9 @@ type computer struct {
 	policies     []*parsedPolicy
 	demands      map[string]*demand
 	unrenderable []Unrenderable
+	services     bool // Input.FollowsServices
+	// slices are the EndpointSlices by service ("<namespace>/<name>").
+	slices map[string][]*v3.KubernetesEndpointSlice
 }
 
 func (c *computer) report(ps []Problem) {
@@ -129,7 +137,7 @@ func (c *computer) loadPolicy(o any) {
 	default:
 		return
 	}
-	l := loadPolicy(o)
+	l := loadPolicy(o, c.services)
 	p, problems, unrenderable := l.place(c.tiers)
 	c.report(problems)
 	c.unrenderable = append(c.unrenderable, unrenderable...)
@@ -171,7 +179,7 @@ func (c *computer) resolveProfiles(res *Result) {
 			if _, done := res.Profiles[name]; done {
 				continue
 			}
-			conv := convertProfile(c.env.profiles[name])
+			conv := convertProfile(c.env.profiles[name], c.services)
 			maps.Copy(c.demands, conv.demands)
 			c.unrenderable = append(c.unrenderable, conv.unrenderable...)
 			res.Profiles[name] = conv.published(name)
@@ -195,7 +203,7 @@ func (c *computer) resolveSets(res *Result) {
 				matches[d.sel.id] = m
 			}
 		}
-		res.IPSets[id] = d.members(c.members, m)
+		res.IPSets[id] = d.members(c.members, m, c.slices[d.service])
 	}
 }
 

@@ -20,12 +20,19 @@ type demand struct {
 	proto    uint8    // named-port sets
 	portName string   // named-port sets
 	nets     []netip.Prefix
+	// service is the "<namespace>/<name>" of a Kubernetes Service whose
+	// endpoints are the members (service sets; see services.go).
+	service string
 }
 
 // members computes the set's content over all labelled items; matches
-// says which of them d.sel matches (nil for a CIDR set).
-func (d *demand) members(all []labelled, matches []bool) *IPSet {
+// says which of them d.sel matches (nil for a CIDR or service set); slices
+// are the EndpointSlices of d's service.
+func (d *demand) members(all []labelled, matches []bool, slices []*v3.KubernetesEndpointSlice) *IPSet {
 	var members []string
+	for _, s := range slices {
+		members = appendSliceMembers(members, d, s)
+	}
 	if d.nets != nil {
 		members = prefixStrings(d.nets)
 	}
@@ -67,17 +74,19 @@ type fault struct {
 
 // convertRules resolves a policy's or profile's rules in the namespace scope
 // ns ("" for global) and registers the ipsets of the rules it keeps in
-// demands. A rule
+// demands. svc says whether felix follows Kubernetes Services (it does on
+// the Kubernetes datastore only): without, a services match cannot be
+// rendered. A rule
 // that cannot be rendered as written never fails open (see Handling): an
 // Allow is dropped, a Deny keeps only what can be rendered (it denies
 // more), and any other rule (Pass, Log, an unknown action) becomes a Deny
 // of everything reaching it. Each such rule is reported.
-func convertRules(rules []v3.Rule, ns string, owner ruleOwner, demands map[string]*demand) ([]Rule, []Unrenderable) {
+func convertRules(rules []v3.Rule, ns string, owner ruleOwner, svc bool, demands map[string]*demand) ([]Rule, []Unrenderable) {
 	var out []Rule
 	var bad []Unrenderable
 	for i := range rules {
 		local := map[string]*demand{}
-		r, faults := convertRule(&rules[i], ns, local)
+		r, faults := convertRule(&rules[i], ns, svc, local)
 		r.Index = i
 		if len(faults) == 0 {
 			out = append(out, r)
@@ -112,7 +121,7 @@ func convertRules(rules []v3.Rule, ns string, owner ruleOwner, demands map[strin
 // convertRule converts one rule. Each part that cannot be rendered is
 // left out of the result (which then matches more packets) and returned
 // as a fault.
-func convertRule(r *v3.Rule, ns string, demands map[string]*demand) (Rule, []fault) {
+func convertRule(r *v3.Rule, ns string, svc bool, demands map[string]*demand) (Rule, []fault) {
 	out := Rule{Action: r.Action}
 	var faults []fault
 	fail := func(reason string, err error) { faults = append(faults, fault{reason, err}) }
@@ -172,11 +181,11 @@ func convertRule(r *v3.Rule, ns string, demands map[string]*demand) (Rule, []fau
 		}
 	}
 	var fs []fault
-	out.Src, fs = convertEntity(&r.Source, ns, out.Protocol, demands)
+	out.Src, fs = convertEntity(&r.Source, ns, out.Protocol, srcSide, svc, demands)
 	for _, f := range fs {
 		fail(f.reason, fmt.Errorf("source: %w", f.err))
 	}
-	out.Dst, fs = convertEntity(&r.Destination, ns, out.Protocol, demands)
+	out.Dst, fs = convertEntity(&r.Destination, ns, out.Protocol, dstSide, svc, demands)
 	for _, f := range fs {
 		fail(f.reason, fmt.Errorf("destination: %w", f.err))
 	}
@@ -206,7 +215,7 @@ func convertICMP(f *v3.ICMPFields) (*ICMPMatch, error) {
 
 // convertEntity converts one side of a rule; a part that cannot be
 // rendered is left out and returned as a fault.
-func convertEntity(e *v3.EntityRule, ns string, proto uint8, demands map[string]*demand) (EntityMatch, []fault) {
+func convertEntity(e *v3.EntityRule, ns string, proto uint8, side ruleSide, svc bool, demands map[string]*demand) (EntityMatch, []fault) {
 	var m EntityMatch
 	var faults []fault
 	fail := func(reason string, err error) { faults = append(faults, fault{reason, err}) }
@@ -220,9 +229,9 @@ func convertEntity(e *v3.EntityRule, ns string, proto uint8, demands map[string]
 		fail(ReasonNets, fmt.Errorf("notNets: %w", err))
 	}
 	if e.Services != nil {
-		// Calico matches a Kubernetes Service's endpoints; felix does not
-		// watch Services (and the datastore refuses such writes).
-		fail(ReasonServices, fmt.Errorf("services matches are not supported (service %s/%s)", e.Services.Namespace, e.Services.Name))
+		if m.SvcSet, err = serviceMatch(e.Services, ns, side, svc, demands); err != nil {
+			fail(ReasonServices, err)
+		}
 	}
 	posSel, fs := labelMatch(e, ns, &m, demands)
 	faults = append(faults, fs...)

@@ -1,12 +1,15 @@
 // Package calc is felix's pure calculation: Calico resources in, the desired
 // policy dataplane of one node out. Compute takes WorkloadEndpoints,
 // HostEndpoints, (Global)NetworkPolicies, Tiers, Profiles and
-// (Global)NetworkSets plus the local node name and returns, for every local
+// (Global)NetworkSets (and, where felix follows Kubernetes Services, their
+// EndpointSlices: Input.FollowsServices) plus the local node name and
+// returns, for every local
 // endpoint and direction, the ordered tiers and policies that apply (tier
 // order, then policy order, then name; a nil order sorts last), the profiles
 // that apply, the rules of each active policy and profile with every
-// selector, named port and multi-CIDR match resolved to an ipset ID, and the
-// members of those ipsets over all endpoints and network sets in the cluster.
+// selector, named port, multi-CIDR and services match resolved to an ipset
+// ID, and the members of those ipsets over all endpoints and network sets in
+// the cluster (a services match: its Service's endpoints, services.go).
 // A host endpoint's policies are split as Calico splits them: normal
 // (Ingress/Egress), applyOnForward (also ForwardIngress/ForwardEgress),
 // preDNAT (PreDNATIngress) and doNotTrack (UntrackedIngress/
@@ -21,8 +24,9 @@
 //
 // # Rules that cannot be rendered (never fail open)
 //
-// A rule felix cannot render as written (a services or HTTP match, which
-// Calico's validation accepts, or anything validation missed) never makes
+// A rule felix cannot render as written (an HTTP match or, where felix does
+// not follow Services, a services match, which Calico's validation
+// accepts, or anything validation missed) never makes
 // its policy disappear. An Allow rule is dropped (it allows less); a Deny
 // keeps the matches that can be rendered (it denies more); a Pass, a Log or
 // an unknown action, whose effect cannot be bounded that way, becomes a

@@ -32,6 +32,8 @@ import (
 // modified afterwards. Not safe for concurrent use.
 type Engine struct {
 	node string
+	// services: rules' services matches are followed (FollowServices).
+	services bool
 
 	objs     map[objKey]any
 	kinds    map[string]int         // how many of objs are of each kind
@@ -84,6 +86,8 @@ func keyOf(o any) (objKey, bool) {
 		return objKey{v3.KindNetworkSet, o.Namespace, o.Name}, true
 	case *v3.GlobalNetworkSet:
 		return objKey{v3.KindGlobalNetworkSet, "", o.Name}, true
+	case *v3.KubernetesEndpointSlice:
+		return objKey{v3.KindKubernetesEndpointSlice, o.Namespace, o.Name}, true
 	}
 	return objKey{}, false
 }
@@ -110,6 +114,16 @@ func NewEngine(node string) *Engine {
 	e.res = Result{Endpoints: []Endpoint{}, Policies: map[PolicyID]*Policy{}, Profiles: map[string]*Profile{}, IPSets: map[string]*IPSet{}}
 	e.delta.reset()
 	return e
+}
+
+// FollowServices makes rules' services matches select their Services'
+// endpoints from the EndpointSlices upserted (Input.FollowsServices). Call
+// it before the first Upsert.
+func (e *Engine) FollowServices() {
+	if len(e.objs) > 0 {
+		panic("calc: FollowServices after the first Upsert")
+	}
+	e.services = true
 }
 
 // Upsert adds or replaces one resource. It reports false for kinds the
@@ -194,7 +208,7 @@ func (e *Engine) DeleteKey(kind, namespace, name string) bool {
 	switch kind {
 	case v3.KindHostEndpoint, v3.KindGlobalNetworkPolicy, v3.KindTier, v3.KindProfile, v3.KindGlobalNetworkSet:
 		namespace = ""
-	case v3.KindWorkloadEndpoint, v3.KindNetworkPolicy, v3.KindNetworkSet:
+	case v3.KindWorkloadEndpoint, v3.KindNetworkPolicy, v3.KindNetworkSet, v3.KindKubernetesEndpointSlice:
 	default:
 		return false
 	}
@@ -219,6 +233,9 @@ func (e *Engine) update(k objKey) {
 		e.updateProfile(k, o)
 	case v3.KindNetworkPolicy, v3.KindGlobalNetworkPolicy:
 		e.updatePolicy(k, o)
+	case v3.KindKubernetesEndpointSlice:
+		s, _ := o.(*v3.KubernetesEndpointSlice)
+		e.idx.setSlice(k, s)
 	default:
 		e.updateItem(k, o)
 	}

@@ -69,7 +69,7 @@ func (e *Engine) updatePolicy(k objKey, o any) {
 	}
 	if ps.obj != o {
 		removeUser(e.tierUsers, ps.load.tier, k)
-		ps.obj, ps.load = o, loadPolicy(o)
+		ps.obj, ps.load = o, loadPolicy(o, e.services)
 		addUser(e.tierUsers, ps.load.tier, k)
 	}
 	p, problems, unrenderable := ps.load.place(e.tiers)
@@ -161,7 +161,7 @@ func (e *Engine) updateProfile(k objKey, o any) {
 		pr.conv = nil
 	} else {
 		e.profiles[name] = valid
-		pr.conv = convertProfile(valid)
+		pr.conv = convertProfile(valid, e.services)
 	}
 	e.syncProfile(name)
 	if relabel {

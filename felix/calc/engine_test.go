@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -63,6 +64,12 @@ func runEquivalence(t *testing.T, seed uint64, steps int) int {
 	rng := rand.New(rand.NewPCG(seed, 99))
 	g := &gen{rng: rng, objs: map[string]any{}}
 	e := calc.NewEngine(ct.Node)
+	// Odd seeds run as on the etcd datastore: services matches are not
+	// followed (and fail closed).
+	follows := seed%2 == 0
+	if follows {
+		e.FollowServices()
+	}
 	// Start from a mixed cluster (small, to keep the from-scratch
 	// oracle cheap), loaded in random order.
 	base := append(ct.Synthetic(16, 6, 24), ct.Scenario()...)
@@ -71,7 +78,7 @@ func runEquivalence(t *testing.T, seed uint64, steps int) int {
 		g.put(e, o)
 	}
 	prev := map[string]*calc.IPSet{}
-	updates := 0
+	updates, svcSteps := 0, 0
 	for step := range steps {
 		n := 1 + rng.IntN(3)
 		if step == 0 {
@@ -82,7 +89,9 @@ func runEquivalence(t *testing.T, seed uint64, steps int) int {
 			updates++
 		}
 		got, delta := e.Flush()
-		want := calc.Compute(ct.Input(ct.Node, g.list()))
+		in := ct.Input(ct.Node, g.list())
+		in.FollowsServices = follows
+		want := calc.Compute(in)
 		// cmp.Diff is the slow part: it runs only to explain a
 		// difference DeepEqual found.
 		if !reflect.DeepEqual(ct.PlainSets(want), ct.PlainSets(got)) {
@@ -94,8 +103,24 @@ func runEquivalence(t *testing.T, seed uint64, steps int) int {
 			t.Fatalf("seed %d step %d (last change: %s): %d profile names kept that nothing uses", seed, step, g.last, n)
 		}
 		prev = got.IPSets
+		if follows && hasServiceMembers(got) {
+			svcSteps++
+		}
+	}
+	if follows && svcSteps == 0 {
+		t.Errorf("seed %d: no step had a services set with members: the run did not cover them", seed)
 	}
 	return updates
+}
+
+// hasServiceMembers reports whether a services set of res has members.
+func hasServiceMembers(res *calc.Result) bool {
+	for id, s := range res.IPSets {
+		if strings.HasPrefix(id, "svc") && s.Members.Len() > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // checkSetDelta checks that applying delta's ipset changes to prev gives
@@ -154,6 +179,8 @@ func objKey(o any) string {
 		return "netset/" + o.Namespace + "/" + o.Name
 	case *v3.GlobalNetworkSet:
 		return "gnetset//" + o.Name
+	case *v3.KubernetesEndpointSlice:
+		return "slice/" + o.Namespace + "/" + o.Name
 	}
 	panic(fmt.Sprintf("unexpected %T", o))
 }
@@ -268,6 +295,34 @@ func (g *gen) wep(node string) *v3.WorkloadEndpoint {
 	return w
 }
 
+// slice is a random EndpointSlice of a Service "svc" or "api" in prod or
+// dev: a few endpoints sharing addresses with the generated endpoints
+// (members are counted), sometimes IPv6 or not an IP, with ports of every
+// protocol, some without a number.
+func (g *gen) slice() *v3.KubernetesEndpointSlice {
+	var addrs []string
+	for range g.rng.IntN(4) {
+		switch g.rng.IntN(8) {
+		case 0:
+			addrs = append(addrs, "fd00::"+strconv.Itoa(1+g.rng.IntN(5)))
+		case 1:
+			addrs = append(addrs, "db.example")
+		default:
+			addrs = append(addrs, fmt.Sprintf("10.70.0.%d", 1+g.rng.IntN(24)))
+		}
+	}
+	var ports []ct.SlicePort
+	for range g.rng.IntN(3) {
+		p := ct.SlicePort{Proto: g.oneOf("", "TCP", "UDP", "SCTP")}
+		if g.rng.IntN(5) > 0 {
+			p.Port = int32(80 + g.rng.IntN(3))
+		}
+		ports = append(ports, p)
+	}
+	ns := g.oneOf("prod", "dev")
+	return ct.EndpointSlice(ns, fmt.Sprintf("%s-%d", ns, g.rng.IntN(5)), g.oneOf("svc", "api"), addrs, ports...)
+}
+
 func (g *gen) entity() v3.EntityRule {
 	var r v3.EntityRule
 	switch g.rng.IntN(8) {
@@ -283,7 +338,7 @@ func (g *gen) entity() v3.EntityRule {
 	case 4:
 		r.Nets = []string{g.oneOf("10.0.0.0/8", "192.0.2.1/32"), g.oneOf("172.16.0.0/12", "10.0.0.0/8")}
 	case 5:
-		r.Services = &v3.ServiceMatch{Name: "svc", Namespace: "prod"} // unrenderable
+		r.Services = &v3.ServiceMatch{Name: g.oneOf("svc", "api"), Namespace: g.oneOf("prod", "dev", "")}
 	}
 	return r
 }
@@ -301,6 +356,29 @@ func (g *gen) rules() []v3.Rule {
 		out = append(out, r)
 	}
 	return out
+}
+
+// dirRules is rules for one direction of a policy: mostly with their
+// services matches where validation allows them (an ingress rule's
+// source, an egress rule's destination, without destination ports), so
+// that policies with services matches are valid and in effect.
+func (g *gen) dirRules(egress bool) []v3.Rule {
+	rules := g.rules()
+	if g.rng.IntN(4) == 0 {
+		return rules // as generated: often invalid
+	}
+	for i := range rules {
+		r := &rules[i]
+		if !egress && r.Destination.Services != nil {
+			r.Source = v3.EntityRule{Services: r.Destination.Services}
+			r.Destination.Services = nil
+		}
+		if egress && r.Source.Services != nil {
+			r.Destination = v3.EntityRule{Services: r.Source.Services}
+			r.Source.Services = nil
+		}
+	}
+	return rules
 }
 
 func (g *gen) types() []v3.PolicyType {
@@ -327,7 +405,7 @@ func (g *gen) step(e *calc.Engine, step int) {
 	if g.rng.IntN(2) == 0 {
 		node = g.oneOf("node2", "node3")
 	}
-	switch g.rng.IntN(21) {
+	switch g.rng.IntN(23) {
 	case 0, 1, 2: // an endpoint added or replaced
 		g.put(e, g.wep(node))
 	case 3: // relabelled
@@ -353,14 +431,14 @@ func (g *gen) step(e *calc.Engine, step int) {
 		}
 	case 7: // a namespaced policy
 		name := fmt.Sprintf("np%d", g.rng.IntN(12))
-		p := ct.NP(g.oneOf(genNamespaces...), name, g.order(), g.selector(), g.types(), g.rules(), g.rules())
+		p := ct.NP(g.oneOf(genNamespaces...), name, g.order(), g.selector(), g.types(), g.dirRules(false), g.dirRules(true))
 		p.Spec.Tier = g.oneOf(genTiers...)
 		if g.rng.IntN(10) == 0 {
 			p.Spec.Types = []v3.PolicyType{"Sideways"} // invalid
 		}
 		g.put(e, p)
 	case 8: // a global policy, maybe for host endpoints
-		p := ct.GNP(fmt.Sprintf("gnp%d", g.rng.IntN(8)), g.oneOf(genTiers...), g.order(), g.selector(), g.types(), g.rules(), g.rules())
+		p := ct.GNP(fmt.Sprintf("gnp%d", g.rng.IntN(8)), g.oneOf(genTiers...), g.order(), g.selector(), g.types(), g.dirRules(false), g.dirRules(true))
 		if g.rng.IntN(3) == 0 {
 			p.Spec.NamespaceSelector = g.oneOf("team == 'a'", "all()")
 		}
@@ -458,6 +536,12 @@ func (g *gen) step(e *calc.Engine, step int) {
 	case 18: // the same object again (a resync)
 		if k := g.pick(""); k != "" {
 			g.put(e, g.objs[k])
+		}
+	case 21: // a Service's EndpointSlice added or changed
+		g.put(e, g.slice())
+	case 22: // one goes
+		if k := g.pick("slice/"); k != "" {
+			g.del(e, k)
 		}
 	default: // deleting something that is not there
 		e.Delete(ct.WEP("nowhere", "ghost", ct.Node, "caligh", "10.1.1.1", nil))

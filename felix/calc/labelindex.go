@@ -45,6 +45,7 @@ type labelIndex struct {
 	// modified ones).
 	live  map[string]*IPSet
 	delta *deltaBuilder
+	svc   serviceIndex
 }
 
 type item struct {
@@ -91,6 +92,7 @@ func (x *labelIndex) init(d *deltaBuilder) {
 	x.dirty = map[string]*setState{}
 	x.live = map[string]*IPSet{}
 	x.delta = d
+	x.svc.init()
 }
 
 func namespaceOf(m *labelled) string { return m.labels[selector.NamespaceLabel] }
@@ -215,6 +217,10 @@ func (x *labelIndex) ref(d *demand) {
 	set := &setState{d: d, refs: 1, members: memberTree(), pending: map[string]int8{}}
 	x.sets[d.id] = set
 	x.touch(set)
+	if d.service != "" {
+		x.svc.want(set)
+		return
+	}
 	if d.sel == nil {
 		for _, n := range d.nets {
 			set.count(n.String(), +1)
@@ -241,6 +247,9 @@ func (x *labelIndex) deref(id string) {
 	}
 	delete(x.sets, id)
 	x.dirty[id] = set
+	if set.d.service != "" {
+		x.svc.unwant(set)
+	}
 	if s := set.sel; s != nil {
 		delete(s.sets, id)
 		if len(s.sets) == 0 {

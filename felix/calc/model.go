@@ -20,6 +20,14 @@ type Input struct {
 	Profiles              []*v3.Profile
 	NetworkSets           []*v3.NetworkSet
 	GlobalNetworkSets     []*v3.GlobalNetworkSet
+	// EndpointSlices are the Kubernetes EndpointSlices of the cluster's
+	// Services, read only when FollowsServices is set.
+	EndpointSlices []*v3.KubernetesEndpointSlice
+	// FollowsServices says that felix follows Kubernetes Services (it does
+	// on the Kubernetes datastore, as Calico's felix): a rule's services
+	// match selects the service's endpoints. Without it such a rule cannot
+	// be rendered (fail-closed; see convertRules).
+	FollowsServices bool
 }
 
 // Add files one resource under its kind. It reports false for kinds the
@@ -42,6 +50,8 @@ func (in *Input) Add(o any) bool {
 		in.NetworkSets = append(in.NetworkSets, o)
 	case *v3.GlobalNetworkSet:
 		in.GlobalNetworkSets = append(in.GlobalNetworkSets, o)
+	case *v3.KubernetesEndpointSlice:
+		in.EndpointSlices = append(in.EndpointSlices, o)
 	default:
 		return false
 	}
@@ -170,7 +180,11 @@ type EntityMatch struct {
 	Ports, NotPorts   []PortRange
 	NamedPortSets     []string // hash:ip,port sets: one must match
 	NotNamedPortSets  []string // hash:ip,port sets: none may match
-	HasPortConstraint bool     // Ports or NamedPortSets were given (even if a named port resolved to nothing)
+	// SvcSet is the set of a Kubernetes Service's endpoints (a services
+	// match): hash:ip,port (address,protocol:port) on the destination
+	// side, hash:net (addresses) on the source side.
+	SvcSet            string
+	HasPortConstraint bool // Ports or NamedPortSets were given (even if a named port resolved to nothing)
 }
 
 // PortRange is an inclusive range of ports; Min == Max for one port.
@@ -193,7 +207,9 @@ const (
 
 // IPSet is one ipset, both families together; renderers split the members
 // by family. IDs are short and stable: "s:<hash>" for a selector, "n:<hash>"
-// for a named port, "c:<hash>" for a list of CIDRs.
+// for a named port, "c:<hash>" for a list of CIDRs, Calico's "svc:<hash>"
+// and "svcnoport:<hash>" for a Service's endpoints with and without their
+// ports.
 type IPSet struct {
 	ID   string
 	Type IPSetType
@@ -279,7 +295,7 @@ func (u Unrenderable) String() string {
 // objects lists every object of the input.
 func (in *Input) objects() []any {
 	out := make([]any, 0, len(in.WorkloadEndpoints)+len(in.HostEndpoints)+len(in.NetworkPolicies)+
-		len(in.GlobalNetworkPolicies)+len(in.Tiers)+len(in.Profiles)+len(in.NetworkSets)+len(in.GlobalNetworkSets))
+		len(in.GlobalNetworkPolicies)+len(in.Tiers)+len(in.Profiles)+len(in.NetworkSets)+len(in.GlobalNetworkSets)+len(in.EndpointSlices))
 	out = appendAll(out, in.WorkloadEndpoints)
 	out = appendAll(out, in.HostEndpoints)
 	out = appendAll(out, in.NetworkPolicies)
@@ -287,7 +303,8 @@ func (in *Input) objects() []any {
 	out = appendAll(out, in.Tiers)
 	out = appendAll(out, in.Profiles)
 	out = appendAll(out, in.NetworkSets)
-	return appendAll(out, in.GlobalNetworkSets)
+	out = appendAll(out, in.GlobalNetworkSets)
+	return appendAll(out, in.EndpointSlices)
 }
 
 func appendAll[T any](out []any, objs []T) []any {

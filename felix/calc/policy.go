@@ -47,8 +47,9 @@ type loadedPolicy struct {
 	unrenderable         []Unrenderable
 }
 
-// loadPolicy loads a NetworkPolicy or GlobalNetworkPolicy.
-func loadPolicy(o any) loadedPolicy {
+// loadPolicy loads a NetworkPolicy or GlobalNetworkPolicy; svc says
+// whether felix follows Kubernetes Services (see convertRules).
+func loadPolicy(o any, svc bool) loadedPolicy {
 	var s policySpec
 	var err error
 	switch o := o.(type) {
@@ -74,7 +75,7 @@ func loadPolicy(o any) loadedPolicy {
 		l.invalid = []Problem{newProblem(s.kind, s.ns, s.name, "invalid, skipped: %v", err)}
 		return l
 	}
-	l.parsed, l.unrenderable = parsePolicy(s)
+	l.parsed, l.unrenderable = parsePolicy(s, svc)
 	return l
 }
 
@@ -100,7 +101,7 @@ func (l *loadedPolicy) place(tiers map[string]*tierInfo) (*parsedPolicy, []Probl
 // endpoints the policy selects is unknown: it then selects every endpoint
 // of its namespace scope (narrowed by the parts of the selector that do
 // parse) and denies all their traffic in its directions.
-func parsePolicy(s policySpec) (*parsedPolicy, []Unrenderable) {
+func parsePolicy(s policySpec, svc bool) (*parsedPolicy, []Unrenderable) {
 	id := PolicyID{Tier: s.tier, Namespace: s.ns, Name: s.name}
 	p := &parsedPolicy{id: id, name: policyName(id), order: s.order, kind: s.pk, demands: map[string]*demand{}}
 	p.ingress, p.egress = policyTypes(s.types, s.in, s.out)
@@ -114,8 +115,8 @@ func parsePolicy(s policySpec) (*parsedPolicy, []Unrenderable) {
 	}
 	p.sel = m
 	var badIn, badOut []Unrenderable
-	p.in, badIn = convertRules(s.in, s.ns, ruleOwner{s.kind, s.ns, s.name, "ingress"}, p.demands)
-	p.out, badOut = convertRules(s.out, s.ns, ruleOwner{s.kind, s.ns, s.name, "egress"}, p.demands)
+	p.in, badIn = convertRules(s.in, s.ns, ruleOwner{s.kind, s.ns, s.name, "ingress"}, svc, p.demands)
+	p.out, badOut = convertRules(s.out, s.ns, ruleOwner{s.kind, s.ns, s.name, "egress"}, svc, p.demands)
 	return p, append(badIn, badOut...)
 }
 
@@ -199,11 +200,12 @@ type convertedProfile struct {
 	demands      map[string]*demand
 }
 
-// convertProfile converts a profile's rules (not scoped to a namespace).
-func convertProfile(p *v3.Profile) *convertedProfile {
+// convertProfile converts a profile's rules (not scoped to a namespace;
+// svc as for convertRules).
+func convertProfile(p *v3.Profile, svc bool) *convertedProfile {
 	demands := map[string]*demand{}
-	in, badIn := convertRules(p.Spec.Ingress, "", ruleOwner{v3.KindProfile, "", p.Name, "ingress"}, demands)
-	out, badOut := convertRules(p.Spec.Egress, "", ruleOwner{v3.KindProfile, "", p.Name, "egress"}, demands)
+	in, badIn := convertRules(p.Spec.Ingress, "", ruleOwner{v3.KindProfile, "", p.Name, "ingress"}, svc, demands)
+	out, badOut := convertRules(p.Spec.Egress, "", ruleOwner{v3.KindProfile, "", p.Name, "egress"}, svc, demands)
 	return &convertedProfile{in: in, out: out, unrenderable: append(badIn, badOut...), demands: demands}
 }
 

@@ -51,7 +51,7 @@ func TestConvertRulesNeverFailsOpen(t *testing.T) {
 				rule := tc.rule
 				rule.Action = action
 				demands := map[string]*demand{}
-				got, bad := convertRules([]v3.Rule{rule, ok}, "", ruleOwner{"GlobalNetworkPolicy", "", "p", "ingress"}, demands)
+				got, bad := convertRules([]v3.Rule{rule, ok}, "", ruleOwner{"GlobalNetworkPolicy", "", "p", "ingress"}, false, demands)
 				var want []Rule
 				wantHandling := Denied
 				switch action {
@@ -105,7 +105,7 @@ func TestConvertRulesNeverFailsOpen(t *testing.T) {
 func TestPolicyWithBadSelectorDeniesItsNamespace(t *testing.T) {
 	p, unrenderable := parsePolicy(policySpec{kind: v3.KindNetworkPolicy, ns: "prod", name: "p", tier: "default",
 		sel: "app ==", types: []v3.PolicyType{v3.PolicyTypeEgress},
-		in: []v3.Rule{{Action: v3.Allow}}, out: []v3.Rule{{Action: v3.Allow}}})
+		in: []v3.Rule{{Action: v3.Allow}}, out: []v3.Rule{{Action: v3.Allow}}}, false)
 	if p == nil {
 		t.Fatal("policy skipped")
 	}

@@ -66,7 +66,7 @@ func TestUnrenderableRulesFailClosed(t *testing.T) {
 			}
 			want := []calc.Unrenderable{{Kind: v3.KindGlobalNetworkPolicy, Name: "guard", Direction: "ingress", Rule: 0,
 				Action: tt.action, Handling: tt.handling, Reason: calc.ReasonServices,
-				Detail: "source: services matches are not supported (service dev/api)"}}
+				Detail: "source: services match (service dev/api): felix follows Kubernetes Services only on the Kubernetes datastore, as Calico's"}}
 			if diff := cmp.Diff(want, res.Unrenderable); diff != "" {
 				t.Errorf("unrenderable (-want +got):\n%s", diff)
 			}

@@ -98,6 +98,11 @@ type Config struct {
 	// Heartbeat, if set, is called on every turn of Run's loop, at least
 	// every HeartbeatInterval: a stuck computation stops it.
 	Heartbeat func()
+	// FollowServices: the syncer delivers Kubernetes EndpointSlices
+	// (v3.KindKubernetesEndpointSlice), and rules' services matches select
+	// their Services' endpoints (see FollowsServices). Unset, such rules
+	// fail closed.
+	FollowServices bool
 }
 
 // Daemon is felix's policy pipeline. Its callbacks (syncer, interface

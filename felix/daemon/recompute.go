@@ -60,6 +60,9 @@ type calcState struct {
 func newCalcState(cfg Config) calcState {
 	c := calcState{engine: calc.NewEngine(cfg.NodeName), localWEPs: map[string]*v3.WorkloadEndpoint{},
 		problems: map[calc.Problem]bool{}, unrenderable: map[calc.Unrenderable]bool{}, infraProblems: map[infra.Problem]bool{}}
+	if cfg.FollowServices {
+		c.engine.FollowServices()
+	}
 	c.setRulesConfig(cfg.Rules, cfg.IPVersions)
 	return c
 }

@@ -1,6 +1,9 @@
 package daemon
 
 import (
+	"slices"
+
+	v3 "github.com/tabbynet/tabby/api/v3"
 	"github.com/tabbynet/tabby/datastore"
 	"github.com/tabbynet/tabby/datastore/kdd"
 )
@@ -10,10 +13,29 @@ import (
 // a rate-limited work queue, as Calico's felix watches in Kubernetes
 // mode); over any other client (etcd), the generic watch syncer, lean
 // (the daemon and its calculation keep what they need of each object, so
-// deletions carry only the key). Either way cb receives Kinds.
+// deletions carry only the key). Either way cb receives SyncKinds(c).
 func NewSyncer(c datastore.Client, cb datastore.SyncerCallbacks) datastore.Syncer {
 	if kc, ok := c.(*kdd.Client); ok {
-		return kdd.NewSyncer(kc, Kinds, cb)
+		return kdd.NewSyncer(kc, SyncKinds(c), cb)
 	}
 	return datastore.NewWatchSyncer(c, Kinds, cb, datastore.DefaultBackoff).Lean()
+}
+
+// SyncKinds are the kinds felix follows over c: Kinds, and where it
+// follows Services (FollowsServices) their EndpointSlices.
+func SyncKinds(c datastore.Client) []string {
+	if FollowsServices(c) {
+		return append(slices.Clone(Kinds), v3.KindKubernetesEndpointSlice)
+	}
+	return Kinds
+}
+
+// FollowsServices reports whether felix follows Kubernetes Services over
+// c, and so enforces rules' services matches (Config.FollowServices): on
+// the Kubernetes datastore, as Calico's felix, which reads EndpointSlices
+// only there. Over etcd such rules fail closed (calc.ReasonServices) and
+// the etcd datastore refuses to store them.
+func FollowsServices(c datastore.Client) bool {
+	_, ok := c.(*kdd.Client)
+	return ok
 }

@@ -16,8 +16,9 @@ import (
 )
 
 // TestPrivilegedUnrenderableRulesFailClosed proves with real traffic that a
-// policy whose rule felix cannot render (a services match: valid Calico,
-// refused by Tabby's writes, but it can still reach felix) is not skipped:
+// policy whose rule felix cannot render (a services match where felix
+// does not follow Services, as on the etcd datastore: valid Calico,
+// refused by etcd's writes, but it can still reach felix) is not skipped:
 // a Deny with it still blocks (widened to the rule's other matches), a
 // Pass with it denies what reaches it, an Allow with it allows nothing.
 func TestPrivilegedUnrenderableRulesFailClosed(t *testing.T) {

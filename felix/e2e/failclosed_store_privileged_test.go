@@ -21,8 +21,9 @@ import (
 	"github.com/tabbynet/tabby/internal/testservers"
 )
 
-// TestPrivilegedStoredServicesDenyFailsClosed: the datastore refuses a
-// policy with a services match, but one can still be in the store (written
+// TestPrivilegedStoredServicesDenyFailsClosed: the etcd datastore refuses
+// a policy with a services match (felix follows Services only on the
+// Kubernetes datastore), but one can still be in the store (written
 // by an older version, or directly). Put there raw, under Calico's key, a
 // Deny with a services match is enforced by the whole felix pipeline as a
 // widened Deny (real TCP blocked; UDP reaches the policy's next rule, an

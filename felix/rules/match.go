@@ -108,6 +108,12 @@ func (r *renderer) entity(e *calc.EntityMatch, dir string) (common, alts []strin
 	if e.NotSelSet != "" {
 		common = append(common, "-m set ! --match-set "+r.set(e.NotSelSet)+" "+dir)
 	}
+	if e.SvcSet != "" && dir == "dst" {
+		// A Service's endpoints with their ports (hash:ip,port).
+		common = append(common, "-m set --match-set "+r.set(e.SvcSet)+" dst,dst")
+	} else if e.SvcSet != "" {
+		common = append(common, "-m set --match-set "+r.set(e.SvcSet)+" src")
+	}
 	for _, chunk := range SplitPorts(e.NotPorts) {
 		common = append(common, "-m multiport ! "+ports+" "+portList(chunk))
 	}

@@ -237,6 +237,9 @@ func entityMatches(res *calc.Result, e *calc.EntityMatch, a netip.Addr, port uin
 	if e.SelSet != "" && !netSetHas(res, e.SelSet, a) || e.NotSelSet != "" && netSetHas(res, e.NotSelSet, a) {
 		return false
 	}
+	if e.SvcSet != "" && !svcSetHas(res, e.SvcSet, a, proto, port) {
+		return false
+	}
 	if inRanges(e.NotPorts, port) || slices.ContainsFunc(e.NotNamedPortSets, func(id string) bool { return portSetHas(res, id, a, proto, port) }) {
 		return false
 	}
@@ -333,4 +336,14 @@ func parseNet(s string) (netip.Prefix, error) {
 		return netip.Prefix{}, err
 	}
 	return netip.PrefixFrom(a, a.BitLen()), nil
+}
+
+// svcSetHas reports whether a Service's set of res holds a (a source
+// side's hash:net set) or a with proto and port (a destination side's
+// hash:ip,port set).
+func svcSetHas(res *calc.Result, id string, a netip.Addr, proto uint8, port uint16) bool {
+	if set := res.IPSets[id]; set != nil && set.Type == calc.HashIPPort {
+		return portSetHas(res, id, a, proto, port)
+	}
+	return netSetHas(res, id, a)
 }

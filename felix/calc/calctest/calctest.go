@@ -6,6 +6,8 @@ package calctest
 import (
 	"maps"
 
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tabbynet/tabby/api/numorstring"
@@ -144,4 +146,34 @@ func HostPolicy(p *v3.GlobalNetworkPolicy, applyOnForward, preDNAT, doNotTrack b
 	p.Spec.ApplyOnForward = applyOnForward || preDNAT || doNotTrack
 	p.Spec.PreDNAT, p.Spec.DoNotTrack = preDNAT, doNotTrack
 	return p
+}
+
+// SlicePort is one port of an EndpointSlice: a protocol ("TCP", "UDP",
+// "SCTP"; "" for none given) and a number (0 for none given).
+type SlicePort struct {
+	Proto string
+	Port  int32
+}
+
+// EndpointSlice is a Kubernetes EndpointSlice of Service service in ns,
+// one endpoint per address, with the given ports.
+func EndpointSlice(ns, name, service string, addrs []string, ports ...SlicePort) *v3.KubernetesEndpointSlice {
+	es := &discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{v3.ServiceNameLabel: service}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+	}
+	for _, a := range addrs {
+		es.Endpoints = append(es.Endpoints, discoveryv1.Endpoint{Addresses: []string{a}})
+	}
+	for _, p := range ports {
+		var sp discoveryv1.EndpointPort
+		if p.Proto != "" {
+			sp.Protocol = Ptr(corev1.Protocol(p.Proto))
+		}
+		if p.Port != 0 {
+			sp.Port = Ptr(p.Port)
+		}
+		es.Ports = append(es.Ports, sp)
+	}
+	return v3.NewKubernetesEndpointSlice(es)
 }
