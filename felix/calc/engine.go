@@ -84,6 +84,8 @@ func keyOf(o any) (objKey, bool) {
 		return objKey{v3.KindNetworkSet, o.Namespace, o.Name}, true
 	case *v3.GlobalNetworkSet:
 		return objKey{v3.KindGlobalNetworkSet, "", o.Name}, true
+	case *StagedPolicy:
+		return objKey{o.Kind, o.Namespace(), o.Name()}, true
 	}
 	return objKey{}, false
 }
@@ -116,7 +118,8 @@ func NewEngine(node string) *Engine {
 // calculation does not take.
 func (e *Engine) Upsert(o any) bool {
 	k, ok := keyOf(o)
-	if !ok {
+	if _, staged := o.(*StagedPolicy); !ok || staged { // felix enforces no staged policy
+
 		return false
 	}
 	old, had := e.objs[k]

@@ -20,6 +20,11 @@ type Input struct {
 	Profiles              []*v3.Profile
 	NetworkSets           []*v3.NetworkSet
 	GlobalNetworkSets     []*v3.GlobalNetworkSet
+	// Staged are staged policies to evaluate as if enforced (Calico's
+	// pending verdicts). felix never enforces them: only the pending
+	// evaluations (the flow log collector, `calicoctl policy trace`) add
+	// them; felix's Engine refuses them.
+	Staged []*StagedPolicy
 }
 
 // Add files one resource under its kind. It reports false for kinds the
@@ -42,6 +47,8 @@ func (in *Input) Add(o any) bool {
 		in.NetworkSets = append(in.NetworkSets, o)
 	case *v3.GlobalNetworkSet:
 		in.GlobalNetworkSets = append(in.GlobalNetworkSets, o)
+	case *StagedPolicy:
+		in.Staged = append(in.Staged, o)
 	default:
 		return false
 	}
@@ -287,7 +294,8 @@ func (in *Input) objects() []any {
 	out = appendAll(out, in.Tiers)
 	out = appendAll(out, in.Profiles)
 	out = appendAll(out, in.NetworkSets)
-	return appendAll(out, in.GlobalNetworkSets)
+	out = appendAll(out, in.GlobalNetworkSets)
+	return appendAll(out, in.Staged)
 }
 
 func appendAll[T any](out []any, objs []T) []any {
