@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -24,7 +25,7 @@ import (
 )
 
 // flowFlush is the lab's FlowLogsFlushInterval in TestPrivilegedLabFlows.
-const flowFlush = time.Second
+const flowFlush = 2 * time.Second
 
 // flowSetup is one policy set applied to the lab, and the pairs probed
 // under it.
@@ -63,7 +64,7 @@ func TestPrivilegedLabFlows(t *testing.T) {
 		t.Run(s.name, func(t *testing.T) {
 			docs := []byte(s.docs(l))
 			applyAndWait(t, l, docs, false)
-			defer applyAndWait(t, l, docs, true)
+			defer applyAndWait(t, l, reverseDocs(docs), true) // policies before their tier
 			// Staged policies are never programmed (nothing to wait for)
 			// and reach the collectors through the same watch; a flush
 			// interval also keeps the last setup's flows apart.
@@ -83,7 +84,7 @@ func TestPrivilegedLabFlows(t *testing.T) {
 // to apply them, and waits for every node's flow socket and metrics.
 func enableFlowLogs(t *testing.T, l *Lab) {
 	calicoctlRun(t, l, "patch", "felixconfiguration", "default", "-p",
-		`{"spec":{"prometheusMetricsEnabled":true,"flowLogsLocalReporter":"Enabled","flowLogsFlushInterval":"1s"}}`)
+		`{"spec":{"prometheusMetricsEnabled":true,"flowLogsLocalReporter":"Enabled","flowLogsFlushInterval":"2s"}}`)
 	ready := func(n NodeState) bool {
 		_, err := os.Stat(filepath.Join(FlowSocketDir(&n), collector.SocketName))
 		return err == nil && metricsServed(n)
@@ -132,7 +133,7 @@ spec:
   podSelector: {matchLabels: {pod: a}}
   policyTypes: [Ingress]
   ingress:
-  - from: [{namespaceSelector: {matchLabels: {ns: y}}}]
+  - from: [{namespaceSelector: {matchLabels: {ns: "y"}}}]
     ports: [{protocol: TCP, port: 80}]
 `), []flowProbe{{"y/b", "x/a", "tcp/80", true}, {"z/b", "x/a", "tcp/80", false}, {"y/b", "x/a", "tcp/81", false}}},
 		{"calico-np-order", fixed(`apiVersion: projectcalico.org/v3
@@ -164,7 +165,7 @@ spec:
   selector: projectcalico.org/namespace == 'x'
   types: [Ingress]
   ingress:
-  - {action: Pass, source: {namespaceSelector: ns in {'x', 'y'}}}
+  - {action: Pass, source: {namespaceSelector: "ns in {'x', 'y'}"}}
   - {action: Deny}
 `), []flowProbe{{"y/a", "x/c", "tcp/80", true}, {"z/a", "x/c", "tcp/80", false}, {"x/a", "x/c", "tcp/81", true}}},
 		{"tiers-pass-to-default-tier", fixed(`apiVersion: projectcalico.org/v3
@@ -183,7 +184,7 @@ spec:
 ---
 apiVersion: projectcalico.org/v3
 kind: NetworkPolicy
-metadata: {name: y-only-from-x, namespace: y}
+metadata: {name: y-only-from-x, namespace: "y"}
 spec:
   selector: all()
   ingress: [{action: Allow, source: {namespaceSelector: ns == 'x'}}]
@@ -213,7 +214,7 @@ kind: NetworkPolicy
 metadata: {name: deny-blocked, namespace: x}
 spec:
   selector: all()
-  ingress: [{action: Deny, source: {selector: role == 'blocked'}}, {action: Allow}]
+  ingress: [{action: Deny, source: {selector: role == 'blocked', namespaceSelector: global()}}, {action: Allow}]
 `, podIP(l, "y/a"), podIP(l, "z/c"))
 		}, []flowProbe{{"y/a", "x/a", "tcp/80", false}, {"z/c", "x/b", "tcp/80", false}, {"z/a", "x/a", "tcp/80", true}}},
 		{"namespaced-network-set", func(l *Lab) string {
@@ -282,13 +283,21 @@ spec:
 ---
 apiVersion: networking.k8s.io/v1
 kind: NetworkPolicy
-metadata: {name: deny-from-z, namespace: y}
+metadata: {name: deny-from-z, namespace: "y"}
 spec:
   podSelector: {}
   policyTypes: [Ingress]
-  ingress: [{from: [{namespaceSelector: {matchLabels: {ns: x}}}, {namespaceSelector: {matchLabels: {ns: y}}}]}]
+  ingress: [{from: [{namespaceSelector: {matchLabels: {ns: x}}}, {namespaceSelector: {matchLabels: {ns: "y"}}}]}]
 `), []flowProbe{{"x/c", "y/a", "tcp/81", true}, {"z/c", "y/a", "tcp/80", false}}},
 	}
+}
+
+// reverseDocs is a multi-document YAML file with its documents in
+// reverse order.
+func reverseDocs(b []byte) []byte {
+	parts := docSeparator.Split(string(b), -1)
+	slices.Reverse(parts)
+	return []byte(strings.Join(parts, "\n---\n"))
 }
 
 // podIP is the lab's address of pod key.
@@ -329,10 +338,20 @@ func checkFlow(t *testing.T, l *Lab, p flowProbe) {
 	if got := rep.Verdict == "Allow"; got != allowed {
 		t.Errorf("%s: trace verdict %s, probe allowed=%v", desc, rep.Verdict, allowed)
 	}
+	if allowed != p.allow || rep.Verdict == "Allow" != allowed {
+		t.Logf("%s: the trace's deciding hits: %+v", desc, hops)
+	}
 	for _, h := range hops {
 		f := waitForFlow(t, l, h, p, sent)
 		if f == nil {
-			t.Errorf("%s: no %s flow on node %s within %v", desc, h.reporter, h.node, 2*flowFlush+flowFlush/2)
+			var seen []string
+			for _, f := range nodeFlows(t, l, h.node) {
+				if f.SourceIP == podIP(l, p.from) && f.DestIP == podIP(l, p.to) {
+					seen = append(seen, fmt.Sprintf("%s %s %d %s started=%d pkts=%d end=%s", f.Reporter, f.Action, f.DestPort, fmt.Sprint(f.Enforced), f.ConnectionsStarted, f.Packets, f.EndTime.Format("15:04:05.000")))
+				}
+			}
+			t.Errorf("%s: no %s flow on node %s within %v of %s; the pair's flows there: %v", desc, h.reporter, h.node,
+				2*flowFlush+flowFlush/2, sent.Format("15:04:05.000"), seen)
 			continue
 		}
 		if got := lastVerdict(f.Enforced); got != h.enforced {
