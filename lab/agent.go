@@ -82,12 +82,18 @@ func (l *Lab) agentEnv(n *NodeState) []string {
 		"TABBY_BIRD_CONFIG=" + filepath.Join(n.Dir, "bird.cfg"),
 		"TABBY_BIRD_SOCKET=" + birdSocket(n),
 		"TABBY_FELIX_MTU_FILE=" + filepath.Join(n.Dir, "mtu"),
+		// Each node's flow socket in its folder (FlowLogsLocalReporter).
+		"TABBY_FELIX_FLOW_SOCKET_DIR=" + FlowSocketDir(n),
 	}
 	if l.State.Datastore == DatastoreKubernetes {
 		return append(env, "DATASTORE_TYPE=kubernetes", "KUBECONFIG="+nodeKubeconfig(n))
 	}
 	return append(env, l.datastoreEnv()...)
 }
+
+// FlowSocketDir is the folder of node n's flow socket (felix serves it
+// when FlowLogsLocalReporter is Enabled; `calicoctl flows --socket`).
+func FlowSocketDir(n *NodeState) string { return filepath.Join(n.Dir, "flows") }
 
 // startAgent starts node n's agent (see the comment above): the seam.
 func (l *Lab) startAgent(_ context.Context, n *NodeState) error {

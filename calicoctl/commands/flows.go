@@ -167,10 +167,29 @@ func FlowLine(f *collector.Flow) string {
 	if len(passes) > 0 {
 		s += " [pass: " + strings.Join(passes, "; ") + "]"
 	}
-	for _, h := range f.Pending {
-		s += " [pending: " + hitText(h) + "]"
+	if p := pendingText(f); p != "" {
+		s += " [pending: " + p + "]"
 	}
 	return s + fmt.Sprintf(" packets=%d bytes=%d conns=%d", f.Packets, f.Bytes, f.ConnectionsStarted)
+}
+
+// pendingText is the flow's pending verdict (staged policies as if
+// enforced) when its path differs from the enforced one: the deciding
+// hit and its action, after any Pass.
+func pendingText(f *collector.Flow) string {
+	if len(f.Pending) == 0 || pathText(f.Pending) == pathText(f.Enforced) {
+		return ""
+	}
+	last := f.Pending[len(f.Pending)-1]
+	return strings.ToLower(last.Action) + " by " + hitText(last)
+}
+
+func pathText(hits []collector.PolicyHit) string {
+	parts := make([]string, len(hits))
+	for i, h := range hits {
+		parts[i] = h.Action + " " + hitText(h)
+	}
+	return strings.Join(parts, "; ")
 }
 
 func endpointText(e collector.Endpoint) string {

@@ -122,3 +122,19 @@ func TestFlowsFollow(t *testing.T) {
 		t.Fatal("--follow did not end with the stream")
 	}
 }
+
+// TestFlowLinePending: a flow whose pending path (a staged deny) differs
+// from the enforced one shows the pending verdict; one whose pending path
+// is the enforced one shows none.
+func TestFlowLinePending(t *testing.T) {
+	allow := collector.PolicyHit{Kind: "np", Tier: "default", Namespace: "x", Name: "allow", Action: "Allow", RuleIndex: 0}
+	staged := collector.PolicyHit{Kind: "snp", Tier: "default", Namespace: "x", Name: "lockdown", Action: "Deny", RuleIndex: 0}
+	f := &collector.Flow{FlowKey: collector.FlowKey{Reporter: "Dst", Action: "Allow"}, Enforced: []collector.PolicyHit{allow}, Pending: []collector.PolicyHit{staged}}
+	if got := FlowLine(f); !strings.Contains(got, "[pending: deny by default snp x/lockdown rule 0]") {
+		t.Errorf("line %q does not show the pending deny", got)
+	}
+	f.Pending = []collector.PolicyHit{allow}
+	if got := FlowLine(f); strings.Contains(got, "pending") {
+		t.Errorf("line %q shows a pending verdict equal to the enforced one", got)
+	}
+}

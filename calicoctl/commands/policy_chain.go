@@ -71,11 +71,7 @@ func chainOwners(s *policySnapshot, chain string) ([]ChainOwner, error) {
 			out = append(out, o)
 		}
 	}
-	staged, err := s.stagedPolicies()
-	if err != nil {
-		return nil, err
-	}
-	x := newPolicyIndex(s.objs, nil)
+	x := newPolicyIndex(s.objs)
 	for _, o := range s.objs {
 		switch o := o.(type) {
 		case *v3.NetworkPolicy, *v3.GlobalNetworkPolicy:
@@ -97,16 +93,6 @@ func chainOwners(s *policySnapshot, chain string) ([]ChainOwner, error) {
 		case *v3.HostEndpoint:
 			hostChains(o, add)
 		}
-	}
-	for _, sp := range staged {
-		if sp.policy == nil {
-			continue
-		}
-		owner := ChainOwner{Kind: sp.kind + " (not enforced: no chain exists)", Namespace: sp.id.Namespace, Name: sp.id.Name, Tier: sp.id.Tier}
-		owner.Direction = "ingress"
-		add(rules.PolicyChainName(rules.PrefixPolicyIn, sp.id), owner)
-		owner.Direction = "egress"
-		add(rules.PolicyChainName(rules.PrefixPolicyOut, sp.id), owner)
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("no policy, profile or endpoint in the datastore has chain %q (felix's chains: cali-pi-, cali-po-, cali-pri-, cali-pro-, cali-tw-, cali-fw-, cali-fh-, cali-th-, cali-fhfw-, cali-thfw-)", chain)

@@ -127,23 +127,41 @@ type policyIndex struct {
 	profiles map[string]*v3.Profile
 }
 
-func newPolicyIndex(objs []any, staged []stagedPolicy) *policyIndex {
+func newPolicyIndex(objs []any) *policyIndex {
 	x := &policyIndex{policies: map[calc.PolicyID]v3.Resource{}, staged: map[calc.PolicyID]string{}, profiles: map[string]*v3.Profile{}}
 	for _, o := range objs {
-		if id, ok := policyID(o.(v3.Resource)); ok {
-			x.policies[id] = o.(v3.Resource)
-		}
-		if p, ok := o.(*v3.Profile); ok {
-			x.profiles[p.Name] = p
-		}
-	}
-	for _, sp := range staged {
-		if sp.policy != nil {
-			x.policies[sp.id] = sp.policy
-			x.staged[sp.id] = sp.kind
+		switch o := o.(type) {
+		case *calc.StagedPolicy:
+			id := stagedID(o)
+			x.policies[id], x.staged[id] = o.Policy, o.Kind
+		case *v3.Profile:
+			x.profiles[o.Name] = o
+		case v3.Resource:
+			if id, ok := policyID(o); ok {
+				x.policies[id] = o
+			}
 		}
 	}
 	return x
+}
+
+// nameOf is a policy's name as written (a staged policy's without the
+// calculation's prefix, a staged Kubernetes policy's as in Kubernetes).
+func (x *policyIndex) nameOf(id calc.PolicyID) string {
+	if calc.IsStaged(id) {
+		_, name := calc.StagedKind(id)
+		return name
+	}
+	return id.Name
+}
+
+// chainOf is a policy's chain with prefix ("" for a staged policy:
+// felix renders none).
+func (x *policyIndex) chainOf(prefix string, id calc.PolicyID) string {
+	if calc.IsStaged(id) {
+		return ""
+	}
+	return rules.PolicyChainName(prefix, id)
 }
 
 // rulesOf is a policy's or profile's rules of one direction, as written.
@@ -190,8 +208,8 @@ func (x *policyIndex) tierTraces(ts []rules.TierTrace, ingress bool) []TraceTier
 		tt := TraceTier{Name: t.Tier, EndOfTier: string(t.EndOfTier), Policies: []TracePolicy{}}
 		for _, p := range t.Policies {
 			obj := x.policies[p.Policy]
-			tp := TracePolicy{Kind: x.kindOf(p.Policy), Namespace: p.Policy.Namespace, Name: p.Policy.Name,
-				Chain: rules.PolicyChainName(prefix, p.Policy), Match: match(obj, ingress, p.Rule, p.Action), Logged: p.Logged}
+			tp := TracePolicy{Kind: x.kindOf(p.Policy), Namespace: p.Policy.Namespace, Name: x.nameOf(p.Policy),
+				Chain: x.chainOf(prefix, p.Policy), Match: match(obj, ingress, p.Rule, p.Action), Logged: p.Logged}
 			tt.Policies = append(tt.Policies, tp)
 		}
 		out = append(out, tt)

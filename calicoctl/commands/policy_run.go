@@ -30,7 +30,7 @@ func traceFlow(s *policySnapshot, fromSpec, toSpec string, pkt rules.Packet) (*T
 		return nil, err
 	}
 	addrs := []netip.Addr{from.addr, to.addr}
-	enforced := newTracer(s.objs, newPolicyIndex(s.objs, nil), path, addrs, pkt)
+	enforced := newTracer(s.objs, newPolicyIndex(s.objs), path, addrs, pkt)
 	hops, verdict, err := enforced.run(path)
 	if err != nil {
 		return nil, err
@@ -44,7 +44,7 @@ func traceFlow(s *policySnapshot, fromSpec, toSpec string, pkt rules.Packet) (*T
 		return rep, nil
 	}
 	pobjs := s.pendingObjects(staged)
-	pending := newTracer(pobjs, newPolicyIndex(pobjs, staged), path, addrs, pkt)
+	pending := newTracer(pobjs, newPolicyIndex(pobjs), path, addrs, pkt)
 	phops, pverdict, err := pending.run(path)
 	if err != nil {
 		return nil, err

@@ -103,7 +103,7 @@ func showEndpoint(s *policySnapshot, spec string) (*EndpointPolicies, error) {
 	if err != nil {
 		return nil, err
 	}
-	x := newPolicyIndex(s.objs, nil)
+	x := newPolicyIndex(s.objs)
 	out.Lists = showLists(x, end, ep)
 	for _, p := range ep.Profiles {
 		out.Profiles = append(out.Profiles, ShowProfile{Name: p,
@@ -115,7 +115,7 @@ func showEndpoint(s *policySnapshot, spec string) (*EndpointPolicies, error) {
 		if err != nil {
 			return nil, err
 		}
-		out.Pending = showLists(newPolicyIndex(pobjs, staged), end, pep)
+		out.Pending = showLists(newPolicyIndex(pobjs), end, pep)
 	}
 	return out, nil
 }
@@ -174,8 +174,8 @@ func showLists(x *policyIndex, end traceEnd, ep *calc.Endpoint) []PolicyList {
 		for _, t := range l.tiers {
 			st := ShowTier{Name: t.Tier, DefaultAction: string(t.DefaultAction), Policies: []ShowPolicy{}}
 			for _, id := range t.Policies {
-				st.Policies = append(st.Policies, ShowPolicy{Kind: x.kindOf(id), Namespace: id.Namespace, Name: id.Name,
-					Chain: rules.PolicyChainName(prefix, id)})
+				st.Policies = append(st.Policies, ShowPolicy{Kind: x.kindOf(id), Namespace: id.Namespace, Name: x.nameOf(id),
+					Chain: x.chainOf(prefix, id)})
 			}
 			pl.Tiers = append(pl.Tiers, st)
 		}
@@ -216,7 +216,7 @@ func printLists(w io.Writer, lists []PolicyList) {
 				if p.Namespace != "" {
 					name = p.Namespace + "/" + p.Name
 				}
-				fmt.Fprintf(w, "    %d. %s %s [%s]\n", i+1, p.Kind, name, p.Chain)
+				fmt.Fprintf(w, "    %d. %s %s [%s]\n", i+1, p.Kind, name, chainLabel(p.Kind, p.Chain))
 			}
 		}
 	}

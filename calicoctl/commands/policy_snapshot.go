@@ -4,15 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
-
-	networkingv1 "k8s.io/api/networking/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v3 "github.com/tabbynet/tabby/api/v3"
 	"github.com/tabbynet/tabby/datastore"
-	"github.com/tabbynet/tabby/datastore/kdd"
 	"github.com/tabbynet/tabby/felix/calc"
+	"github.com/tabbynet/tabby/felix/staged"
 )
 
 // policySnapshot is what `policy trace|show|chain` read: the resources
@@ -128,83 +126,22 @@ func removeResourceKey(rs []v3.Resource, k datastore.Key) []v3.Resource {
 	return out
 }
 
-// stagedID names the enforced policy a staged policy stands for: a
-// StagedNetworkPolicy for the NetworkPolicy of its name, a staged
-// Kubernetes policy for knp.default.<name>.
-type stagedPolicy struct {
-	id     calc.PolicyID
-	kind   string // the staged kind
-	action v3.StagedAction
-	// policy is the policy as it would be enforced (nil for Delete).
-	policy v3.Resource
-}
-
-// stagedPolicies converts the snapshot's staged policies into the
-// policies they would enforce. Learn and Ignore stage nothing.
-func (s *policySnapshot) stagedPolicies() ([]stagedPolicy, error) {
-	var out []stagedPolicy
+// stagedPolicies converts the snapshot's staged policies into what
+// felix's calculation evaluates as pending (felix/staged, as the flow
+// log collector does): each a policy of its own in its tier, a Delete
+// staging nothing (Calico's pending verdicts).
+func (s *policySnapshot) stagedPolicies() ([]*calc.StagedPolicy, error) {
+	var out []*calc.StagedPolicy
 	for _, r := range s.staged {
-		sp, err := convertStaged(r)
+		sp, err := staged.Convert(r)
 		if err != nil {
 			return nil, err
 		}
-		if sp.action == v3.StagedActionSet || sp.action == v3.StagedActionDelete {
+		if sp != nil {
 			out = append(out, sp)
 		}
 	}
 	return out, nil
-}
-
-func convertStaged(r v3.Resource) (stagedPolicy, error) {
-	meta := func(o metav1.ObjectMeta) metav1.ObjectMeta {
-		return metav1.ObjectMeta{Name: o.Name, Namespace: o.Namespace, Labels: o.Labels, ResourceVersion: "staged"}
-	}
-	tierOf := func(t string) string {
-		if t == "" {
-			return v3.DefaultTierName
-		}
-		return t
-	}
-	switch r := r.(type) {
-	case *v3.StagedNetworkPolicy:
-		sp := r.Spec
-		np := &v3.NetworkPolicy{TypeMeta: metav1.TypeMeta{Kind: v3.KindNetworkPolicy, APIVersion: v3.GroupVersion}, ObjectMeta: meta(r.ObjectMeta),
-			Spec: v3.NetworkPolicySpec{Tier: sp.Tier, Order: sp.Order, Ingress: sp.Ingress, Egress: sp.Egress, Selector: sp.Selector,
-				Types: sp.Types, ServiceAccountSelector: sp.ServiceAccountSelector, PerformanceHints: sp.PerformanceHints}}
-		np.Default()
-		return stagedResult(calc.PolicyID{Tier: tierOf(sp.Tier), Namespace: r.Namespace, Name: r.Name}, v3.KindStagedNetworkPolicy, sp.StagedAction, np), nil
-	case *v3.StagedGlobalNetworkPolicy:
-		sp := r.Spec
-		gnp := &v3.GlobalNetworkPolicy{TypeMeta: metav1.TypeMeta{Kind: v3.KindGlobalNetworkPolicy, APIVersion: v3.GroupVersion}, ObjectMeta: meta(r.ObjectMeta),
-			Spec: v3.GlobalNetworkPolicySpec{Tier: sp.Tier, Order: sp.Order, Ingress: sp.Ingress, Egress: sp.Egress, Selector: sp.Selector,
-				Types: sp.Types, DoNotTrack: sp.DoNotTrack, PreDNAT: sp.PreDNAT, ApplyOnForward: sp.ApplyOnForward,
-				ServiceAccountSelector: sp.ServiceAccountSelector, NamespaceSelector: sp.NamespaceSelector, PerformanceHints: sp.PerformanceHints}}
-		gnp.Default()
-		return stagedResult(calc.PolicyID{Tier: tierOf(sp.Tier), Name: r.Name}, v3.KindStagedGlobalNetworkPolicy, sp.StagedAction, gnp), nil
-	case *v3.StagedKubernetesNetworkPolicy:
-		sp := r.Spec
-		k8s := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: r.Name, Namespace: r.Namespace},
-			Spec: networkingv1.NetworkPolicySpec{PodSelector: sp.PodSelector, Ingress: sp.Ingress, Egress: sp.Egress, PolicyTypes: sp.PolicyTypes}}
-		np, err := kdd.K8sNetworkPolicyToCalico(k8s)
-		if err != nil && np == nil {
-			return stagedPolicy{}, fmt.Errorf("StagedKubernetesNetworkPolicy %s/%s: %w", r.Namespace, r.Name, err)
-		}
-		np.ResourceVersion = "staged"
-		np.Default()
-		return stagedResult(calc.PolicyID{Tier: v3.DefaultTierName, Namespace: r.Namespace, Name: np.Name}, v3.KindStagedKubernetesNetworkPolicy, sp.StagedAction, np), nil
-	}
-	return stagedPolicy{}, fmt.Errorf("%T is not a staged policy", r)
-}
-
-func stagedResult(id calc.PolicyID, kind string, action v3.StagedAction, pol v3.Resource) stagedPolicy {
-	if action == "" {
-		action = v3.StagedActionSet
-	}
-	sp := stagedPolicy{id: id, kind: kind, action: action}
-	if action == v3.StagedActionSet {
-		sp.policy = pol
-	}
-	return sp
 }
 
 // policyID is the calculation's name of an enforced policy object.
@@ -224,24 +161,19 @@ func policyID(r v3.Resource) (calc.PolicyID, bool) {
 	return calc.PolicyID{}, false
 }
 
-// pendingObjects is the snapshot with its staged policies as if enforced:
-// a Set replaces (or adds) the policy it stands for, a Delete removes it.
-func (s *policySnapshot) pendingObjects(staged []stagedPolicy) []any {
-	replaced := map[calc.PolicyID]bool{}
+// stagedID is the calculation's name of a staged policy.
+func stagedID(sp *calc.StagedPolicy) calc.PolicyID {
+	id, _ := policyID(sp.Policy)
+	id.Name = calc.StagedName(id.Name)
+	return id
+}
+
+// pendingObjects is the snapshot with its staged policies evaluated as
+// if enforced, next to the policies in force.
+func (s *policySnapshot) pendingObjects(staged []*calc.StagedPolicy) []any {
+	out := slices.Clone(s.objs)
 	for _, sp := range staged {
-		replaced[sp.id] = true
-	}
-	var out []any
-	for _, o := range s.objs {
-		if id, ok := policyID(o.(v3.Resource)); ok && replaced[id] {
-			continue
-		}
-		out = append(out, o)
-	}
-	for _, sp := range staged {
-		if sp.policy != nil {
-			out = append(out, sp.policy)
-		}
+		out = append(out, sp)
 	}
 	return out
 }

@@ -54,11 +54,7 @@ func printHopBody(w io.Writer, ind string, failsafe bool, tiers []TraceTier, pro
 			if p.Namespace != "" {
 				name = p.Namespace + "/" + p.Name
 			}
-			chain := p.Chain
-			if strings.HasPrefix(p.Kind, "Staged") {
-				chain = "staged: no chain"
-			}
-			fmt.Fprintf(w, "%s  %s %s [%s]: %s\n", ind, p.Kind, name, chain, matchLabel(p.Match, p.Logged))
+			fmt.Fprintf(w, "%s  %s %s [%s]: %s\n", ind, p.Kind, name, chainLabel(p.Kind, p.Chain), matchLabel(p.Match, p.Logged))
 			printRule(w, ind+"      ", p.Match)
 		}
 		if t.EndOfTier != "" {
@@ -73,6 +69,15 @@ func printHopBody(w io.Writer, ind string, failsafe bool, tiers []TraceTier, pro
 		fmt.Fprintf(w, "%sno profile allowed the packet\n", ind)
 	}
 	fmt.Fprintf(w, "%s=> %s\n", ind, verdict)
+}
+
+// chainLabel is a policy's chain as the text output names it: a staged
+// policy has none (felix never renders one).
+func chainLabel(kind, chain string) string {
+	if strings.HasPrefix(kind, "Staged") {
+		return "staged: no chain"
+	}
+	return chain
 }
 
 func matchLabel(m *TraceMatch, logged []int) string {

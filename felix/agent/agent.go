@@ -297,7 +297,8 @@ func runFelix(ctx context.Context, r felixRun) error {
 	stopServers := startHealthAndServers(ctx, r, dp, rm, map[string]*health.Loop{"calculation": calcLoop, "dataplane": dpLoop})
 	defer stopServers()
 	log.Info("felix starting", "node", cfg.hostname, "datastore", r.datastoreType, "ipv6", cfg.ipv6)
-	return d.Run(ctx, daemon.NewSyncer(r.client, startFlowLogs(ctx, r, d)))
+	cb, extra := startFlowLogs(ctx, r, d)
+	return d.Run(ctx, daemon.NewSyncer(r.client, cb, extra...))
 }
 
 // newDataplane makes the iptables/ipset dataplane (and the endpoint

@@ -53,9 +53,12 @@ type config struct {
 	// flowLogs: FlowLogsLocalReporter is Enabled: NFLOG verdict marks,
 	// the collector and its flow socket (in flowSocketDir, not Calico's
 	// setting: TABBY_FELIX_FLOW_SOCKET_DIR, default Calico's path).
-	flowLogs      bool
-	flowFlush     time.Duration
-	flowDebug     bool
+	flowLogs  bool
+	flowFlush time.Duration
+	flowDebug bool
+	// flowPending: flows carry pending policies (staged policies
+	// evaluated, FlowLogsPolicyEvaluationMode Continuous).
+	flowPending   bool
 	flowSocketDir string
 	markDrop      uint32
 }
@@ -99,6 +102,7 @@ func fromSettings(s *felixconfig.Settings, getenv func(string) string) (config, 
 		flowLogs:           s.String("FlowLogsLocalReporter") == "Enabled",
 		flowFlush:          s.Duration("FlowLogsFlushInterval"),
 		flowDebug:          s.Bool("FlowLogsCollectorDebugTrace"),
+		flowPending:        s.String("FlowLogsPolicyEvaluationMode") == "Continuous",
 	}
 	if c.hostname == "" {
 		c.hostname = getenv("NODENAME")

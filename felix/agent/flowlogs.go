@@ -2,20 +2,24 @@ package agent
 
 import (
 	"context"
+	"slices"
 
 	"github.com/tabbynet/tabby/datastore"
 	"github.com/tabbynet/tabby/felix/collector"
+	"github.com/tabbynet/tabby/felix/staged"
 )
 
 // startFlowLogs starts the flow log collector and its flow socket when
 // FlowLogsLocalReporter is Enabled, and returns the syncer callbacks to
-// use: cb, and the collector's lookups fed from the same updates. A
-// collector that cannot start (NFLOG groups held by another process, no
-// conntrack) is logged as an error; policy enforcement goes on.
-func startFlowLogs(ctx context.Context, r felixRun, cb syncerCallbacks) datastore.SyncerCallbacks {
+// use (cb, and the collector's lookups fed from the same updates) and
+// the kinds the collector watches beyond felix's own (the staged
+// policies, which only the collector reads). A collector that cannot
+// start (NFLOG groups held by another process, no conntrack) is logged
+// as an error; policy enforcement goes on.
+func startFlowLogs(ctx context.Context, r felixRun, cb syncerCallbacks) (datastore.SyncerCallbacks, []string) {
 	cfg, log := r.cfg, r.log
 	if !cfg.flowLogs {
-		return cb
+		return cb, nil
 	}
 	lookups := collector.NewLookups()
 	store := collector.NewStore(flowStoreSize)
@@ -23,7 +27,7 @@ func startFlowLogs(ctx context.Context, r felixRun, cb syncerCallbacks) datastor
 	r.bg.Go(func() {
 		err := collector.Run(ctx, collector.Config{Node: cfg.hostname, NetnsPath: cfg.netnsPath,
 			FlushInterval: cfg.flowFlush, Resolver: lookups, Counters: counters, Metrics: collector.NewMetrics(r.reg), Store: store,
-			Log: log.With("component", "collector"), DebugTrace: cfg.flowDebug})
+			Log: log.With("component", "collector"), DebugTrace: cfg.flowDebug, EvaluatePending: cfg.flowPending})
 		if err != nil {
 			log.Error("flow log collector stopped: no flow logs or rule counters", "error", err)
 		}
@@ -34,7 +38,7 @@ func startFlowLogs(ctx context.Context, r felixRun, cb syncerCallbacks) datastor
 		}
 	})
 	log.Info("flow logs on", "flushInterval", cfg.flowFlush, "socket", cfg.flowSocketDir)
-	return teeCallbacks{syncerCallbacks: cb, also: lookups}
+	return teeCallbacks{syncerCallbacks: cb, also: lookups}, staged.Kinds
 }
 
 // flowStoreSize is how many flows the node keeps for `calicoctl flows`.
@@ -53,7 +57,15 @@ type teeCallbacks struct {
 	also datastore.SyncerCallbacks
 }
 
+// OnUpdates hands the staged policies to also only: felix never
+// enforces them.
 func (t teeCallbacks) OnUpdates(ups []datastore.Update) {
 	t.also.OnUpdates(ups)
-	t.syncerCallbacks.OnUpdates(ups)
+	isStaged := func(u datastore.Update) bool { return slices.Contains(staged.Kinds, u.Key.Kind) }
+	if slices.ContainsFunc(ups, isStaged) {
+		ups = slices.DeleteFunc(slices.Clone(ups), isStaged)
+	}
+	if len(ups) > 0 {
+		t.syncerCallbacks.OnUpdates(ups)
+	}
 }

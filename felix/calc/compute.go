@@ -133,7 +133,7 @@ func (c *computer) loadItem(o any) {
 // loadPolicy adds o, when it is a policy in effect, to the policies.
 func (c *computer) loadPolicy(o any) {
 	switch o.(type) {
-	case *v3.NetworkPolicy, *v3.GlobalNetworkPolicy:
+	case *v3.NetworkPolicy, *v3.GlobalNetworkPolicy, *StagedPolicy:
 	default:
 		return
 	}

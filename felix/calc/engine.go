@@ -88,6 +88,8 @@ func keyOf(o any) (objKey, bool) {
 		return objKey{v3.KindGlobalNetworkSet, "", o.Name}, true
 	case *v3.KubernetesEndpointSlice:
 		return objKey{v3.KindKubernetesEndpointSlice, o.Namespace, o.Name}, true
+	case *StagedPolicy:
+		return objKey{o.Kind, o.Namespace(), o.Name()}, true
 	}
 	return objKey{}, false
 }
@@ -130,7 +132,8 @@ func (e *Engine) FollowServices() {
 // calculation does not take.
 func (e *Engine) Upsert(o any) bool {
 	k, ok := keyOf(o)
-	if !ok {
+	if _, staged := o.(*StagedPolicy); !ok || staged { // felix enforces no staged policy
+
 		return false
 	}
 	old, had := e.objs[k]

@@ -47,6 +47,7 @@ func (f Focus) Narrow(in Input) Input {
 		Profiles:              in.Profiles,
 		NetworkSets:           keepOnly(in.NetworkSets, f),
 		GlobalNetworkSets:     keepOnly(in.GlobalNetworkSets, f),
+		Staged:                keepOnly(in.Staged, f),
 	}
 }
 
@@ -66,6 +67,9 @@ func keepOnly[T any](objs []T, f Focus) []T {
 // and no host endpoint), and every other kind.
 func (f Focus) keeps(o any) bool {
 	var nets []string
+	if s, ok := o.(*StagedPolicy); ok {
+		o = s.Policy // a staged policy selects as the policy it stages
+	}
 	switch o := o.(type) {
 	case *v3.WorkloadEndpoint:
 		if f.isEndpoint(Workload, o.Namespace, o.Name) {

@@ -28,6 +28,11 @@ type Input struct {
 	// match selects the service's endpoints. Without it such a rule cannot
 	// be rendered (fail-closed; see convertRules).
 	FollowsServices bool
+	// Staged are staged policies to evaluate as if enforced (Calico's
+	// pending verdicts). felix never enforces them: only the pending
+	// evaluations (the flow log collector, `calicoctl policy trace`) add
+	// them; felix's Engine refuses them.
+	Staged []*StagedPolicy
 }
 
 // Add files one resource under its kind. It reports false for kinds the
@@ -52,6 +57,8 @@ func (in *Input) Add(o any) bool {
 		in.GlobalNetworkSets = append(in.GlobalNetworkSets, o)
 	case *v3.KubernetesEndpointSlice:
 		in.EndpointSlices = append(in.EndpointSlices, o)
+	case *StagedPolicy:
+		in.Staged = append(in.Staged, o)
 	default:
 		return false
 	}
@@ -304,7 +311,8 @@ func (in *Input) objects() []any {
 	out = appendAll(out, in.Profiles)
 	out = appendAll(out, in.NetworkSets)
 	out = appendAll(out, in.GlobalNetworkSets)
-	return appendAll(out, in.EndpointSlices)
+	out = appendAll(out, in.EndpointSlices)
+	return appendAll(out, in.Staged)
 }
 
 func appendAll[T any](out []any, objs []T) []any {

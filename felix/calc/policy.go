@@ -47,25 +47,20 @@ type loadedPolicy struct {
 	unrenderable         []Unrenderable
 }
 
-// loadPolicy loads a NetworkPolicy or GlobalNetworkPolicy; svc says
+// loadPolicy loads a NetworkPolicy, GlobalNetworkPolicy or staged
+// policy (named by StagedName, of its staged kind); svc says
 // whether felix follows Kubernetes Services (see convertRules).
 func loadPolicy(o any, svc bool) loadedPolicy {
-	var s policySpec
-	var err error
-	switch o := o.(type) {
-	case *v3.NetworkPolicy:
-		err = o.Validate().Err()
-		p := &o.Spec
-		s = policySpec{kind: v3.KindNetworkPolicy, ns: o.Namespace, name: o.Name, tier: p.Tier, pk: policyNormal,
-			order: p.Order, sel: p.Selector, saSel: p.ServiceAccountSelector, types: p.Types, in: p.Ingress, out: p.Egress}
-	case *v3.GlobalNetworkPolicy:
-		err = o.Validate().Err()
-		p := &o.Spec
-		s = policySpec{kind: v3.KindGlobalNetworkPolicy, name: o.Name, tier: p.Tier, pk: globalPolicyKind(p),
-			order: p.Order, sel: p.Selector, nsSel: p.NamespaceSelector, saSel: p.ServiceAccountSelector,
-			types: p.Types, in: p.Ingress, out: p.Egress}
-	default:
+	staged, isStaged := o.(*StagedPolicy)
+	if isStaged {
+		o = staged.Policy
+	}
+	s, ok, err := policySpecOf(o)
+	if !ok {
 		return loadedPolicy{}
+	}
+	if isStaged {
+		s.kind, s.name = staged.Kind, StagedName(s.name)
 	}
 	if s.tier == "" {
 		s.tier = v3.DefaultTierName
@@ -77,6 +72,23 @@ func loadPolicy(o any, svc bool) loadedPolicy {
 	}
 	l.parsed, l.unrenderable = parsePolicy(s, svc)
 	return l
+}
+
+// policySpecOf reads a NetworkPolicy or GlobalNetworkPolicy (false for
+// anything else) and validates it.
+func policySpecOf(o any) (policySpec, bool, error) {
+	switch o := o.(type) {
+	case *v3.NetworkPolicy:
+		p := &o.Spec
+		return policySpec{kind: v3.KindNetworkPolicy, ns: o.Namespace, name: o.Name, tier: p.Tier, pk: policyNormal,
+			order: p.Order, sel: p.Selector, saSel: p.ServiceAccountSelector, types: p.Types, in: p.Ingress, out: p.Egress}, true, o.Validate().Err()
+	case *v3.GlobalNetworkPolicy:
+		p := &o.Spec
+		return policySpec{kind: v3.KindGlobalNetworkPolicy, name: o.Name, tier: p.Tier, pk: globalPolicyKind(p),
+			order: p.Order, sel: p.Selector, nsSel: p.NamespaceSelector, saSel: p.ServiceAccountSelector,
+			types: p.Types, in: p.Ingress, out: p.Egress}, true, o.Validate().Err()
+	}
+	return policySpec{}, false, nil
 }
 
 // place puts the loaded policy in its tier: the policy (nil when it is

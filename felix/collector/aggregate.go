@@ -17,6 +17,10 @@ type Resolver interface {
 	PolicyTier(kind, namespace, name string) string
 	// Unhash reads a shortened prefix back (see Lookups.Unhash).
 	Unhash(prefix string) (Verdict, bool)
+	// Pending is the pending path (staged policies as if enforced) of a
+	// flow reported at a workload of node, false when the reporting end
+	// is no workload of node (see pending.go).
+	Pending(node string, ingress bool, t Tuple) ([]PolicyHit, bool)
 }
 
 // Aggregator gathers verdicts and connection counts per flow key for one
@@ -40,6 +44,10 @@ type Aggregator struct {
 	// ParseErrors counts NFLOG prefixes that did not parse; Created the
 	// flows (keys of an interval) created.
 	ParseErrors, Created int
+	// EvaluatePending: each flow of an interval carries its pending
+	// policies (FlowLogsPolicyEvaluationMode Continuous), evaluated when
+	// the flow is created in the interval.
+	EvaluatePending bool
 }
 
 type dirTuple struct {
@@ -87,7 +95,7 @@ func (a *Aggregator) Add(ingress bool, p Packet) {
 	delete(a.paths, k)
 	hits := a.hits(path)
 	key := a.key(p.Tuple, ingress, v.Action, hits)
-	f := a.flow(key, hits)
+	f := a.flow(key, hits, k)
 	if v.Action == "Deny" {
 		f.Packets++
 		f.Bytes += uint64(p.Bytes)
@@ -148,10 +156,17 @@ func hitPath(hits []PolicyHit) string {
 	return strings.Join(parts, ";")
 }
 
-func (a *Aggregator) flow(key FlowKey, hits []PolicyHit) *Flow {
+// flow is key's flow of this interval, created (with its pending
+// policies, evaluated for the tuple k) when new.
+func (a *Aggregator) flow(key FlowKey, hits []PolicyHit, k dirTuple) *Flow {
 	f := a.flows[key]
 	if f == nil {
 		f = &Flow{FlowKey: key, Enforced: hits, Pending: []PolicyHit{}, Node: a.node}
+		if a.EvaluatePending {
+			if p, ok := a.resolve.Pending(a.node, k.ingress, k.Tuple); ok {
+				f.Pending = p
+			}
+		}
 		a.flows[key] = f
 		a.Created++
 	}
@@ -169,7 +184,7 @@ func (a *Aggregator) Tracked() int { return len(a.conns) }
 func (a *Aggregator) Conntrack(byTuple map[Tuple]Conn) {
 	for k, c := range a.conns {
 		e, ok := byTuple[k.Tuple]
-		f := a.flow(c.key, c.hits)
+		f := a.flow(c.key, c.hits, k)
 		if !ok {
 			f.ConnectionsCompleted++
 			delete(a.conns, k)
@@ -195,9 +210,9 @@ func sub(now, before uint64) uint64 {
 // next interval.
 func (a *Aggregator) Flush(now time.Time) []Flow {
 	live := map[FlowKey]int{}
-	for _, c := range a.conns {
+	for k, c := range a.conns {
 		live[c.key]++
-		a.flow(c.key, c.hits)
+		a.flow(c.key, c.hits, k)
 	}
 	out := make([]Flow, 0, len(a.flows))
 	for key, f := range a.flows {

@@ -74,6 +74,10 @@ func (f fakeResolver) PolicyTier(kind, ns, name string) string { return "default
 
 func (f fakeResolver) Unhash(string) (collector.Verdict, bool) { return collector.Verdict{}, false }
 
+func (f fakeResolver) Pending(string, bool, collector.Tuple) ([]collector.PolicyHit, bool) {
+	return nil, false
+}
+
 // TestAggregator: a denied connection's retransmissions are one flow with
 // every packet counted; an allowed connection is one flow whose counts
 // come from conntrack (deltas, under the tuple after DNAT), live until it

@@ -54,9 +54,10 @@ type Flow struct {
 	FlowKey
 	StartTime time.Time `json:"start_time"`
 	EndTime   time.Time `json:"end_time"`
-	// Enforced are the verdicts that decided the flow, in path order;
-	// Pending would be those with the staged policies in force (empty: the
-	// collector does not evaluate staged policies yet, see felix/STATUS.md).
+	// Enforced are the verdicts that decided the flow, in path order
+	// (logged by the kernel); Pending are those with the staged policies
+	// as if enforced (evaluated, see pending.go; empty for host endpoint
+	// reports and with FlowLogsPolicyEvaluationMode None).
 	Enforced []PolicyHit `json:"enforced_policies"`
 	Pending  []PolicyHit `json:"pending_policies"`
 	// Packets and Bytes are both directions' (conntrack's for allowed

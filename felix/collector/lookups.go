@@ -28,6 +28,10 @@ type Lookups struct {
 	// on the first shortened prefix after a change.
 	owners map[datastore.Key]owner
 	hashed map[string]Verdict
+	// keyByIP are the workload and host endpoints by address, and
+	// inputs what the pending evaluation reads (pending.go).
+	keyByIP map[netip.Addr]datastore.Key
+	inputs  policyInputs
 }
 
 // owner is what a shortened prefix may stand for: a policy's or
@@ -41,13 +45,14 @@ type owner struct {
 
 // LookupKinds are the kinds Lookups use.
 var LookupKinds = []string{v3.KindWorkloadEndpoint, v3.KindHostEndpoint, v3.KindNetworkSet,
-	v3.KindGlobalNetworkSet, v3.KindNetworkPolicy, v3.KindGlobalNetworkPolicy, v3.KindProfile, v3.KindTier}
+	v3.KindGlobalNetworkSet, v3.KindNetworkPolicy, v3.KindGlobalNetworkPolicy, v3.KindProfile, v3.KindTier,
+	v3.KindStagedNetworkPolicy, v3.KindStagedGlobalNetworkPolicy, v3.KindStagedKubernetesNetworkPolicy}
 
 // NewLookups returns empty Lookups.
 func NewLookups() *Lookups {
 	return &Lookups{byIP: map[netip.Addr]Endpoint{}, ipsOf: map[datastore.Key][]netip.Addr{},
 		nets: map[datastore.Key][]netip.Prefix{}, netNames: map[datastore.Key]Endpoint{}, tiers: map[datastore.Key]string{},
-		owners: map[datastore.Key]owner{}}
+		owners: map[datastore.Key]owner{}, keyByIP: map[netip.Addr]datastore.Key{}, inputs: newPolicyInputs()}
 }
 
 // OnStatusUpdated implements datastore.SyncerCallbacks.
@@ -59,6 +64,7 @@ func (l *Lookups) OnUpdates(ups []datastore.Update) {
 	defer l.mu.Unlock()
 	for _, u := range ups {
 		l.forget(u.Key)
+		l.inputs.update(u)
 		if u.Type == datastore.EventDeleted || u.Object == nil {
 			continue
 		}
@@ -108,6 +114,9 @@ func tierOr(t string) string {
 func (l *Lookups) forget(k datastore.Key) {
 	for _, ip := range l.ipsOf[k] {
 		delete(l.byIP, ip)
+		if l.keyByIP[ip] == k {
+			delete(l.keyByIP, ip)
+		}
 	}
 	delete(l.ipsOf, k)
 	delete(l.nets, k)
@@ -127,6 +136,7 @@ func (l *Lookups) remember(k datastore.Key, ep Endpoint, cidrs []string) {
 			p = netip.PrefixFrom(a, a.BitLen())
 		}
 		l.byIP[p.Addr()] = ep
+		l.keyByIP[p.Addr()] = k
 		l.ipsOf[k] = append(l.ipsOf[k], p.Addr())
 	}
 }
@@ -253,4 +263,31 @@ func (o owner) addHashed(into map[string]Verdict) {
 		into[p] = Verdict{Action: "Deny", Owner: "policy", EndOfTier: true, Tier: o.id, Ingress: dir == rules.DirIngress,
 			RuleIndex: -1, Prefix: p, Hashed: true}
 	}
+}
+
+// Pending implements Resolver: the pending path of a flow reported at a
+// workload of node (the destination for an ingress report, the source
+// for an egress one), false when that end is no workload of node.
+func (l *Lookups) Pending(node string, ingress bool, t Tuple) ([]PolicyHit, bool) {
+	at := t.Src
+	if ingress {
+		at = t.Dst
+	}
+	l.mu.RLock()
+	ep, ok := l.keyByIP[at]
+	if !ok || !l.inputs.localWorkload(node, ep) {
+		l.mu.RUnlock()
+		return nil, false
+	}
+	var holders []datastore.Key
+	for _, a := range []netip.Addr{t.Src, t.Dst} {
+		if k, ok := l.keyByIP[a]; ok {
+			holders = append(holders, k)
+		}
+	}
+	in := l.inputs.input(node, ep, holders)
+	l.mu.RUnlock()
+	// The objects are never modified once delivered: the evaluation
+	// runs without the lock.
+	return evaluate(in, ep, ingress, t)
 }

@@ -28,6 +28,9 @@ type Config struct {
 	Log               *slog.Logger
 	// DebugTrace logs every flow at Info (FlowLogsCollectorDebugTrace).
 	DebugTrace bool
+	// EvaluatePending gives flows their pending policies
+	// (FlowLogsPolicyEvaluationMode Continuous).
+	EvaluatePending bool
 }
 
 // packetSource is an NFLOG reader (one per group); connDumper a
@@ -92,6 +95,7 @@ func loop(ctx context.Context, cfg Config, srcs []packetSource, ct connDumper) e
 	}
 	m := cfg.Metrics
 	agg := NewAggregator(cfg.Node, cfg.Resolver, cfg.Counters, cfg.Log, time.Now())
+	agg.EvaluatePending = cfg.EvaluatePending
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	pkts, srcDone := startReaders(ctx, srcs, m)

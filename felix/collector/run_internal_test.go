@@ -36,9 +36,10 @@ func (f fakeConntrack) Dump() (map[Tuple]Conn, error) { return f.conns, nil }
 
 type nameless struct{}
 
-func (nameless) Endpoint(string) Endpoint                 { return Endpoint{Kind: "net", Name: "pvt"} }
-func (nameless) PolicyTier(string, string, string) string { return "default" }
-func (nameless) Unhash(string) (Verdict, bool)            { return Verdict{}, false }
+func (nameless) Endpoint(string) Endpoint                        { return Endpoint{Kind: "net", Name: "pvt"} }
+func (nameless) PolicyTier(string, string, string) string        { return "default" }
+func (nameless) Unhash(string) (Verdict, bool)                   { return Verdict{}, false }
+func (nameless) Pending(string, bool, Tuple) ([]PolicyHit, bool) { return nil, false }
 
 // TestLoop: the collector's loop takes both groups' logs, reads
 // conntrack, publishes a flush to the store and counts logs, overruns,

@@ -8,7 +8,6 @@ const (
 	rNFTOnly = "felix's nftables dataplane accepts for allowed and drops denied packets, with Calico's default marks, and does not offload flows"
 	rTypha   = "Tabby has no Typha: felix watches the datastore directly"
 	rFlow    = "flow logs are collected on each node and served on its local flow socket (FlowLogsLocalReporter); there is no Goldmane aggregator to send them to"
-	rPending = "staged policies are not evaluated, so flows carry no pending policies to re-evaluate"
 	rXDP     = "XDP is not implemented: untracked (doNotTrack) policy runs in the iptables raw table"
 	rOStack  = "OpenStack support is not implemented"
 	rDebug   = "felix's debugging hooks are not implemented"
@@ -225,7 +224,7 @@ var Params = []Param{
 	h("FlowLogsCollectorDebugTrace", "FlowLogsCollectorDebugTrace", KindBool, "false"),
 	r("FlowLogsGoldmaneServer", "FlowLogsGoldmaneServer", KindString, "", rFlow),
 	h("FlowLogsLocalReporter", "FlowLogsLocalReporter", OneOf("Enabled", "Disabled"), "Disabled"),
-	r("FlowLogsPolicyEvaluationMode", "FlowLogsPolicyEvaluationMode", OneOf("None", "Continuous"), "Continuous", rPending, "None", "Continuous"),
+	h("FlowLogsPolicyEvaluationMode", "FlowLogsPolicyEvaluationMode", OneOf("None", "Continuous"), "Continuous"),
 
 	// Debugging.
 	r("DebugMemoryProfilePath", "DebugMemoryProfilePath", KindString, "", rDebug),

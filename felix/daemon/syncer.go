@@ -13,12 +13,14 @@ import (
 // a rate-limited work queue, as Calico's felix watches in Kubernetes
 // mode); over any other client (etcd), the generic watch syncer, lean
 // (the daemon and its calculation keep what they need of each object, so
-// deletions carry only the key). Either way cb receives SyncKinds(c).
-func NewSyncer(c datastore.Client, cb datastore.SyncerCallbacks) datastore.Syncer {
+// deletions carry only the key). Either way cb receives SyncKinds(c) and
+// the extra kinds (the flow log collector's staged policies).
+func NewSyncer(c datastore.Client, cb datastore.SyncerCallbacks, extra ...string) datastore.Syncer {
+	kinds := append(slices.Clone(SyncKinds(c)), extra...)
 	if kc, ok := c.(*kdd.Client); ok {
-		return kdd.NewSyncer(kc, SyncKinds(c), cb)
+		return kdd.NewSyncer(kc, kinds, cb)
 	}
-	return datastore.NewWatchSyncer(c, Kinds, cb, datastore.DefaultBackoff).Lean()
+	return datastore.NewWatchSyncer(c, kinds, cb, datastore.DefaultBackoff).Lean()
 }
 
 // SyncKinds are the kinds felix follows over c: Kinds, and where it

@@ -27,7 +27,9 @@ import (
 // renders NFLOG verdicts, its collector names the denying policy of a
 // real connection from the datastore's objects (the syncer's updates),
 // serves the flow on its flow socket, and the rule's counter is on
-// /metrics.
+// /metrics. A staged deny of the allowed traffic is not enforced (no
+// chain; the connection passes) and the allowed flow carries it as its
+// pending verdict.
 func TestPrivilegedRealFelixFlowLogs(t *testing.T) {
 	e := testservers.StartEtcd(t)
 	c := etcdClient(t, e)
@@ -43,6 +45,11 @@ func TestPrivilegedRealFelixFlowLogs(t *testing.T) {
 		ct.WEP("dev", "client", node, client.iface, client.ip.String(), map[string]string{"app": "client"}),
 		ct.NP("prod", "knp.default.web-8080-only", ct.Ptr(1000.0), "app == 'web'", ct.Ingress, []v3.Rule{
 			{Action: v3.Allow, Protocol: ct.Proto("TCP"), Destination: v3.EntityRule{Ports: ct.Ports("8080")}}}, nil),
+		&v3.StagedNetworkPolicy{TypeMeta: metav1.TypeMeta{Kind: v3.KindStagedNetworkPolicy, APIVersion: v3.GroupVersion},
+			ObjectMeta: metav1.ObjectMeta{Namespace: "prod", Name: "lockdown"},
+			Spec: v3.StagedNetworkPolicySpec{Order: ct.Ptr(10.0), Selector: "app == 'web'", Types: ct.Ingress,
+				Ingress: []v3.Rule{{Action: v3.Deny, Protocol: ct.Proto("TCP"), Source: v3.EntityRule{Selector: "app == 'client'",
+					NamespaceSelector: "all()"}}}}},
 	} {
 		if _, err := c.Create(ctx, r); err != nil {
 			t.Fatal(err)
@@ -53,6 +60,8 @@ func TestPrivilegedRealFelixFlowLogs(t *testing.T) {
 	eventually(t, 30*time.Second, "felix ready", f.ready)
 	if save := nsRun(t, nodeNS, "iptables-save", "-t", "filter"); !strings.Contains(save, "API0|knp/prod/web-8080-only") {
 		t.Fatalf("no NFLOG verdict for the policy's rule:\n%s", save)
+	} else if strings.Contains(save, "lockdown") {
+		t.Fatalf("the staged policy is programmed:\n%s", save)
 	}
 	eventually(t, 10*time.Second, "8080 allowed", func() bool { return client.tcp(web, tcpPortA) })
 	if client.tcp(web, tcpPortB) {
@@ -83,7 +92,43 @@ func TestPrivilegedRealFelixFlowLogs(t *testing.T) {
 	if denied.Source.Name != "client" || denied.Dest.Name != "web" || len(denied.Enforced) != 1 || denied.Enforced[0] != want {
 		t.Errorf("denied flow %+v, want dev/client -> prod/web denied at the end of tier default", denied)
 	}
+	lockdown := collector.PolicyHit{Kind: "snp", Tier: "default", Namespace: "prod", Name: "lockdown", Action: "Deny", RuleIndex: 0}
+	if len(denied.Pending) != 1 || denied.Pending[0] != lockdown {
+		t.Errorf("denied flow's pending policies %+v, want [%+v]", denied.Pending, lockdown)
+	}
+	var allowed collector.Flow
+	eventually(t, 3*time.Second, "the allowed flow on the flow socket", func() bool {
+		for _, fl := range socketFlows(hc, "action=allow&namespace=prod") {
+			if fl.DestPort == tcpPortA && fl.Reporter == "Dst" {
+				allowed = fl
+				return true
+			}
+		}
+		return false
+	})
+	knp := collector.PolicyHit{Kind: "knp", Tier: "default", Namespace: "prod", Name: "web-8080-only", Action: "Allow", RuleIndex: 0}
+	if len(allowed.Enforced) != 1 || allowed.Enforced[0] != knp || len(allowed.Pending) != 1 || allowed.Pending[0] != lockdown {
+		t.Errorf("allowed flow enforced %+v pending %+v, want enforced [%+v] pending [%+v] (the staged deny)", allowed.Enforced, allowed.Pending, knp, lockdown)
+	}
 	eventually(t, 3*time.Second, "the allowing rule's connection counter on /metrics", func() bool {
 		return f.metric(`felix_policy_rule_connections_total{action="Allow",direction="ingress",namespace="prod",policy="knp.default.web-8080-only",rule_index="0",tier="default"}`) != ""
 	})
+}
+
+// socketFlows are the flows the flow socket serves for the query.
+func socketFlows(hc *http.Client, query string) []collector.Flow {
+	resp, err := hc.Get("http://node/flows?" + query)
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	var out []collector.Flow
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		var fl collector.Flow
+		if json.Unmarshal(sc.Bytes(), &fl) == nil {
+			out = append(out, fl)
+		}
+	}
+	return out
 }
