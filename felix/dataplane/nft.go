@@ -70,6 +70,9 @@ type nftChainState struct {
 	hashes []string
 	first  *rules.Rule // identity of the rendered rules, to skip rehashing
 	n      int
+	// failClosed: some of the rules could not be translated and a DROP
+	// stands in for each, so the chain is not what felix rendered.
+	failClosed bool
 }
 
 type nftSetState struct {
@@ -181,6 +184,22 @@ func (n *nftDriver) Apply(ctx context.Context) (Stats, error) {
 		total.ChainsDeleted += p.stats.ChainsDeleted
 	}
 	return total, nil
+}
+
+// programmed is what the kernel holds of chain name of iptables table
+// (IPv4), as the driver committed it: the rule hashes, and whether they
+// are exactly the rendered rules (false for a chain not committed or
+// with rules that could not be translated, dropping instead).
+func (n *nftDriver) programmed(table, name string) (hashes []string, ok bool) {
+	w := n.written[4]
+	if w == nil {
+		return nil, false
+	}
+	st, there := w.chains[rules.NftChainName(table, name)]
+	if !there {
+		return nil, false
+	}
+	return slices.Clone(st.hashes), !st.failClosed
 }
 
 // plan decides what one family's part of the transaction does.
@@ -310,8 +329,8 @@ func (n *nftDriver) planChain(p *nftFamilyPlan, old *nftWritten, table, name str
 	for i, h := range hashed {
 		hashes[i] = h.Hash
 	}
-	p.next.chains[name] = nftChainState{hashes: hashes, first: first, n: len(c.Rules)}
 	if had && slices.Equal(prev.hashes, hashes) {
+		p.next.chains[name] = nftChainState{hashes: hashes, first: first, n: len(c.Rules), failClosed: prev.failClosed}
 		return
 	}
 	ch := &nftables.Chain{Table: p.table, Name: name}
@@ -335,6 +354,7 @@ func (n *nftDriver) planChain(p *nftFamilyPlan, old *nftWritten, table, name str
 	if len(errs) > 0 {
 		slices.SortStableFunc(out, func(a, b rules.NftIndexedRule) int { return a.Index - b.Index })
 	}
+	p.next.chains[name] = nftChainState{hashes: hashes, first: first, n: len(c.Rules), failClosed: len(errs) > 0}
 	for _, r := range out {
 		w.rules = append(w.rules, nftRuleOut{hash: hashes[r.Index], nr: r.Rule})
 	}

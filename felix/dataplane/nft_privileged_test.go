@@ -6,6 +6,7 @@ import (
 	"context"
 	"log/slog"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 
@@ -37,8 +38,12 @@ func TestPrivilegedNftDriftRepairedForeignKept(t *testing.T) {
 		t.Fatal(err)
 	}
 	foreign := nft("list", "table", "ip", "kube-proxy")
+	var report func(*rules.Ruleset) // what felix's endpoint report would read after an apply
 	dp := dataplane.New(dataplane.Config{Runner: run, V4: dataplane.BackendDefaultV4, V6: dataplane.BackendDefaultV6,
-		NFTables: dataplane.NewNftDialer(n.Path()), Logger: slog.New(slog.DiscardHandler)})
+		NFTables: dataplane.NewNftDialer(n.Path()), Logger: slog.New(slog.DiscardHandler),
+		OnProgrammed: func(_ uint64, chain func(table, name string) ([]string, bool)) {
+			report = func(rs *rules.Ruleset) { checkProgrammed(t, rs, chain) }
+		}})
 	res := calc.Compute(ct.Input(ct.Node, ct.Scenario()))
 	full := func(v int, pool string) *rules.Ruleset {
 		rs := rules.Render(rules.DefaultConfig(), res, v)
@@ -47,10 +52,15 @@ func TestPrivilegedNftDriftRepairedForeignKept(t *testing.T) {
 			AllHosts: []netip.Addr{netip.MustParseAddr("192.0.2.1")}, VXLANHosts: []netip.Addr{netip.MustParseAddr("192.0.2.1")}})
 		return rules.WithWorkloadRPF(rs, []string{"cali"})
 	}
-	dp.SetDesired(full(4, "10.70.0.0/16"), full(6, "fd00:70::/64"))
+	v4 := full(4, "10.70.0.0/16")
+	dp.SetDesired(v4, full(6, "fd00:70::/64"))
 	if _, err := dp.Apply(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	if report == nil {
+		t.Fatal("no OnProgrammed call after an nftables apply (the lab's apply waits on it)")
+	}
+	report(v4)
 	want4, want6 := nft("list", "table", "ip", "calico"), nft("list", "table", "ip6", "calico")
 	if !strings.Contains(want4, "chain filter-cali-FORWARD") || !strings.Contains(want6, "chain filter-cali-FORWARD") ||
 		!strings.Contains(want4, "hook forward priority filter") || !strings.Contains(want4, "iifname vmap {") {
@@ -111,5 +121,32 @@ func cleanIptablesMode(t *testing.T, run dataplane.Runner) {
 	}
 	if _, err := dataplane.CleanupIPSets(context.Background(), run); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// checkProgrammed: every IPv4 chain of rs is reported with its rendered
+// rule hashes and as programmed; a chain felix does not have is not.
+func checkProgrammed(t *testing.T, rs *rules.Ruleset, chain func(table, name string) ([]string, bool)) {
+	t.Helper()
+	n := 0
+	for _, tb := range rs.Tables() {
+		for i := range tb.Chains {
+			c := &tb.Chains[i]
+			var want []string
+			for _, h := range c.Hashed() {
+				want = append(want, h.Hash)
+			}
+			got, ok := chain(tb.Name, c.Name)
+			if !ok || !slices.Equal(got, want) {
+				t.Errorf("%s %s: reported %v %v, want %v programmed", tb.Name, c.Name, got, ok, want)
+			}
+			n++
+		}
+	}
+	if n == 0 {
+		t.Fatal("no chains to check")
+	}
+	if got, ok := chain("filter", "cali-tw-nosuch"); ok || got != nil {
+		t.Errorf("a missing chain reported as %v %v", got, ok)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/nftables"
@@ -104,17 +105,18 @@ func nftSetHolding(tb testing.TB, run dataplane.Runner, ip string) string {
 }
 
 // nftSetHas says whether set (of felix's ip table) has ip as an element,
-// read through a netlink socket in the runner's namespace.
+// read through a netlink socket in the runner's namespace (one per
+// namespace, kept until the test ends: a probe every millisecond then
+// costs a dump of the set, not a new socket).
 func nftSetHas(tb testing.TB, run dataplane.Runner, set, ip string) (bool, error) {
 	er, ok := run.(dataplane.ExecRunner)
 	if !ok {
 		tb.Fatalf("nftSetHas needs an ExecRunner, not %T", run)
 	}
-	conn, closeConn, err := dataplane.NewNftConn(er.NetnsPath)
+	conn, err := nftProbe(tb, er.NetnsPath)
 	if err != nil {
 		return false, err
 	}
-	defer closeConn()
 	table := &nftables.Table{Family: nftables.TableFamilyIPv4, Name: rules.NftTable}
 	s, err := conn.GetSetByName(table, set)
 	if err != nil {
@@ -131,4 +133,32 @@ func nftSetHas(tb testing.TB, run dataplane.Runner, set, ip string) (bool, error
 		}
 	}
 	return false, nil
+}
+
+// nftProbes are the member probes' nftables connections, one per
+// namespace path, each opened on its first probe and closed when the
+// test or benchmark that opened it ends.
+var nftProbes = struct {
+	sync.Mutex
+	byPath map[string]*nftables.Conn
+}{byPath: map[string]*nftables.Conn{}}
+
+func nftProbe(tb testing.TB, path string) (*nftables.Conn, error) {
+	nftProbes.Lock()
+	defer nftProbes.Unlock()
+	if c := nftProbes.byPath[path]; c != nil {
+		return c, nil
+	}
+	c, closeConn, err := dataplane.NewNftConn(path)
+	if err != nil {
+		return nil, err
+	}
+	nftProbes.byPath[path] = c
+	tb.Cleanup(func() {
+		nftProbes.Lock()
+		defer nftProbes.Unlock()
+		delete(nftProbes.byPath, path)
+		closeConn()
+	})
+	return c, nil
 }
