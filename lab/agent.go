@@ -83,6 +83,12 @@ func (l *Lab) agentEnv(n *NodeState) []string {
 		"TABBY_BIRD_SOCKET=" + birdSocket(n),
 		"TABBY_FELIX_MTU_FILE=" + filepath.Join(n.Dir, "mtu"),
 	}
+	switch l.State.Dataplane {
+	case DataplaneNftables:
+		env = append(env, "FELIX_NFTABLESMODE=Enabled")
+	case DataplaneIptables:
+		env = append(env, "FELIX_NFTABLESMODE=Disabled")
+	}
 	if l.State.Datastore == DatastoreKubernetes {
 		return append(env, "DATASTORE_TYPE=kubernetes", "KUBECONFIG="+nodeKubeconfig(n))
 	}

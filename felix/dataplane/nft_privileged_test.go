@@ -39,8 +39,9 @@ func TestPrivilegedNftDriftRepairedForeignKept(t *testing.T) {
 	}
 	foreign := nft("list", "table", "ip", "kube-proxy")
 	var report func(*rules.Ruleset) // what felix's endpoint report would read after an apply
+	var transactions int
 	dp := dataplane.New(dataplane.Config{Runner: run, V4: dataplane.BackendDefaultV4, V6: dataplane.BackendDefaultV6,
-		NFTables: dataplane.NewNftDialer(n.Path()), Logger: slog.New(slog.DiscardHandler),
+		NFTables: countingDialer(dataplane.NewNftDialer(n.Path()), &transactions), Logger: slog.New(slog.DiscardHandler),
 		OnProgrammed: func(_ uint64, chain func(table, name string) ([]string, bool)) {
 			report = func(rs *rules.Ruleset) { checkProgrammed(t, rs, chain) }
 		}})
@@ -61,6 +62,9 @@ func TestPrivilegedNftDriftRepairedForeignKept(t *testing.T) {
 		t.Fatal("no OnProgrammed call after an nftables apply (the lab's apply waits on it)")
 	}
 	report(v4)
+	if transactions != 1 {
+		t.Fatalf("the first dual-stack apply took %d transactions, want 1", transactions)
+	}
 	want4, want6 := nft("list", "table", "ip", "calico"), nft("list", "table", "ip6", "calico")
 	if !strings.Contains(want4, "chain filter-cali-FORWARD") || !strings.Contains(want6, "chain filter-cali-FORWARD") ||
 		!strings.Contains(want4, "hook forward priority filter") || !strings.Contains(want4, "iifname vmap {") {
@@ -97,6 +101,23 @@ func TestPrivilegedNftDriftRepairedForeignKept(t *testing.T) {
 	}
 	if got := nft("list", "table", "ip", "kube-proxy"); got != foreign {
 		t.Errorf("kube-proxy's table changed:\n%s", got)
+	}
+	// A change of both families (the tunnel and RPF rules go, in v4 and
+	// v6) is one transaction too, and reaches both tables.
+	changed := func(v int, pool string) *rules.Ruleset {
+		rs := rules.Render(rules.DefaultConfig(), res, v)
+		return rules.WithNATOutgoing(rs, rules.NATConfig{Pools: []rules.NATPool{{CIDR: netip.MustParsePrefix(pool), NATOutgoing: true}}})
+	}
+	transactions = 0
+	dp.SetDesired(changed(4, "10.70.0.0/16"), changed(6, "fd00:70::/64"))
+	if _, err := dp.Apply(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if transactions != 1 {
+		t.Fatalf("a dual-stack change took %d transactions, want 1", transactions)
+	}
+	if nft("list", "table", "ip", "calico") == want4 || nft("list", "table", "ip6", "calico") == want6 {
+		t.Fatal("the dual-stack change did not reach both tables")
 	}
 	if on, err := dataplane.KubeProxyNftables(n.Path()); err != nil || !on {
 		t.Errorf("kube-proxy's nftables mode not detected: %v %v", on, err)
