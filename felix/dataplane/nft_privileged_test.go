@@ -171,3 +171,62 @@ func checkProgrammed(t *testing.T, rs *rules.Ruleset, chain func(table, name str
 		t.Errorf("a missing chain reported as %v %v", got, ok)
 	}
 }
+
+// TestPrivilegedNftHostSetsRetyped: a hash:net set of host addresses is
+// a plain hash set (no interval flag: O(1) element updates at any size);
+// when it gains a network the tables are rebuilt in the same apply with
+// an interval set holding both, and the rules using it still match.
+func TestPrivilegedNftHostSetsRetyped(t *testing.T) {
+	n := netnstest.New(t)
+	run := dataplane.ExecRunner{NetnsPath: n.Path()}
+	nft := func(args ...string) string {
+		t.Helper()
+		out, err := run.Run(context.Background(), "nft", args, nil)
+		if err != nil {
+			t.Fatalf("nft %v: %v", args, err)
+		}
+		return string(out)
+	}
+	var transactions int
+	dp := dataplane.New(dataplane.Config{Runner: run, V4: dataplane.BackendDefaultV4,
+		NFTables: countingDialer(dataplane.NewNftDialer(n.Path()), &transactions), Logger: slog.New(slog.DiscardHandler)})
+	res := calc.Compute(ct.Input(ct.Node, ct.Scenario()))
+	rs := rules.Render(rules.DefaultConfig(), res, 4)
+	i := slices.IndexFunc(rs.IPSets, func(s rules.IPSetSpec) bool {
+		return s.Type == calc.HashNet && s.Members.Len() > 0 &&
+			!slices.ContainsFunc(s.Members.Slice(), func(m string) bool { return !strings.HasSuffix(m, "/32") })
+	})
+	if i < 0 {
+		t.Fatal("the scenario has no set of host addresses")
+	}
+	name := rules.NftSetName(rs.IPSets[i].Name)
+	first := strings.TrimSuffix(rs.IPSets[i].Members.Slice()[0], "/32")
+	dp.SetDesired(rs)
+	if _, err := dp.Apply(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := nft("list", "set", "ip", rules.NftTable, name); strings.Contains(got, "interval") || !strings.Contains(got, first) {
+		t.Fatalf("a set of host addresses, want a hash set holding %s:\n%s", first, got)
+	}
+	grown := *rs
+	grown.IPSets = slices.Clone(rs.IPSets)
+	grown.IPSets[i].Members = calc.SortedMembers(append(rs.IPSets[i].Members.Slice(), "10.201.0.0/16"))
+	grown.IPSetVersions, grown.IPSetChanges = nil, nil
+	transactions = 0
+	dp.SetDesired(&grown)
+	if _, err := dp.Apply(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got := nft("list", "set", "ip", rules.NftTable, name)
+	if !strings.Contains(got, "flags interval") || !strings.Contains(got, "10.201.0.0/16") || !strings.Contains(got, first) {
+		t.Fatalf("after a network joined, want an interval set holding %s and 10.201.0.0/16:\n%s", first, got)
+	}
+	if transactions != 1 {
+		t.Errorf("the rebuild took %d transactions, want 1", transactions)
+	}
+	// The rules still refer to the (new) set: a rule of a chain matching
+	// it is in the table.
+	if table := nft("list", "table", "ip", rules.NftTable); !strings.Contains(table, "@"+name) {
+		t.Errorf("no rule refers to %s after the rebuild:\n%s", name, table)
+	}
+}
