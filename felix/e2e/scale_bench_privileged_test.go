@@ -49,7 +49,8 @@ import (
 // -bench PrivilegedScale -benchtime 1x -timeout 90m ./felix/e2e/);
 // TABBY_FELIX_BIN runs a prebuilt felix binary instead of building one,
 // TABBY_SCALE_STARTS sets the number of cold starts (default 3),
-// TABBY_SCALE_ONLY_START=1 stops after them, TABBY_SCALE_FELIX_LOG=file
+// TABBY_SCALE_ONLY_START=1 stops after them, TABBY_SCALE_MODES=nftables
+// (or iptables) runs one dataplane mode only, TABBY_SCALE_FELIX_LOG=file
 // keeps felix's Info log (a timeline of each start).
 func BenchmarkPrivilegedScale(b *testing.B) {
 	sizes := []int{5000, 150000}
@@ -67,8 +68,12 @@ func BenchmarkPrivilegedScale(b *testing.B) {
 	if prebuilt := os.Getenv("TABBY_FELIX_BIN"); prebuilt != "" {
 		bin = func() string { return prebuilt }
 	}
+	modes := dataplaneModes
+	if m := os.Getenv("TABBY_SCALE_MODES"); m != "" {
+		modes = strings.Split(m, ",")
+	}
 	for _, n := range sizes {
-		for _, mode := range dataplaneModes {
+		for _, mode := range modes {
 			b.Run(fmt.Sprintf("remote=%d/%s", n, mode), func(b *testing.B) {
 				for b.Loop() {
 					runScale(b, bin(), n, mode)
