@@ -85,6 +85,12 @@ func (l *Lab) agentEnv(n *NodeState) []string {
 		// Each node's flow socket in its folder (FlowLogsLocalReporter).
 		"TABBY_FELIX_FLOW_SOCKET_DIR=" + FlowSocketDir(n),
 	}
+	switch l.State.Dataplane {
+	case DataplaneNftables:
+		env = append(env, "FELIX_NFTABLESMODE=Enabled")
+	case DataplaneIptables:
+		env = append(env, "FELIX_NFTABLESMODE=Disabled")
+	}
 	if l.State.Datastore == DatastoreKubernetes {
 		return append(env, "DATASTORE_TYPE=kubernetes", "KUBECONFIG="+nodeKubeconfig(n))
 	}

@@ -38,6 +38,15 @@ const (
 	DatastoreKubernetes = "kubernetes"
 )
 
+// Dataplane modes (up --dataplane): felix's nftablesMode, set as
+// Calico's operator sets it for an Installation's linuxDataplane
+// (FELIX_NFTABLESMODE on calico-node). Unset, felix's default (Auto)
+// decides: iptables in the lab, where no kube-proxy runs in nftables mode.
+const (
+	DataplaneIptables = "iptables"
+	DataplaneNftables = "nftables"
+)
+
 // KubeBinDir is where hack/build-kube-binaries.sh leaves etcd,
 // kube-apiserver and kubectl ($TABBY_KUBE_BIN overrides it).
 func KubeBinDir() string {

@@ -29,6 +29,9 @@ type State struct {
 	// every process it started.
 	Prefix    string `json:"prefix"`
 	Datastore string `json:"datastore"`
+	// Dataplane is up's --dataplane (iptables, nftables, or "": felix's
+	// default).
+	Dataplane string `json:"dataplane,omitempty"`
 	// Phase is "starting" until up has finished, then "up".
 	Phase string `json:"phase"`
 	// EtcdUnix is etcd's unix socket endpoint (reachable from every

@@ -330,6 +330,9 @@ func (d *Dataplane) applyNft(ctx context.Context) (Result, error) {
 	if d.cfg.OnApplied != nil {
 		d.cfg.OnApplied(d.takenGen)
 	}
+	if d.cfg.OnProgrammed != nil {
+		d.cfg.OnProgrammed(d.takenGen, d.nft.programmed)
+	}
 	return res, d.settleFailures()
 }
 

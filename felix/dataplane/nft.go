@@ -2,6 +2,7 @@ package dataplane
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -70,6 +71,9 @@ type nftChainState struct {
 	hashes []string
 	first  *rules.Rule // identity of the rendered rules, to skip rehashing
 	n      int
+	// failClosed: some of the rules could not be translated and a DROP
+	// stands in for each, so the chain is not what felix rendered.
+	failClosed bool
 }
 
 type nftSetState struct {
@@ -153,17 +157,14 @@ func (n *nftDriver) Apply(ctx context.Context) (Stats, error) {
 		n.conn, n.closeConn = c, closeConn
 		n.Invalidate()
 	}
-	var plans []*nftFamilyPlan
-	for _, v := range []int{4, 6} {
-		rs := n.desired[v]
-		if rs == nil {
-			continue
-		}
-		p, err := n.plan(v, rs)
-		if err != nil {
-			return total, err
-		}
-		plans = append(plans, p)
+	plans, err := n.planAll()
+	if errors.Is(err, errNftRetype) {
+		n.log.Info("nftables: a set of host addresses gained a network; rebuilding the tables", "reason", err)
+		n.Invalidate()
+		plans, err = n.planAll()
+	}
+	if err != nil {
+		return total, err
 	}
 	for _, p := range plans {
 		if err := n.encode(p); err != nil {
@@ -181,6 +182,60 @@ func (n *nftDriver) Apply(ctx context.Context) (Stats, error) {
 		total.ChainsDeleted += p.stats.ChainsDeleted
 	}
 	return total, nil
+}
+
+// errNftRetype: a set must change its kind (a hash set of host addresses
+// now holds a network), which only a rebuild of the table can do (rules
+// refer to the set).
+var errNftRetype = errors.New("the set must become an interval set")
+
+// isHostSet says whether set is a hash:net set held as a plain hash of
+// addresses (created while every member was a host address): one
+// element per member and O(1) updates, where the kernel's interval
+// (rbtree) sets cost tens of milliseconds per transaction once they hold
+// ~10^5 elements.
+func isHostSet(set *nftables.Set) bool { return !set.Interval && !set.Concatenation }
+
+// kernelElements are elems as set takes them: a host set has no interval
+// ends.
+func kernelElements(set *nftables.Set, elems []nftables.SetElement) []nftables.SetElement {
+	if !isHostSet(set) {
+		return elems
+	}
+	return slices.DeleteFunc(elems, func(e nftables.SetElement) bool { return e.IntervalEnd })
+}
+
+// planAll plans both families' parts of the transaction.
+func (n *nftDriver) planAll() ([]*nftFamilyPlan, error) {
+	var plans []*nftFamilyPlan
+	for _, v := range []int{4, 6} {
+		rs := n.desired[v]
+		if rs == nil {
+			continue
+		}
+		p, err := n.plan(v, rs)
+		if err != nil {
+			return nil, err
+		}
+		plans = append(plans, p)
+	}
+	return plans, nil
+}
+
+// programmed is what the kernel holds of chain name of iptables table
+// (IPv4), as the driver committed it: the rule hashes, and whether they
+// are exactly the rendered rules (false for a chain not committed or
+// with rules that could not be translated, dropping instead).
+func (n *nftDriver) programmed(table, name string) (hashes []string, ok bool) {
+	w := n.written[4]
+	if w == nil {
+		return nil, false
+	}
+	st, there := w.chains[rules.NftChainName(table, name)]
+	if !there {
+		return nil, false
+	}
+	return slices.Clone(st.hashes), !st.failClosed
 }
 
 // plan decides what one family's part of the transaction does.
@@ -253,9 +308,13 @@ func (n *nftDriver) planSets(p *nftFamilyPlan, old *nftWritten, rs *rules.Rulese
 			if err != nil {
 				return err
 			}
-			st.obj = &nftables.Set{Table: p.table, Name: name, KeyType: keyType, Interval: interval,
+			st.obj = &nftables.Set{Table: p.table, Name: name, KeyType: keyType, Interval: interval && !st.hostsOnly,
 				Concatenation: spec.Type == calc.HashIPPort}
 			p.newSets = append(p.newSets, st)
+		} else if isHostSet(prev.obj) && !st.hostsOnly {
+			// A hash set cannot hold a network: the table is rebuilt
+			// (in the same transaction) with an interval set instead.
+			return fmt.Errorf("set %s: %w", spec.Name, errNftRetype)
 		} else {
 			st.obj = prev.obj
 			p.setDel[name], p.setAdd[name] = unitDiff(prev.units, units)
@@ -310,8 +369,8 @@ func (n *nftDriver) planChain(p *nftFamilyPlan, old *nftWritten, table, name str
 	for i, h := range hashed {
 		hashes[i] = h.Hash
 	}
-	p.next.chains[name] = nftChainState{hashes: hashes, first: first, n: len(c.Rules)}
 	if had && slices.Equal(prev.hashes, hashes) {
+		p.next.chains[name] = nftChainState{hashes: hashes, first: first, n: len(c.Rules), failClosed: prev.failClosed}
 		return
 	}
 	ch := &nftables.Chain{Table: p.table, Name: name}
@@ -335,6 +394,7 @@ func (n *nftDriver) planChain(p *nftFamilyPlan, old *nftWritten, table, name str
 	if len(errs) > 0 {
 		slices.SortStableFunc(out, func(a, b rules.NftIndexedRule) int { return a.Index - b.Index })
 	}
+	p.next.chains[name] = nftChainState{hashes: hashes, first: first, n: len(c.Rules), failClosed: len(errs) > 0}
 	for _, r := range out {
 		w.rules = append(w.rules, nftRuleOut{hash: hashes[r.Index], nr: r.Rule})
 	}
@@ -356,19 +416,19 @@ func (n *nftDriver) encode(p *nftFamilyPlan) error {
 		if err := n.conn.AddSet(st.obj, nil); err != nil {
 			return fmt.Errorf("set %s: %w", st.obj.Name, err)
 		}
-		if err := inChunks(allElements(st.units), func(c []nftables.SetElement) error { return n.conn.SetAddElements(st.obj, c) }); err != nil {
+		if err := inChunks(kernelElements(st.obj, allElements(st.units)), func(c []nftables.SetElement) error { return n.conn.SetAddElements(st.obj, c) }); err != nil {
 			return fmt.Errorf("set %s: %w", st.obj.Name, err)
 		}
 	}
 	for name, del := range p.setDel {
 		obj := p.next.sets[name].obj
-		if err := inChunks(del, func(c []nftables.SetElement) error { return n.conn.SetDeleteElements(obj, c) }); err != nil {
+		if err := inChunks(kernelElements(obj, del), func(c []nftables.SetElement) error { return n.conn.SetDeleteElements(obj, c) }); err != nil {
 			return fmt.Errorf("set %s: %w", name, err)
 		}
 	}
 	for name, add := range p.setAdd {
 		obj := p.next.sets[name].obj
-		if err := inChunks(add, func(c []nftables.SetElement) error { return n.conn.SetAddElements(obj, c) }); err != nil {
+		if err := inChunks(kernelElements(obj, add), func(c []nftables.SetElement) error { return n.conn.SetAddElements(obj, c) }); err != nil {
 			return fmt.Errorf("set %s: %w", name, err)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"log/slog"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 
@@ -37,8 +38,13 @@ func TestPrivilegedNftDriftRepairedForeignKept(t *testing.T) {
 		t.Fatal(err)
 	}
 	foreign := nft("list", "table", "ip", "kube-proxy")
+	var report func(*rules.Ruleset) // what felix's endpoint report would read after an apply
+	var transactions int
 	dp := dataplane.New(dataplane.Config{Runner: run, V4: dataplane.BackendDefaultV4, V6: dataplane.BackendDefaultV6,
-		NFTables: dataplane.NewNftDialer(n.Path()), Logger: slog.New(slog.DiscardHandler)})
+		NFTables: countingDialer(dataplane.NewNftDialer(n.Path()), &transactions), Logger: slog.New(slog.DiscardHandler),
+		OnProgrammed: func(_ uint64, chain func(table, name string) ([]string, bool)) {
+			report = func(rs *rules.Ruleset) { checkProgrammed(t, rs, chain) }
+		}})
 	res := calc.Compute(ct.Input(ct.Node, ct.Scenario()))
 	full := func(v int, pool string) *rules.Ruleset {
 		rs := rules.Render(rules.DefaultConfig(), res, v)
@@ -47,9 +53,17 @@ func TestPrivilegedNftDriftRepairedForeignKept(t *testing.T) {
 			AllHosts: []netip.Addr{netip.MustParseAddr("192.0.2.1")}, VXLANHosts: []netip.Addr{netip.MustParseAddr("192.0.2.1")}})
 		return rules.WithWorkloadRPF(rs, []string{"cali"})
 	}
-	dp.SetDesired(full(4, "10.70.0.0/16"), full(6, "fd00:70::/64"))
+	v4 := full(4, "10.70.0.0/16")
+	dp.SetDesired(v4, full(6, "fd00:70::/64"))
 	if _, err := dp.Apply(context.Background()); err != nil {
 		t.Fatal(err)
+	}
+	if report == nil {
+		t.Fatal("no OnProgrammed call after an nftables apply (the lab's apply waits on it)")
+	}
+	report(v4)
+	if transactions != 1 {
+		t.Fatalf("the first dual-stack apply took %d transactions, want 1", transactions)
 	}
 	want4, want6 := nft("list", "table", "ip", "calico"), nft("list", "table", "ip6", "calico")
 	if !strings.Contains(want4, "chain filter-cali-FORWARD") || !strings.Contains(want6, "chain filter-cali-FORWARD") ||
@@ -88,6 +102,23 @@ func TestPrivilegedNftDriftRepairedForeignKept(t *testing.T) {
 	if got := nft("list", "table", "ip", "kube-proxy"); got != foreign {
 		t.Errorf("kube-proxy's table changed:\n%s", got)
 	}
+	// A change of both families (the tunnel and RPF rules go, in v4 and
+	// v6) is one transaction too, and reaches both tables.
+	changed := func(v int, pool string) *rules.Ruleset {
+		rs := rules.Render(rules.DefaultConfig(), res, v)
+		return rules.WithNATOutgoing(rs, rules.NATConfig{Pools: []rules.NATPool{{CIDR: netip.MustParsePrefix(pool), NATOutgoing: true}}})
+	}
+	transactions = 0
+	dp.SetDesired(changed(4, "10.70.0.0/16"), changed(6, "fd00:70::/64"))
+	if _, err := dp.Apply(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if transactions != 1 {
+		t.Fatalf("a dual-stack change took %d transactions, want 1", transactions)
+	}
+	if nft("list", "table", "ip", "calico") == want4 || nft("list", "table", "ip6", "calico") == want6 {
+		t.Fatal("the dual-stack change did not reach both tables")
+	}
 	if on, err := dataplane.KubeProxyNftables(n.Path()); err != nil || !on {
 		t.Errorf("kube-proxy's nftables mode not detected: %v %v", on, err)
 	}
@@ -111,5 +142,91 @@ func cleanIptablesMode(t *testing.T, run dataplane.Runner) {
 	}
 	if _, err := dataplane.CleanupIPSets(context.Background(), run); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// checkProgrammed: every IPv4 chain of rs is reported with its rendered
+// rule hashes and as programmed; a chain felix does not have is not.
+func checkProgrammed(t *testing.T, rs *rules.Ruleset, chain func(table, name string) ([]string, bool)) {
+	t.Helper()
+	n := 0
+	for _, tb := range rs.Tables() {
+		for i := range tb.Chains {
+			c := &tb.Chains[i]
+			var want []string
+			for _, h := range c.Hashed() {
+				want = append(want, h.Hash)
+			}
+			got, ok := chain(tb.Name, c.Name)
+			if !ok || !slices.Equal(got, want) {
+				t.Errorf("%s %s: reported %v %v, want %v programmed", tb.Name, c.Name, got, ok, want)
+			}
+			n++
+		}
+	}
+	if n == 0 {
+		t.Fatal("no chains to check")
+	}
+	if got, ok := chain("filter", "cali-tw-nosuch"); ok || got != nil {
+		t.Errorf("a missing chain reported as %v %v", got, ok)
+	}
+}
+
+// TestPrivilegedNftHostSetsRetyped: a hash:net set of host addresses is
+// a plain hash set (no interval flag: O(1) element updates at any size);
+// when it gains a network the tables are rebuilt in the same apply with
+// an interval set holding both, and the rules using it still match.
+func TestPrivilegedNftHostSetsRetyped(t *testing.T) {
+	n := netnstest.New(t)
+	run := dataplane.ExecRunner{NetnsPath: n.Path()}
+	nft := func(args ...string) string {
+		t.Helper()
+		out, err := run.Run(context.Background(), "nft", args, nil)
+		if err != nil {
+			t.Fatalf("nft %v: %v", args, err)
+		}
+		return string(out)
+	}
+	var transactions int
+	dp := dataplane.New(dataplane.Config{Runner: run, V4: dataplane.BackendDefaultV4,
+		NFTables: countingDialer(dataplane.NewNftDialer(n.Path()), &transactions), Logger: slog.New(slog.DiscardHandler)})
+	res := calc.Compute(ct.Input(ct.Node, ct.Scenario()))
+	rs := rules.Render(rules.DefaultConfig(), res, 4)
+	i := slices.IndexFunc(rs.IPSets, func(s rules.IPSetSpec) bool {
+		return s.Type == calc.HashNet && s.Members.Len() > 0 &&
+			!slices.ContainsFunc(s.Members.Slice(), func(m string) bool { return !strings.HasSuffix(m, "/32") })
+	})
+	if i < 0 {
+		t.Fatal("the scenario has no set of host addresses")
+	}
+	name := rules.NftSetName(rs.IPSets[i].Name)
+	first := strings.TrimSuffix(rs.IPSets[i].Members.Slice()[0], "/32")
+	dp.SetDesired(rs)
+	if _, err := dp.Apply(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := nft("list", "set", "ip", rules.NftTable, name); strings.Contains(got, "interval") || !strings.Contains(got, first) {
+		t.Fatalf("a set of host addresses, want a hash set holding %s:\n%s", first, got)
+	}
+	grown := *rs
+	grown.IPSets = slices.Clone(rs.IPSets)
+	grown.IPSets[i].Members = calc.SortedMembers(append(rs.IPSets[i].Members.Slice(), "10.201.0.0/16"))
+	grown.IPSetVersions, grown.IPSetChanges = nil, nil
+	transactions = 0
+	dp.SetDesired(&grown)
+	if _, err := dp.Apply(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got := nft("list", "set", "ip", rules.NftTable, name)
+	if !strings.Contains(got, "flags interval") || !strings.Contains(got, "10.201.0.0/16") || !strings.Contains(got, first) {
+		t.Fatalf("after a network joined, want an interval set holding %s and 10.201.0.0/16:\n%s", first, got)
+	}
+	if transactions != 1 {
+		t.Errorf("the rebuild took %d transactions, want 1", transactions)
+	}
+	// The rules still refer to the (new) set: a rule of a chain matching
+	// it is in the table.
+	if table := nft("list", "table", "ip", rules.NftTable); !strings.Contains(table, "@"+name) {
+		t.Errorf("no rule refers to %s after the rebuild:\n%s", name, table)
 	}
 }

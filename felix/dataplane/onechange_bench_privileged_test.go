@@ -31,7 +31,9 @@ import (
 //     Runner without IPSetMembers, as before the netlink path);
 //   - policy-dualstack: "policy" with IPv6 on as well (two tables).
 //
-// The -nft variants are the same through the nftables dataplane.
+// The -nft variants are the same through the nftables dataplane; they
+// also report the nftables transactions (netlink batches) per change:
+// one, also for both families.
 //
 // Run: go test -tags privileged -run '^$' -bench OneChange -benchtime 30x ./felix/dataplane/
 func BenchmarkPrivilegedOneChange(b *testing.B) {
@@ -77,8 +79,9 @@ func BenchmarkPrivilegedOneChange(b *testing.B) {
 				cfg.V6 = dataplane.BackendDefaultV6
 				renderers = append(renderers, rules.NewRenderer(rules.DefaultConfig(), 6))
 			}
+			var transactions int
 			if tc.nft {
-				cfg.NFTables = dataplane.NewNftDialer(n.Path())
+				cfg.NFTables = countingDialer(dataplane.NewNftDialer(n.Path()), &transactions)
 			}
 			dp := dataplane.New(cfg)
 			render := func(res *calc.Result, delta *calc.Delta) []*rules.Ruleset {
@@ -95,7 +98,7 @@ func BenchmarkPrivilegedOneChange(b *testing.B) {
 				b.Fatal(err)
 			}
 			var calcT, renderT, applyT, total []time.Duration
-			i := 0
+			i, transactions := 0, 0
 			cpu0 := cpuSoFar()
 			for b.Loop() {
 				i++
@@ -117,6 +120,9 @@ func BenchmarkPrivilegedOneChange(b *testing.B) {
 			b.ReportMetric(median(renderT).Seconds(), "p50-render-s")
 			b.ReportMetric(median(applyT).Seconds(), "p50-apply-s")
 			b.ReportMetric((cpuSoFar()-cpu0).Seconds()*1e3/float64(i), "cpu-ms/change")
+			if tc.nft {
+				b.ReportMetric(float64(transactions)/float64(i), "nft-transactions/change")
+			}
 		})
 	}
 }
@@ -128,4 +134,26 @@ func median(ds []time.Duration) time.Duration {
 	s := slices.Clone(ds)
 	slices.Sort(s)
 	return s[len(s)/2]
+}
+
+// flushCounter counts the transactions committed through an NftConn.
+type flushCounter struct {
+	dataplane.NftConn
+	n *int
+}
+
+func (c flushCounter) Flush() error {
+	*c.n++
+	return c.NftConn.Flush()
+}
+
+// countingDialer dials through d and counts every transaction in *n.
+func countingDialer(d dataplane.NftDialer, n *int) dataplane.NftDialer {
+	return func() (dataplane.NftConn, func(), error) {
+		c, closeConn, err := d()
+		if err != nil {
+			return nil, nil, err
+		}
+		return flushCounter{c, n}, closeConn, nil
+	}
 }

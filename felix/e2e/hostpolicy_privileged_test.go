@@ -27,6 +27,7 @@ import (
 // routing the pod network (10.65.0.0/16) through the node; and a
 // dataplane programming the node.
 type hostNet struct {
+	mode   string // dataplaneModes
 	node   ns.NetNS
 	peers  []ns.NetNS
 	run    dataplane.ExecRunner
@@ -37,9 +38,9 @@ type hostNet struct {
 func nodeIPOn(i int) string { return fmt.Sprintf("192.168.%d.1", 51+i) }
 func peerIPOn(i int) string { return fmt.Sprintf("192.168.%d.2", 51+i) }
 
-func newHostNet(t *testing.T, nIfaces int) *hostNet {
+func newHostNet(t *testing.T, mode string, nIfaces int) *hostNet {
 	t.Helper()
-	h := &hostNet{node: newNode(t)}
+	h := &hostNet{mode: mode, node: newNode(t)}
 	h.run = dataplane.ExecRunner{NetnsPath: h.node.Path()}
 	for i := range nIfaces {
 		peer := netnstest.New(t)
@@ -83,7 +84,7 @@ func newHostNet(t *testing.T, nIfaces int) *hostNet {
 		}
 		h.peers = append(h.peers, peer)
 	}
-	h.dp = dataplane.New(dataplane.Config{Runner: h.run, V4: dataplane.BackendDefaultV4})
+	h.dp = newModeDataplane(t, mode, h.node.Path(), dataplane.Config{Runner: h.run, V4: dataplane.BackendDefaultV4})
 	return h
 }
 
@@ -107,14 +108,44 @@ func (h *hostNet) apply(t *testing.T, objs ...any) {
 	}
 }
 
-// save returns the node's iptables-save of table.
+// save returns the node's iptables-save of table; in nftables mode the
+// chains of felix's table that stand for it, in the same shape ("-A
+// <chain> <rule>", jumps and gotos as "-j"/"-g <chain>"), so that the
+// checks read the same in both modes.
 func (h *hostNet) save(t *testing.T, table string) string {
 	t.Helper()
-	out, err := h.run.Run(context.Background(), "iptables-save", []string{"-t", table}, nil)
+	if h.mode != "nftables" {
+		out, err := h.run.Run(context.Background(), "iptables-save", []string{"-t", table}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(out)
+	}
+	out, err := h.run.Run(context.Background(), "nft", []string{"list", "table", "ip", rules.NftTable}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return string(out)
+	var b strings.Builder
+	chain := ""
+	for _, l := range strings.Split(string(out), "\n") {
+		l = strings.TrimSpace(l)
+		if name, ok := strings.CutPrefix(l, "chain "); ok {
+			chain, _ = strings.CutPrefix(strings.TrimSuffix(name, " {"), table+"-")
+			if chain == strings.TrimSuffix(name, " {") {
+				chain = "" // another table's chain
+			}
+			continue
+		}
+		if l == "}" {
+			chain = ""
+		}
+		if chain == "" || l == "" || strings.HasPrefix(l, "type ") {
+			continue
+		}
+		l = strings.ReplaceAll(strings.ReplaceAll(l, "jump "+table+"-", "-j "), "goto "+table+"-", "-g ")
+		fmt.Fprintf(&b, "-A %s %s\n", chain, l)
+	}
+	return b.String()
 }
 
 // serveUDP echoes datagrams on port in netns until the test ends.
@@ -181,8 +212,10 @@ func tcpRule(action v3.Action, ports ...string) v3.Rule {
 // host but leaves forwarded traffic alone; an applyOnForward policy
 // polices the traffic forwarded from eth1 to the pod: port A allowed,
 // port B denied.
-func TestPrivilegedApplyOnForward(t *testing.T) {
-	h := newHostNet(t, 1)
+func TestPrivilegedApplyOnForward(t *testing.T) { forEachMode(t, testApplyOnForward) }
+
+func testApplyOnForward(t *testing.T, mode string) {
+	h := newHostNet(t, mode, 1)
 	peer := h.peers[0]
 	web := newPod(t, h.node, "web", "caliaaaa", "10.65.0.1")
 	const hostApp = 8081
@@ -225,8 +258,10 @@ func TestPrivilegedApplyOnForward(t *testing.T) {
 // same pod port reached directly is not affected. A preDNAT Allow is
 // final for the filter table too: with an applyOnForward deny-all, the
 // DNAT'd flow still passes while the direct one is dropped.
-func TestPrivilegedPreDNAT(t *testing.T) {
-	h := newHostNet(t, 1)
+func TestPrivilegedPreDNAT(t *testing.T) { forEachMode(t, testPreDNAT) }
+
+func testPreDNAT(t *testing.T, mode string) {
+	h := newHostNet(t, mode, 1)
 	peer := h.peers[0]
 	web := newPod(t, h.node, "web", "caliaaaa", "10.65.0.1")
 	nodeIP, webIP := nodeIPOn(0), web.ip.String()
@@ -299,8 +334,10 @@ func (h *hostNet) conntrackFlows(t *testing.T, port int) int {
 // its replies out. 7777 then works without any conntrack entry (the
 // filter table accepts the untracked packets), while 7778's flow is
 // tracked.
-func TestPrivilegedDoNotTrack(t *testing.T) {
-	h := newHostNet(t, 1)
+func TestPrivilegedDoNotTrack(t *testing.T) { forEachMode(t, testDoNotTrack) }
+
+func testDoNotTrack(t *testing.T, mode string) {
+	h := newHostNet(t, mode, 1)
 	peer := h.peers[0]
 	nodeIP := nodeIPOn(0)
 	const untracked, tracked = 7777, 7778
@@ -356,7 +393,11 @@ func TestPrivilegedDoNotTrack(t *testing.T) {
 // interface (eth1 and eth2 here), the failsafe ports stay open on all of
 // them, and the loopback is left alone.
 func TestPrivilegedAllInterfacesHostEndpoint(t *testing.T) {
-	h := newHostNet(t, 2)
+	forEachMode(t, testAllInterfacesHostEndpoint)
+}
+
+func testAllInterfacesHostEndpoint(t *testing.T, mode string) {
+	h := newHostNet(t, mode, 2)
 	const ssh, app, other, peerAPI = 22, 8081, 9999, 6443
 	for _, p := range []int{ssh, app, other} {
 		listenTCP(t, h.node, p)
@@ -388,7 +429,11 @@ func TestPrivilegedAllInterfacesHostEndpoint(t *testing.T) {
 // real interface addresses: eth1 is policed (failsafe still open), eth2
 // is not.
 func TestPrivilegedHostEndpointByExpectedIPs(t *testing.T) {
-	h := newHostNet(t, 2)
+	forEachMode(t, testHostEndpointByExpectedIPs)
+}
+
+func testHostEndpointByExpectedIPs(t *testing.T, mode string) {
+	h := newHostNet(t, mode, 2)
 	const ssh, app = 22, 8081
 	listenTCP(t, h.node, ssh)
 	listenTCP(t, h.node, app)
@@ -409,8 +454,10 @@ func TestPrivilegedHostEndpointByExpectedIPs(t *testing.T) {
 // uplink) to a peer behind the host endpoint eth1 are policed by eth1's
 // egress policy, as in Calico, in mangle POSTROUTING: filter OUTPUT still
 // sees the pre-DNAT output interface.
-func TestPrivilegedDNATedHostEgress(t *testing.T) {
-	h := newHostNet(t, 1)
+func TestPrivilegedDNATedHostEgress(t *testing.T) { forEachMode(t, testDNATedHostEgress) }
+
+func testDNATedHostEgress(t *testing.T, mode string) {
+	h := newHostNet(t, mode, 1)
 	peer, peerIP := h.peers[0], peerIPOn(0)
 	const allowed, denied = 8080, 9999
 	listenTCP(t, peer, allowed)

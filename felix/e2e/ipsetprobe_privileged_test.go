@@ -96,3 +96,28 @@ func TestPrivilegedIPSetProbe(t *testing.T) {
 		}
 	}
 }
+
+// TestPrivilegedNftSetProbe: the nftables member probe sees what nft
+// sees, in a hash set and an interval set (a host as an interval start),
+// in the namespace it is given.
+func TestPrivilegedNftSetProbe(t *testing.T) {
+	n := netnstest.New(t)
+	run := dataplane.ExecRunner{NetnsPath: n.Path()}
+	if in, _ := nftSetHas(t, run, "cali40s-probe", "10.1.2.3"); in {
+		t.Fatal("missing set: true, want false (the kernel says ENOENT for a missing set as for a missing element)")
+	}
+	if _, err := run.Run(context.Background(), "nft", []string{"-f", "-"}, []byte("table ip calico {\n"+
+		" set cali40s-probe { type ipv4_addr; elements = { 10.1.2.3 } }\n"+
+		" set cali40s-iv { type ipv4_addr; flags interval; elements = { 10.1.2.3, 10.9.0.0/16 } }\n}\n")); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		set, ip string
+		want    bool
+	}{{"cali40s-probe", "10.1.2.3", true}, {"cali40s-probe", "10.1.2.4", false},
+		{"cali40s-iv", "10.1.2.3", true}, {"cali40s-iv", "10.1.2.4", false}} {
+		if in, err := nftSetHas(t, run, c.set, c.ip); in != c.want || (err != nil) {
+			t.Errorf("%s %s: %v, %v; want %v", c.set, c.ip, in, err, c.want)
+		}
+	}
+}

@@ -4,12 +4,17 @@ package e2e
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/nftables"
+	"github.com/mdlayher/netlink"
+	"golang.org/x/sys/unix"
 
 	"github.com/tabbynet/tabby/felix/dataplane"
 	"github.com/tabbynet/tabby/felix/rules"
@@ -104,19 +109,79 @@ func nftSetHolding(tb testing.TB, run dataplane.Runner, ip string) string {
 }
 
 // nftSetHas says whether set (of felix's ip table) has ip as an element,
-// read through a netlink socket in the runner's namespace.
+// asked of the kernel for that one element (NFT_MSG_GETSETELEM, what `nft
+// get element` sends) over a netlink socket in the runner's namespace,
+// kept until the test ends: a probe every millisecond then costs one
+// lookup, not a dump of a set of 10^5 elements. An interval set (whose
+// hosts that get does not find) is dumped instead.
 func nftSetHas(tb testing.TB, run dataplane.Runner, set, ip string) (bool, error) {
 	er, ok := run.(dataplane.ExecRunner)
 	if !ok {
 		tb.Fatalf("nftSetHas needs an ExecRunner, not %T", run)
 	}
-	conn, closeConn, err := dataplane.NewNftConn(er.NetnsPath)
+	conn, err := nftProbe(tb, er.NetnsPath)
+	if err != nil {
+		return false, err
+	}
+	key := net.ParseIP(ip).To4()
+	if key == nil {
+		tb.Fatalf("nftSetHas: %q is no IPv4 address", ip)
+	}
+	ae := netlink.NewAttributeEncoder()
+	ae.String(unix.NFTA_SET_ELEM_LIST_TABLE, rules.NftTable)
+	ae.String(unix.NFTA_SET_ELEM_LIST_SET, set)
+	ae.Nested(unix.NFTA_SET_ELEM_LIST_ELEMENTS, func(ae *netlink.AttributeEncoder) error {
+		ae.Nested(unix.NFTA_LIST_ELEM, func(ae *netlink.AttributeEncoder) error {
+			ae.Nested(unix.NFTA_SET_ELEM_KEY, func(ae *netlink.AttributeEncoder) error {
+				ae.Bytes(unix.NFTA_DATA_VALUE, key)
+				return nil
+			})
+			return nil
+		})
+		return nil
+	})
+	attrs, err := ae.Encode()
+	if err != nil {
+		return false, err
+	}
+	msg := netlink.Message{
+		Header: netlink.Header{Type: netlink.HeaderType(unix.NFNL_SUBSYS_NFTABLES<<8 | unix.NFT_MSG_GETSETELEM),
+			Flags: netlink.Request}, // the element or an error comes back
+		Data: append([]byte{unix.AF_INET, unix.NFNETLINK_V0, 0, 0}, attrs...),
+	}
+	_, err = conn.Execute(msg)
+	if errors.Is(err, unix.ENOENT) {
+		if interval, ierr := nftIntervalSet(er.NetnsPath, set); ierr == nil && interval {
+			return nftSetDumpHas(er.NetnsPath, set, key)
+		}
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// nftIntervalSet says whether set is an interval set (whose hosts the
+// kernel's single-element get does not find by their address).
+func nftIntervalSet(path, set string) (bool, error) {
+	conn, closeConn, err := dataplane.NewNftConn(path)
 	if err != nil {
 		return false, err
 	}
 	defer closeConn()
-	table := &nftables.Table{Family: nftables.TableFamilyIPv4, Name: rules.NftTable}
-	s, err := conn.GetSetByName(table, set)
+	s, err := conn.GetSetByName(&nftables.Table{Family: nftables.TableFamilyIPv4, Name: rules.NftTable}, set)
+	if err != nil {
+		return false, err
+	}
+	return s.Interval, nil
+}
+
+// nftSetDumpHas looks for key among a dump of set's elements.
+func nftSetDumpHas(path, set string, key net.IP) (bool, error) {
+	conn, closeConn, err := dataplane.NewNftConn(path)
+	if err != nil {
+		return false, err
+	}
+	defer closeConn()
+	s, err := conn.GetSetByName(&nftables.Table{Family: nftables.TableFamilyIPv4, Name: rules.NftTable}, set)
 	if err != nil {
 		return false, err
 	}
@@ -124,11 +189,43 @@ func nftSetHas(tb testing.TB, run dataplane.Runner, set, ip string) (bool, error
 	if err != nil {
 		return false, err
 	}
-	want := net.ParseIP(ip).To4()
 	for _, e := range elems {
-		if !e.IntervalEnd && net.IP(e.Key).Equal(want) {
+		if !e.IntervalEnd && net.IP(e.Key).Equal(key) {
 			return true, nil
 		}
 	}
 	return false, nil
+}
+
+// nftProbes are the member probes' netfilter sockets, one per namespace
+// path, each opened on its first probe and closed when the test or
+// benchmark that opened it ends.
+var nftProbes = struct {
+	sync.Mutex
+	byPath map[string]*netlink.Conn
+}{byPath: map[string]*netlink.Conn{}}
+
+func nftProbe(tb testing.TB, path string) (*netlink.Conn, error) {
+	nftProbes.Lock()
+	defer nftProbes.Unlock()
+	if c := nftProbes.byPath[path]; c != nil {
+		return c, nil
+	}
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("opening network namespace %s: %w", path, err)
+	}
+	c, err := netlink.Dial(unix.NETLINK_NETFILTER, &netlink.Config{NetNS: fd})
+	unix.Close(fd) // the socket is made; the file would keep the namespace busy
+	if err != nil {
+		return nil, fmt.Errorf("netfilter socket in %s: %w", path, err)
+	}
+	nftProbes.byPath[path] = c
+	tb.Cleanup(func() {
+		nftProbes.Lock()
+		defer nftProbes.Unlock()
+		delete(nftProbes.byPath, path)
+		_ = c.Close()
+	})
+	return c, nil
 }

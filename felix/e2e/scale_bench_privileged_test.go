@@ -5,6 +5,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"net"
@@ -21,6 +22,8 @@ import (
 	"time"
 
 	"github.com/containernetworking/plugins/pkg/ns"
+	"github.com/google/nftables"
+	"github.com/google/nftables/expr"
 
 	"github.com/tabbynet/tabby/api/numorstring"
 	v3 "github.com/tabbynet/tabby/api/v3"
@@ -49,7 +52,8 @@ import (
 // -bench PrivilegedScale -benchtime 1x -timeout 90m ./felix/e2e/);
 // TABBY_FELIX_BIN runs a prebuilt felix binary instead of building one,
 // TABBY_SCALE_STARTS sets the number of cold starts (default 3),
-// TABBY_SCALE_ONLY_START=1 stops after them, TABBY_SCALE_FELIX_LOG=file
+// TABBY_SCALE_ONLY_START=1 stops after them, TABBY_SCALE_MODES=nftables
+// (or iptables) runs one dataplane mode only, TABBY_SCALE_FELIX_LOG=file
 // keeps felix's Info log (a timeline of each start).
 func BenchmarkPrivilegedScale(b *testing.B) {
 	sizes := []int{5000, 150000}
@@ -67,8 +71,12 @@ func BenchmarkPrivilegedScale(b *testing.B) {
 	if prebuilt := os.Getenv("TABBY_FELIX_BIN"); prebuilt != "" {
 		bin = func() string { return prebuilt }
 	}
+	modes := dataplaneModes
+	if m := os.Getenv("TABBY_SCALE_MODES"); m != "" {
+		modes = strings.Split(m, ",")
+	}
 	for _, n := range sizes {
-		for _, mode := range dataplaneModes {
+		for _, mode := range modes {
 			b.Run(fmt.Sprintf("remote=%d/%s", n, mode), func(b *testing.B) {
 				for b.Loop() {
 					runScale(b, bin(), n, mode)
@@ -351,10 +359,11 @@ func waitMember(b *testing.B, run dataplane.Runner, set, ip string, present bool
 
 func waitChain(b *testing.B, run dataplane.Runner, chain, port, mode string) {
 	deadline := time.Now().Add(60 * time.Second)
-	name, args := "iptables", []string{"-w", "-S", chain}
 	if mode == "nftables" {
-		name, args = "nft", []string{"list", "chain", "ip", rules.NftTable, rules.NftChainName("filter", chain)}
+		waitNftChain(b, run, chain, port, deadline)
+		return
 	}
+	name, args := "iptables", []string{"-w", "-S", chain}
 	for {
 		out, _ := run.Run(context.Background(), name, args, nil)
 		if bytes.Contains(out, []byte(port)) {
@@ -505,4 +514,48 @@ func (w *lockedWriter) Write(p []byte) (int, error) {
 		return len(p), nil
 	}
 	return w.b.Write(p)
+}
+
+// waitNftChain waits until filter chain of felix's nftables table has a
+// rule matching port, read over netlink (GETRULE of that chain only; an
+// `nft list chain` process loads every set's elements first, seconds at
+// 150,000 endpoints).
+func waitNftChain(b *testing.B, run dataplane.Runner, chain, port string, deadline time.Time) {
+	er, ok := run.(dataplane.ExecRunner)
+	if !ok {
+		b.Fatalf("waitNftChain needs an ExecRunner, not %T", run)
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil {
+		b.Fatal(err)
+	}
+	want := binary.BigEndian.AppendUint16(nil, uint16(p))
+	conn, closeConn, err := dataplane.NewNftConn(er.NetnsPath)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer closeConn()
+	table := &nftables.Table{Family: nftables.TableFamilyIPv4, Name: rules.NftTable}
+	ch := &nftables.Chain{Table: table, Name: rules.NftChainName("filter", chain)}
+	for {
+		rs, err := conn.GetRules(table, ch)
+		for _, r := range rs {
+			for _, e := range r.Exprs {
+				switch e := e.(type) {
+				case *expr.Cmp:
+					if bytes.Equal(e.Data, want) {
+						return
+					}
+				case *expr.Range:
+					if bytes.Equal(e.FromData, want) {
+						return
+					}
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("chain %s without port %s after 60s (last read: %v)", chain, port, err)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }

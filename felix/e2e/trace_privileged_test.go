@@ -125,7 +125,7 @@ func TestPrivilegedTraceMatchesPackets(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Close() })
-	h := newHostNet(t, 2)
+	h := newHostNet(t, "iptables", 2)
 	peer := h.peers[0]
 	for _, p := range []int{22, 8081, 8082, 8083, 8084} {
 		listenTCP(t, h.node, p)

@@ -28,8 +28,10 @@ const usage = `Usage: tabby-lab [--state DIR] [--bin DIR] <verb> [flags]
 
 Verbs:
   up [--model FILE] [--datastore etcd|kubernetes] [--nodes N] [--vms]
+     [--dataplane iptables|nftables]
                        build the lab (default: the upstream NetworkPolicy
-                       e2e model, 3 nodes, etcd)
+                       e2e model, 3 nodes, etcd, felix's default dataplane:
+                       iptables here)
   down                 remove everything of the lab (also a half-built one)
   status               nodes, agents' health (not running, paused, not
                        ready and why), BGP sessions, pods, IPs and ports
@@ -99,6 +101,7 @@ func run(ctx context.Context, args []string) error {
 		model := fs.String("model", "", "model file (YAML); default: the upstream NetworkPolicy e2e model")
 		ds := fs.String("datastore", lab.DatastoreEtcd, "etcd or kubernetes")
 		nodes := fs.Int("nodes", 0, "number of nodes (overrides the model's)")
+		dataplane := fs.String("dataplane", "", "iptables or nftables (felix's nftablesMode Disabled or Enabled); default: felix's (Auto)")
 		vms := fs.Bool("vms", false, "each node a qemu VM on Debian's own kernel (ipip, wireguard, dummy); etcd only")
 		if err := fs.Parse(rest); err != nil {
 			return err
@@ -116,7 +119,7 @@ func run(ctx context.Context, args []string) error {
 				return err
 			}
 		}
-		l, err := lab.Up(ctx, lab.UpOptions{Dir: stateDir, Bin: *bin, Model: m, Datastore: *ds, Out: os.Stdout, VMs: *vms})
+		l, err := lab.Up(ctx, lab.UpOptions{Dir: stateDir, Bin: *bin, Model: m, Datastore: *ds, Dataplane: *dataplane, Out: os.Stdout, VMs: *vms})
 		if err != nil {
 			return err
 		}
