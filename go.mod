@@ -30,7 +30,11 @@ require (
 	sigs.k8s.io/yaml v1.6.0
 )
 
-require golang.org/x/crypto v0.58.0 // indirect
+require (
+	github.com/mdlayher/genetlink v1.3.2 // indirect
+	golang.org/x/crypto v0.58.0 // indirect
+	golang.zx2c4.com/wireguard v0.0.0-20231211153847-12269c276173 // indirect
+)
 
 require (
 	github.com/google/go-containerregistry v0.22.1

@@ -89,6 +89,9 @@ const (
 )
 
 func (k RouteKind) String() string {
+	if k > Blackhole {
+		return "other"
+	}
 	return [...]string{"dev", "throw", "blackhole"}[k]
 }
 
