@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"net/http"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/tabbynet/tabby/datastore"
 	ct "github.com/tabbynet/tabby/felix/calc/calctest"
 	"github.com/tabbynet/tabby/internal/testservers"
+	"github.com/tabbynet/tabby/ipam"
 )
 
 // TestPrivilegedWireguardUnsupportedNotReady: on this machine's kernel
@@ -40,7 +42,6 @@ func TestPrivilegedWireguardUnsupportedNotReady(t *testing.T) {
 	tm := func(kind string) metav1.TypeMeta {
 		return metav1.TypeMeta{Kind: kind, APIVersion: "projectcalico.org/v3"}
 	}
-	aff := func(n string) *string { s := "host:" + n; return &s }
 	objs := []v3.Resource{
 		&v3.Node{TypeMeta: tm(v3.KindNode), ObjectMeta: metav1.ObjectMeta{Name: node},
 			Spec: v3.NodeSpec{BGP: &v3.NodeBGPSpec{IPv4Address: "192.168.200.1/24"}}},
@@ -49,10 +50,8 @@ func TestPrivilegedWireguardUnsupportedNotReady(t *testing.T) {
 			Status: &v3.NodeStatus{WireguardPublicKey: remoteKey.PublicKey().String()}},
 		&v3.IPPool{TypeMeta: tm(v3.KindIPPool), ObjectMeta: metav1.ObjectMeta{Name: "pool"},
 			Spec: v3.IPPoolSpec{CIDR: "10.65.0.0/16", BlockSize: 26, IPIPMode: v3.IPIPModeNever, VXLANMode: v3.VXLANModeNever, NodeSelector: "all()"}},
-		&v3.IPAMBlock{TypeMeta: tm(v3.KindIPAMBlock), ObjectMeta: metav1.ObjectMeta{Name: "10-65-0-0-26"},
-			Spec: v3.IPAMBlockSpec{CIDR: "10.65.0.0/26", Affinity: aff(node)}},
-		&v3.IPAMBlock{TypeMeta: tm(v3.KindIPAMBlock), ObjectMeta: metav1.ObjectMeta{Name: "10-65-1-0-26"},
-			Spec: v3.IPAMBlockSpec{CIDR: "10.65.1.0/26", Affinity: aff("node2")}},
+		ipam.NewBlock(netip.MustParsePrefix("10.65.0.0/26"), node, metav1.Now()),
+		ipam.NewBlock(netip.MustParsePrefix("10.65.1.0/26"), "node2", metav1.Now()),
 		ct.NSProfile("dev", nil),
 	}
 	nodeNS := newNode(t)
