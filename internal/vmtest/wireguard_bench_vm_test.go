@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -72,4 +73,33 @@ func TestPrivilegedWireguardThroughputOnVMs(t *testing.T) {
 	t.Logf("wireguardEnabled set -> a -> b through WireGuard after %v", time.Since(switched).Round(time.Millisecond))
 	t.Logf("stream across the switch: %s", <-streamDone)
 	measure("WireGuard")
+	checkWireguardAddrs(t, c, pool, b)
+}
+
+// checkWireguardAddrs: calico-node gave each device an address from the
+// pool once its key was published (Calico's wireguard-tunnel-addr-), and
+// node0's own traffic to node1's pod b leaves through the tunnel.
+func checkWireguardAddrs(t *testing.T, c *Cluster, pool netip.Prefix, b *Pod) {
+	n0 := c.Nodes[0]
+	for _, n := range c.Nodes {
+		eventually(t, time.Minute, n.Name+"'s WireGuard address", func() error {
+			w := nodeResource(t, c, n.Name).Spec.Wireguard
+			if w == nil || !pool.Contains(netip.MustParseAddr(w.InterfaceIPv4Address)) {
+				return fmt.Errorf("spec.wireguard %+v", w)
+			}
+			if out := n.MustExec("ip", "-4", "addr", "show", "dev", "wireguard.cali"); !strings.Contains(out, w.InterfaceIPv4Address+"/32") {
+				return fmt.Errorf("wireguard.cali: %s", out)
+			}
+			return nil
+		})
+	}
+	hostClear := capturing(t, c, "br0", fmt.Sprintf("host %s", b.IP))
+	eventually(t, 30*time.Second, "node0 -> b (host to remote pod)", func() error {
+		_, err := n0.Exec("ping", "-c", "1", "-W", "2", b.IP.String())
+		return err
+	})
+	if got := hostClear.Stop(); len(got) != 0 {
+		t.Errorf("node0's ping to b in clear: %q", got)
+	}
+
 }
