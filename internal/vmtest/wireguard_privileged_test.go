@@ -54,6 +54,7 @@ func TestPrivilegedVMWireguard(t *testing.T) {
 	a, b := n0.AddPod("a"), n1.AddPod("b")
 	eventually(t, time.Minute, "a -> b", func() error { _, err := a.Probe("tcp", b.IP, time.Second); return err })
 	assertEncrypted(t, c, a, b)
+
 	// Key change: node1's calico-node restarts without its device.
 	n1.MustExec("sh", "-c", "kill $(pidof calico-node); while pidof calico-node >/dev/null; do sleep 0.1; done")
 	n1.MustExec("ip", "link", "del", "wireguard.cali")
