@@ -3,7 +3,7 @@ GO ?= go
 BIN := bin
 CONTROLLER_GEN := $(GO) tool controller-gen
 
-.PHONY: all build image test-prereqs test test-privileged test-integration kube-binaries test-all bench bench-cni bench-felix bench-flowlogs bench-scale bench-scale-calc bench-trace lab demo lint generate fuzz clean vm-image test-vm cluster cluster-down bench-cluster
+.PHONY: all build image test-prereqs test test-privileged test-integration kube-binaries test-all bench bench-cni bench-felix bench-flowlogs bench-scale bench-scale-calc bench-trace lab demo lint generate fuzz clean vm-image test-vm cluster cluster-down bench-cluster bench-wireguard
 
 all: build
 
@@ -46,6 +46,12 @@ vm-image:
 ## suite, ~9 min more); root, ~20 min on 2 cores
 test-vm: kube-binaries vm-image
 	$(GO) test -race -count=1 -tags privileged,vm -p 1 -timeout 30m -v -run '^TestPrivileged(VM|LabVMs)' ./internal/vmtest/ ./lab/
+
+## bench-wireguard: TCP throughput between pods on two VMs (Debian's
+## kernel) over VXLAN, then with WireGuard enabled live (same run), and
+## what happens to a stream across the switch; root, ~10 min
+bench-wireguard: kube-binaries vm-image
+	$(GO) test -count=1 -tags privileged,vm -p 1 -timeout 30m -v -run '^TestPrivilegedWireguardThroughputOnVMs$$' ./internal/vmtest/
 
 ## kube-binaries: real kube-apiserver, kubectl and etcd from the Go module
 ## proxy, cached in ~/.cache/tabby-kube/bin (8 min cold, seconds warm)

@@ -19,6 +19,7 @@ require (
 	go.uber.org/zap v1.27.1
 	golang.org/x/net v0.61.0
 	golang.org/x/sys v0.49.0
+	golang.zx2c4.com/wireguard/wgctrl v0.0.0-20241231184526-a9ab2273dd10
 	google.golang.org/protobuf v1.36.12
 	k8s.io/api v0.37.2
 	k8s.io/apiextensions-apiserver v0.37.2
@@ -30,6 +31,12 @@ require (
 )
 
 require sigs.k8s.io/network-policy-api v0.2.0
+
+require (
+	github.com/mdlayher/genetlink v1.3.2 // indirect
+	golang.org/x/crypto v0.58.0 // indirect
+	golang.zx2c4.com/wireguard v0.0.0-20231211153847-12269c276173 // indirect
+)
 
 require (
 	github.com/google/go-containerregistry v0.22.1

@@ -235,15 +235,15 @@ func cliSuite(t *testing.T, b cliBackend) {
 		}
 	})
 	// Settings Tabby refuses: a warning naming what runs instead; a
-	// security one (wireguardEnabled, bpfEnabled) refused without
+	// security one (iptablesFilterAllowAction, bpfEnabled) refused without
 	// --allow-unsupported, on every writing verb; one already stored does
 	// not stop a patch of another field.
 	cliScenario(t, b, "unsupported", []step{
-		{args: args("apply -f " + td + "felix-wireguard.yaml"), wantCode: 1},
-		{args: args("create -f " + td + "felix-wireguard.yaml"), wantCode: 1},
+		{args: args("apply -f " + td + "felix-insecure.yaml"), wantCode: 1},
+		{args: args("create -f " + td + "felix-insecure.yaml"), wantCode: 1},
 		{args: args("get felixconfiguration")},
-		{args: args("create -f " + td + "felix-wireguard.yaml --allow-unsupported")},
-		{args: args("replace -f " + td + "felix-wireguard.yaml"), wantCode: 1},
+		{args: args("create -f " + td + "felix-insecure.yaml --allow-unsupported")},
+		{args: args("replace -f " + td + "felix-insecure.yaml"), wantCode: 1},
 		{args: args("patch felixconfiguration default -p {\"spec\":{\"logSeverityScreen\":\"Debug\"}}")},
 		{args: args("patch felixconfiguration default -p {\"spec\":{\"bpfEnabled\":true}}"), wantCode: 1},
 		{args: args("patch felixconfiguration default -p {\"spec\":{\"nftablesMode\":\"Enabled\"}}")},

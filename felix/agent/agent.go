@@ -270,12 +270,14 @@ func runFelix(ctx context.Context, r felixRun) error {
 	if err != nil {
 		return err
 	}
-	rm, closeRoutes, err := newRouteManager(cfg, log, r.reg)
+	keys := newKeyPublisher(r.client, cfg.hostname, log)
+	rm, closeRoutes, err := newRouteManager(cfg, log, r.reg, keys.Set)
 	if err != nil {
 		return err
 	}
 	r.bg.OnStop(closeRoutes)
 	r.bg.Go(func() { _ = rm.Run(ctx) })
+	r.bg.Go(func() { keys.Run(ctx) })
 	calcLoop := health.NewLoop(nil)
 	calcHang := hangAfter(ctx, cfg.calcHangAfter, "calculation", log)
 	dcfg := daemon.Config{NodeName: cfg.hostname, Rules: r.st.rc, IPVersions: versions,

@@ -9,6 +9,7 @@ import (
 	"github.com/tabbynet/tabby/felix/collector"
 	felixconfig "github.com/tabbynet/tabby/felix/config"
 	"github.com/tabbynet/tabby/felix/rules"
+	"github.com/tabbynet/tabby/felix/wireguard"
 )
 
 // config is what the wiring needs of felix's resolved settings
@@ -61,6 +62,8 @@ type config struct {
 	flowPending   bool
 	flowSocketDir string
 	markDrop      uint32
+	// wireguard is the WireGuard configuration per IP version.
+	wireguard [2]wireguard.Config
 }
 
 // fromSettings derives the wiring's configuration. The only error is a
@@ -143,7 +146,31 @@ func fromSettings(s *felixconfig.Settings, getenv func(string) string) (config, 
 		}
 	}
 	c.netnsPath = getenv("TABBY_FELIX_NETNS")
+	c.wireguard = wireguardConfigs(s)
 	return c, nil
+}
+
+// wireguardConfigs are the WireGuard settings of both IP versions, with
+// Calico's firewall mark (the fifth bit of IptablesMarkMask, after
+// accept, pass and the two scratch bits: 0x100000 by default) and its
+// routing tables (the first two of its default RouteTableRanges).
+func wireguardConfigs(s *felixconfig.Settings) [2]wireguard.Config {
+	mark := 0
+	if bits := felixconfig.MarkBits(s.Uint32("IptablesMarkMask"), 5); len(bits) == 5 {
+		mark = int(bits[4])
+	}
+	hostEnc := s.Bool("WireguardHostEncryptionEnabled")
+	keepAlive := s.Duration("WireguardPersistentKeepAlive")
+	v4 := wireguard.Config{Enabled: s.Bool("WireguardEnabled"), InterfaceName: s.String("WireguardInterfaceName"),
+		ListenPort: s.Int("WireguardListeningPort"), MTU: s.Int("WireguardMTU"), Table: wireguard.TableIndex}
+	v6 := wireguard.Config{Enabled: s.Bool("WireguardEnabledV6"), V6: true, InterfaceName: s.String("WireguardInterfaceNameV6"),
+		ListenPort: s.Int("WireguardListeningPortV6"), MTU: s.Int("WireguardMTUV6"), Table: wireguard.TableIndexV6}
+	out := [2]wireguard.Config{v4, v6}
+	for i := range out {
+		out[i].FirewallMark, out[i].RulePriority = mark, s.Int("WireguardRoutingRulePriority")
+		out[i].KeepAlive, out[i].EncryptHostTraffic = keepAlive, hostEnc
+	}
+	return out
 }
 
 // felixEtcdNames are Calico felix's own names for the etcd settings

@@ -13,17 +13,20 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
+	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 
 	"github.com/tabbynet/tabby/felix/daemon"
 	"github.com/tabbynet/tabby/felix/dataplane"
 	"github.com/tabbynet/tabby/felix/epstatus"
 	"github.com/tabbynet/tabby/felix/routes"
+	"github.com/tabbynet/tabby/felix/wireguard"
 )
 
 // newRouteManager returns the route manager of the namespace felix
-// programs (TABBY_FELIX_NETNS, or its own) and the function closing its
-// netlink handle.
-func newRouteManager(cfg config, log *slog.Logger, reg prometheus.Registerer) (*routes.Manager, func(), error) {
+// programs (TABBY_FELIX_NETNS, or its own), with its WireGuard drivers
+// (onKey hears their public keys), and the function closing its netlink
+// handle and WireGuard sockets.
+func newRouteManager(cfg config, log *slog.Logger, reg prometheus.Registerer, onKey func(v6 bool, k wgtypes.Key)) (*routes.Manager, func(), error) {
 	h, err := netlink.NewHandle()
 	if cfg.netnsPath != "" {
 		var nsh netns.NsHandle
@@ -60,8 +63,18 @@ func newRouteManager(cfg config, log *slog.Logger, reg prometheus.Registerer) (*
 		}
 		return string(b), err
 	}
-	rm := routes.NewManager(routes.ManagerConfig{NodeName: cfg.hostname, RefreshInterval: cfg.routeRefresh, Driver: drv, Logger: log, Metrics: routes.NewMetrics(reg)})
-	return rm, h.Close, nil
+	opener := &wgClientOpener{netnsPath: cfg.netnsPath}
+	for i := range drv.Wireguard {
+		if i == 1 && !cfg.ipv6 {
+			continue
+		}
+		drv.Wireguard[i] = wireguard.NewDriver(h, opener.New, cfg.hostname, log)
+		drv.Wireguard[i].Sysctl = drv.Sysctl
+	}
+	drv.OnWireguardKey = onKey
+	rm := routes.NewManager(routes.ManagerConfig{NodeName: cfg.hostname, RefreshInterval: cfg.routeRefresh, Driver: drv, Logger: log,
+		Metrics: routes.NewMetrics(reg), Wireguard: cfg.wireguard})
+	return rm, func() { opener.Close(); h.Close() }, nil
 }
 
 // endpointStatus is r as the daemon's reporter, nil (no interface

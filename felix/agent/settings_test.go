@@ -53,7 +53,7 @@ func TestOnDatastore(t *testing.T) {
 }
 
 // TestSecuritySettingNotReady: a security setting felix cannot honour
-// (wireguardEnabled) makes the settings not ready, naming it, and sets
+// (bpfEnabled) makes the settings not ready, naming it, and sets
 // tabby_felix_security_settings_unhonoured; a refused setting that is not
 // about security (xdpEnabled) does not.
 func TestSecuritySettingNotReady(t *testing.T) {
@@ -72,11 +72,11 @@ func TestSecuritySettingNotReady(t *testing.T) {
 	if ok, why := st.Ready(); !ok {
 		t.Fatalf("defaults: not ready: %s", why)
 	}
-	st.onDatastore(&v3.FelixConfigurationSpec{WireguardEnabled: new(true), XDPEnabled: new(true)}, nil)
+	st.onDatastore(&v3.FelixConfigurationSpec{BPFEnabled: new(true), XDPEnabled: new(true)}, nil)
 	ok, why := st.Ready()
-	if ok || why != "WireguardEnabled=true (FelixConfiguration default) cannot be honoured: "+
-		"WireGuard is not implemented: traffic between nodes is not encrypted; it travels as the IP pools say (plain, IPIP or VXLAN)" {
-		t.Fatalf("wireguardEnabled: ready=%v %q", ok, why)
+	if ok || why != "BPFEnabled=true (FelixConfiguration default) cannot be honoured: "+
+		"the eBPF dataplane is not implemented: felix programs iptables and ipsets (keep kube-proxy for Services)" {
+		t.Fatalf("bpfEnabled: ready=%v %q", ok, why)
 	}
 	if v := testutil.ToFloat64(st.secMetric); v != 1 {
 		t.Errorf("tabby_felix_security_settings_unhonoured = %v", v)

@@ -63,11 +63,14 @@ func TestProblems(t *testing.T) {
 				return ""
 			}},
 		{"none on a non-zero setting", Sources{Env: map[string]string{"INTERFACEPREFIX": "none"}}, []string{"InterfacePrefix/invalid"}, true, nil},
-		{"bpf, wireguard refused, nftables honoured", Sources{Env: map[string]string{"BPFENABLED": "true"},
+		{"bpf refused, wireguard and nftables honoured", Sources{Env: map[string]string{"BPFENABLED": "true"},
 			Global: &v3.FelixConfigurationSpec{WireguardEnabled: new(true), NFTablesMode: new(v3.NFTablesModeEnabled)}},
-			[]string{"BPFEnabled/refused", "WireguardEnabled/refused"}, false, func(s *Settings) string {
+			[]string{"BPFEnabled/refused"}, false, func(s *Settings) string {
 				if s.String("NFTablesMode") != "Enabled" {
 					return "NFTablesMode not Enabled: " + s.String("NFTablesMode")
+				}
+				if !s.Bool("WireguardEnabled") {
+					return "WireguardEnabled not true"
 				}
 				return ""
 			}},

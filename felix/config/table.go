@@ -4,7 +4,7 @@ package config
 const (
 	rBPF     = "the eBPF dataplane is not implemented: felix programs iptables and ipsets (keep kube-proxy for Services)"
 	rBPFOnly = "used only by the eBPF dataplane, which Tabby does not have: felix programs iptables"
-	rWG      = "WireGuard is not implemented: traffic between nodes is not encrypted; it travels as the IP pools say (plain, IPIP or VXLAN)"
+	rWG      = "WireGuard devices run with the kernel's default (non-threaded) NAPI, and felix exports no WireGuard metrics"
 	rNFTOnly = "felix's nftables dataplane accepts for allowed and drops denied packets, with Calico's default marks, and does not offload flows"
 	rTypha   = "Tabby has no Typha: felix watches the datastore directly"
 	rFlow    = "flow logs are collected on each node and served on its local flow socket (FlowLogsLocalReporter); there is no Goldmane aggregator to send them to"
@@ -75,17 +75,17 @@ var Params = []Param{
 	h("DataplaneWatchdogTimeout", "DataplaneWatchdogTimeout", KindSeconds, "90"),
 	r("BPFEnabled", "BPFEnabled", KindBool, "false", rBPF).sec(),
 	h("NFTablesMode", "NFTablesMode", OneOf("Enabled", "Disabled", "Auto"), "Auto"),
-	r("WireguardEnabled", "WireguardEnabled", KindBool, "false", rWG).sec(),
-	r("WireguardEnabledV6", "WireguardEnabledV6", KindBool, "false", rWG).sec(),
-	r("WireguardListeningPort", "WireguardListeningPort", KindInt, "51820", rWG),
-	r("WireguardListeningPortV6", "WireguardListeningPortV6", KindInt, "51821", rWG),
-	r("WireguardRoutingRulePriority", "WireguardRoutingRulePriority", KindInt, "99", rWG),
-	r("WireguardInterfaceName", "WireguardInterfaceName", KindString, "wireguard.cali", rWG).nz(),
-	r("WireguardInterfaceNameV6", "WireguardInterfaceNameV6", KindString, "wg-v6.cali", rWG).nz(),
-	r("WireguardMTU", "WireguardMTU", KindInt, "0", rWG),
-	r("WireguardMTUV6", "WireguardMTUV6", KindInt, "0", rWG),
-	r("WireguardHostEncryptionEnabled", "WireguardHostEncryptionEnabled", KindBool, "false", rWG).sec(),
-	r("WireguardPersistentKeepAlive", "WireguardPersistentKeepAlive", KindSeconds, "0", rWG),
+	h("WireguardEnabled", "WireguardEnabled", KindBool, "false"),
+	h("WireguardEnabledV6", "WireguardEnabledV6", KindBool, "false"),
+	h("WireguardListeningPort", "WireguardListeningPort", KindInt, "51820"),
+	h("WireguardListeningPortV6", "WireguardListeningPortV6", KindInt, "51821"),
+	h("WireguardRoutingRulePriority", "WireguardRoutingRulePriority", KindInt, "99"),
+	h("WireguardInterfaceName", "WireguardInterfaceName", KindString, "wireguard.cali").nz(),
+	h("WireguardInterfaceNameV6", "WireguardInterfaceNameV6", KindString, "wg-v6.cali").nz(),
+	h("WireguardMTU", "WireguardMTU", KindInt, "0"),
+	h("WireguardMTUV6", "WireguardMTUV6", KindInt, "0"),
+	h("WireguardHostEncryptionEnabled", "WireguardHostEncryptionEnabled", KindBool, "false"),
+	h("WireguardPersistentKeepAlive", "WireguardPersistentKeepAlive", KindSeconds, "0"),
 	r("WireguardThreadingEnabled", "WireguardThreadingEnabled", KindBool, "false", rWG),
 
 	// iptables.

@@ -273,13 +273,13 @@ func TestPrivilegedFelixSettingsHonoured(t *testing.T) {
 // from the environment) are logged at ERROR with what runs instead and exported as
 // tabby_felix_config_problems, while felix programs iptables and is
 // ready; a refused value set later is reported the same way without a
-// restart. A security setting felix cannot honour (wireguardEnabled)
+// restart. A security setting felix cannot honour (bpfEnabled)
 // makes it not ready, naming the setting in /readiness, the log and
 // tabby_felix_security_settings_unhonoured, until it is removed.
 func TestPrivilegedFelixSettingsRefused(t *testing.T) {
 	e := testservers.StartEtcd(t)
 	c := etcdClient(t, e)
-	putFelixConfig(t, c, "default", v3.FelixConfigurationSpec{WireguardEnabled: new(true)})
+	putFelixConfig(t, c, "default", v3.FelixConfigurationSpec{BPFEnabled: new(true)})
 	nodeNS := newNode(t)
 	f := startRealFelix(t, e.Endpoint(), nodeNS, map[string]string{"FELIX_TYPHAADDR": "typha:5473",
 		"FELIX_USAGEREPORTINGENABLED": "false"})
@@ -291,21 +291,21 @@ func TestPrivilegedFelixSettingsRefused(t *testing.T) {
 	eventually(t, 30*time.Second, "felix programs iptables", func() bool {
 		return strings.Contains(nsRun(t, nodeNS, "iptables-save", "-t", "filter"), ":cali-INPUT")
 	})
-	eventually(t, 10*time.Second, "readiness names wireguardEnabled", func() bool {
+	eventually(t, 10*time.Second, "readiness names bpfEnabled", func() bool {
 		code, body := get(f.health + "/readiness")
 		return code == http.StatusServiceUnavailable &&
-			strings.Contains(body, "settings: WireguardEnabled=true (FelixConfiguration default) cannot be honoured: WireGuard is not implemented")
+			strings.Contains(body, "settings: BPFEnabled=true (FelixConfiguration default) cannot be honoured: the eBPF dataplane is not implemented")
 	})
 	if v := f.metric("tabby_felix_security_settings_unhonoured"); v != "1" {
 		t.Errorf("tabby_felix_security_settings_unhonoured = %q, want 1", v)
 	}
 	logs := f.logs.String()
-	if !strings.Contains(logs, "felix is not ready: a security setting cannot be honoured") || !strings.Contains(logs, "WireguardEnabled=true") {
+	if !strings.Contains(logs, "felix is not ready: a security setting cannot be honoured") || !strings.Contains(logs, "BPFEnabled=true") {
 		t.Errorf("no ERROR saying why felix is not ready")
 	}
 	for _, want := range []struct{ setting, source, says string }{
 		{"TyphaAddr", "environment", "no Typha"},
-		{"WireguardEnabled", "FelixConfiguration default", "not encrypted"},
+		{"BPFEnabled", "FelixConfiguration default", "eBPF dataplane is not implemented"},
 	} {
 		if !regexp.MustCompile(`\[ERROR\]\[\d+\] felix/\S+ \d+: felix setting refused .*reason="[^"]*` + want.says + `.*setting="` + want.setting + `"`).MatchString(logs) {
 			t.Errorf("no ERROR refusing %s saying %q", want.setting, want.says)
@@ -324,7 +324,7 @@ func TestPrivilegedFelixSettingsRefused(t *testing.T) {
 	}
 
 	putFelixConfig(t, c, "default", v3.FelixConfigurationSpec{XDPEnabled: new(true)})
-	eventually(t, 20*time.Second, "ready once wireguardEnabled is removed", f.ready)
+	eventually(t, 20*time.Second, "ready once bpfEnabled is removed", f.ready)
 	eventually(t, 20*time.Second, "xdpEnabled set later refused", func() bool {
 		return f.hasProblem("XDPEnabled", "FelixConfiguration default", "refused") &&
 			strings.Contains(f.logs.String(), `setting="XDPEnabled"`)

@@ -29,6 +29,8 @@ import (
 	"slices"
 	"strings"
 
+	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
+
 	v3 "github.com/tabbynet/tabby/api/v3"
 )
 
@@ -64,6 +66,13 @@ type Family struct {
 	// VTEPMAC is the VXLAN device's MAC: the Node's, or DefaultVTEPMAC
 	// when it records none. Nil when VTEP is invalid.
 	VTEPMAC net.HardwareAddr
+	// WireguardKey is the node's WireGuard public key of this version
+	// (status.wireguardPublicKey(V6), as Calico's felix publishes it);
+	// the zero key when none or unreadable.
+	WireguardKey wgtypes.Key
+	// WireguardAddr is the node's WireGuard device address
+	// (spec.wireguard.interfaceIPv4Address/IPv6Address); invalid if none.
+	WireguardAddr netip.Addr
 }
 
 // Fam returns the node's family of one IP version.
@@ -145,7 +154,28 @@ func (c *Cluster) readNode(n *v3.Node) *Node {
 	node.V4.VTEPMAC = c.vtepMAC(n.Name, "vxlanTunnelMACAddr", n.Spec.VXLANTunnelMACAddr, n.Name, &node.V4.VTEP)
 	node.V6.VTEP = c.nodeIP(n.Name, "ipv6VXLANTunnelAddr", n.Spec.IPv6VXLANTunnelAddr, true)
 	node.V6.VTEPMAC = c.vtepMAC(n.Name, "vxlanTunnelMACAddrV6", n.Spec.VXLANTunnelMACAddrV6, "v6/"+n.Name, &node.V6.VTEP)
+	if w := n.Spec.Wireguard; w != nil {
+		node.V4.WireguardAddr = c.nodeIP(n.Name, "wireguard.interfaceIPv4Address", w.InterfaceIPv4Address, false)
+		node.V6.WireguardAddr = c.nodeIP(n.Name, "wireguard.interfaceIPv6Address", w.InterfaceIPv6Address, true)
+	}
+	if st := n.Status; st != nil {
+		node.V4.WireguardKey = c.wireguardKey(n.Name, "status.wireguardPublicKey", st.WireguardPublicKey)
+		node.V6.WireguardKey = c.wireguardKey(n.Name, "status.wireguardPublicKeyV6", st.WireguardPublicKeyV6)
+	}
 	return node
+}
+
+// wireguardKey reads a WireGuard public key ("" is none).
+func (c *Cluster) wireguardKey(node, field, s string) wgtypes.Key {
+	if s == "" {
+		return wgtypes.Key{}
+	}
+	k, err := wgtypes.ParseKey(s)
+	if err != nil {
+		c.bad(v3.KindNode, node, field, s, err.Error())
+		return wgtypes.Key{}
+	}
+	return k
 }
 
 // nodeAddr reads a node address field ("" is none).

@@ -9,6 +9,7 @@ import (
 
 	v3 "github.com/tabbynet/tabby/api/v3"
 	"github.com/tabbynet/tabby/felix/infra"
+	"github.com/tabbynet/tabby/felix/wireguard"
 	"github.com/tabbynet/tabby/ipam"
 )
 
@@ -23,6 +24,8 @@ type Input struct {
 	// Workloads are the WorkloadEndpoints; this node's give the local
 	// routes (address -> its host-side interface), as the CNI writes them.
 	Workloads []*v3.WorkloadEndpoint
+	// Wireguard is the WireGuard configuration per IP version (IPv4, IPv6).
+	Wireguard [2]wireguard.Config
 }
 
 // Compute returns the desired routing state of in.ThisNode. It is pure
@@ -47,6 +50,7 @@ func Compute(in Input) (Desired, []Problem) {
 		c.blockRoutes()
 		c.vtepNeighbors()
 	}
+	c.wireguard()
 	slices.SortFunc(c.d.Routes, func(a, b Route) int { return infra.ComparePrefix(a.Dst, b.Dst) })
 	// Two nodes claiming one block: keep the first (sorted) only.
 	c.d.Routes = slices.CompactFunc(c.d.Routes, func(a, b Route) bool { return a.Dst == b.Dst })
@@ -64,6 +68,18 @@ type computation struct {
 
 func (c *computation) bad(kind, name, format string, args ...any) {
 	c.probs = append(c.probs, Problem{Kind: kind, Name: name, Reason: fmt.Sprintf(format, args...)})
+}
+
+// wireguard computes the WireGuard state of both IP versions (its own
+// table, beside the main table's routes: see felix/wireguard).
+func (c *computation) wireguard() {
+	for i, cfg := range c.in.Wireguard {
+		d, probs := wireguard.Compute(cfg, wireguard.Input{ThisNode: c.in.ThisNode, Cluster: c.cl, Blocks: c.in.Blocks})
+		c.d.Wireguard[i] = d
+		for _, p := range probs {
+			c.bad(v3.KindNode, p.Node, "%s", p.Reason)
+		}
+	}
 }
 
 // localRoutes are this node's workload addresses on their host-side

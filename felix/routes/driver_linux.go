@@ -16,6 +16,9 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
+	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
+
+	"github.com/tabbynet/tabby/felix/wireguard"
 )
 
 // Driver reconciles a Desired state with the kernel of one network
@@ -60,6 +63,12 @@ type Driver struct {
 	// workloadDevs is the interface of each local workload address at
 	// the last Apply (for conntrack cleanup).
 	workloadDevs map[netip.Addr]string
+	// Wireguard are the WireGuard drivers per IP version (IPv4, IPv6);
+	// nil leaves that version's WireGuard state alone.
+	Wireguard [2]*wireguard.Driver
+	// OnWireguardKey, when set, is told each WireGuard device's public
+	// key (the zero key: none) after every Apply (to publish it).
+	OnWireguardKey func(v6 bool, key wgtypes.Key)
 }
 
 // NewDriver returns a driver over h (see netlink.NewHandleAt).
@@ -119,7 +128,12 @@ func (dr *Driver) Apply(d Desired) (Stats, error) {
 	if err := dr.syncInterfaceSysctls(d); err != nil {
 		errs = append(errs, err)
 	}
-	if err := dr.syncMTUFile(d); err != nil {
+	mtus, err := dr.linkMTUs()
+	if err != nil {
+		errs = append(errs, err)
+	}
+	errs = append(errs, dr.syncWireguard(d, mtus))
+	if err := dr.syncMTUFile(d, mtus); err != nil {
 		errs = append(errs, err)
 	}
 	if err := dr.syncConntrack(d); err != nil {
@@ -516,30 +530,19 @@ const workloadRouteMetric = 1024
 
 // syncMTUFile writes the pods' MTU to MTUFile (atomically) when it
 // changed.
-func (dr *Driver) syncMTUFile(d Desired) error {
-	if dr.MTUFile == "" {
+func (dr *Driver) syncMTUFile(d Desired, mtus map[string]int) error {
+	if dr.MTUFile == "" || mtus == nil {
 		return nil
 	}
-	links, err := dr.h.LinkList()
-	if err != nil {
-		return fmt.Errorf("listing links for the MTU: %w", err)
-	}
-	mtus := map[string]int{}
-	for _, l := range links {
-		mtus[l.Attrs().Name] = l.Attrs().MTU
-	}
-	pattern := dr.MTUIfacePattern
-	if pattern == nil {
-		pattern = DefaultMTUIfacePattern
-	}
-	mtu, ok := PodMTU(mtus, pattern, d)
+	mtu, ok := PodMTU(mtus, dr.mtuPattern(), d)
 	// Configured tunnel MTUs replace the derived one (the smallest of the
 	// encapsulations in use).
 	configured := 0
 	for _, conf := range []struct {
 		used bool
 		mtu  int
-	}{{d.IPIP.IsValid(), dr.IPIPMTU}, {d.VXLAN != nil, dr.VXLANMTU}, {d.VXLANv6 != nil, dr.VXLANMTUV6}} {
+	}{{d.IPIP.IsValid(), dr.IPIPMTU}, {d.VXLAN != nil, dr.VXLANMTU}, {d.VXLANv6 != nil, dr.VXLANMTUV6},
+		{d.Wireguard[0].Config.Enabled, d.Wireguard[0].Config.MTU}, {d.Wireguard[1].Config.Enabled, d.Wireguard[1].Config.MTU}} {
 		if conf.used && conf.mtu > 0 && (configured == 0 || conf.mtu < configured) {
 			configured = conf.mtu
 		}
@@ -563,4 +566,42 @@ func (dr *Driver) syncMTUFile(d Desired) error {
 	dr.log.Info("pod MTU", "mtu", mtu, "file", dr.MTUFile)
 	dr.lastMTU = mtu
 	return nil
+}
+
+// linkMTUs are the MTUs of the namespace's links by name.
+func (dr *Driver) linkMTUs() (map[string]int, error) {
+	links, err := dr.h.LinkList()
+	if err != nil {
+		return nil, fmt.Errorf("listing links for the MTU: %w", err)
+	}
+	mtus := map[string]int{}
+	for _, l := range links {
+		mtus[l.Attrs().Name] = l.Attrs().MTU
+	}
+	return mtus, nil
+}
+
+func (dr *Driver) mtuPattern() *regexp.Regexp {
+	if dr.MTUIfacePattern == nil {
+		return DefaultMTUIfacePattern
+	}
+	return dr.MTUIfacePattern
+}
+
+// syncWireguard applies both IP versions' WireGuard state and reports
+// the devices' public keys.
+func (dr *Driver) syncWireguard(d Desired, mtus map[string]int) error {
+	host, _ := PodMTU(mtus, dr.mtuPattern(), Desired{}) // the underlay's smallest MTU
+	var errs []error
+	for i, w := range dr.Wireguard {
+		if w == nil {
+			continue
+		}
+		key, err := w.Apply(d.Wireguard[i], host)
+		errs = append(errs, err)
+		if dr.OnWireguardKey != nil {
+			dr.OnWireguardKey(i == 1, key)
+		}
+	}
+	return errors.Join(errs...)
 }

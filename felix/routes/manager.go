@@ -13,6 +13,7 @@ import (
 	v3 "github.com/tabbynet/tabby/api/v3"
 	"github.com/tabbynet/tabby/datastore"
 	"github.com/tabbynet/tabby/felix/infra"
+	"github.com/tabbynet/tabby/felix/wireguard"
 )
 
 // Kinds are the resource kinds felix watches for the route manager
@@ -41,6 +42,9 @@ type ManagerConfig struct {
 	MinBackoff, MaxBackoff time.Duration
 	Logger                 *slog.Logger
 	Metrics                *Metrics
+	// Wireguard is the WireGuard configuration per IP version (IPv4,
+	// IPv6), computed with the routes (Desired.Wireguard).
+	Wireguard [2]wireguard.Config
 }
 
 // Metrics are the route manager's Prometheus metrics.
@@ -186,7 +190,7 @@ func (m *Manager) Desired() *Desired { return m.last.Load() }
 func (m *Manager) input() (Input, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	in := Input{ThisNode: m.cfg.NodeName, Cluster: m.cluster}
+	in := Input{ThisNode: m.cfg.NodeName, Cluster: m.cluster, Wireguard: m.cfg.Wireguard}
 	if !m.inSync || m.cluster == nil {
 		return in, false
 	}

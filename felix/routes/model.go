@@ -3,6 +3,8 @@ package routes
 import (
 	"net"
 	"net/netip"
+
+	"github.com/tabbynet/tabby/felix/wireguard"
 )
 
 // Calico's device names and VXLAN parameters.
@@ -38,6 +40,9 @@ type Desired struct {
 	// Pools are the pool CIDRs: routes via a gateway into them are the
 	// manager's.
 	Pools []netip.Prefix
+	// Wireguard is the WireGuard state per IP version (IPv4, IPv6);
+	// Config.Enabled false removes it.
+	Wireguard [2]wireguard.Desired
 }
 
 // VTEP is a VXLAN tunnel endpoint: the device's address, its MAC and

@@ -2,6 +2,8 @@ package routes
 
 import (
 	"regexp"
+
+	"github.com/tabbynet/tabby/felix/wireguard"
 )
 
 // DefaultMTUIfacePattern is Calico's MTUIfacePattern: the host
@@ -11,7 +13,7 @@ var DefaultMTUIfacePattern = regexp.MustCompile(`^((en|wl|ww|sl|ib)[Pcopsvx].*|(
 
 // PodMTU is the MTU pods should use: the smallest MTU of the host
 // interfaces matching pattern, minus the largest overhead of the
-// encapsulations d uses. ok is false when no interface matches.
+// encapsulations d uses (WireGuard included). ok is false when no interface matches.
 func PodMTU(ifaceMTUs map[string]int, pattern *regexp.Regexp, d Desired) (mtu int, ok bool) {
 	for name, m := range ifaceMTUs {
 		if pattern.MatchString(name) && m > 0 && (!ok || m < mtu) {
@@ -30,6 +32,15 @@ func PodMTU(ifaceMTUs map[string]int, pattern *regexp.Regexp, d Desired) (mtu in
 	}
 	if d.VXLANv6 != nil {
 		overhead = max(overhead, VXLANOverheadV6)
+	}
+	// Pod traffic to WireGuard peers leaves through the WireGuard device,
+	// not the tunnels: its overhead counts too (Calico's MTU file is the
+	// smallest MTU of the encapsulations enabled).
+	if d.Wireguard[0].Config.Enabled {
+		overhead = max(overhead, wireguard.Overhead)
+	}
+	if d.Wireguard[1].Config.Enabled {
+		overhead = max(overhead, wireguard.OverheadV6)
 	}
 	return mtu - overhead, true
 }

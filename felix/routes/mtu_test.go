@@ -3,6 +3,8 @@ package routes
 import (
 	"net/netip"
 	"testing"
+
+	"github.com/tabbynet/tabby/felix/wireguard"
 )
 
 func TestPodMTU(t *testing.T) {
@@ -16,6 +18,8 @@ func TestPodMTU(t *testing.T) {
 		{"IPIP", Desired{IPIP: netip.MustParseAddr("10.0.0.1")}, 1480},
 		{"VXLAN", Desired{VXLAN: &VTEP{}}, 1450},
 		{"VXLAN v4 and v6", Desired{VXLAN: &VTEP{}, VXLANv6: &VTEP{}}, 1430},
+		{"VXLAN and WireGuard", Desired{VXLAN: &VTEP{}, Wireguard: [2]wireguard.Desired{{Config: wireguard.Config{Enabled: true}}}}, 1440},
+		{"WireGuard v6", Desired{Wireguard: [2]wireguard.Desired{{}, {Config: wireguard.Config{Enabled: true, V6: true}}}}, 1420},
 	} {
 		if got, ok := PodMTU(ifaces, DefaultMTUIfacePattern, tc.d); !ok || got != tc.want {
 			t.Errorf("%s: PodMTU = %d, %v; want %d", tc.name, got, ok, tc.want)

@@ -149,6 +149,17 @@ func (p *Pod) ProbeSize(proto string, dst netip.Addr, size int, timeout time.Dur
 	return r.Reply, nil
 }
 
+// Stream sends a TCP stream from p to dst's sink for d and returns the
+// bytes received and the time taken.
+func (p *Pod) Stream(dst netip.Addr, d time.Duration) (int64, time.Duration, error) {
+	var r guest.StreamResult
+	req := guest.StreamRequest{From: p.Name, Dst: dst.String(), Millis: int(d.Milliseconds())}
+	if err := p.Node.Guest.CallTimeout(d+time.Minute, "/stream", req, &r); err != nil {
+		return 0, 0, err
+	}
+	return r.Bytes, time.Duration(r.Micros) * time.Microsecond, nil
+}
+
 // quit asks the agent to stop; the guest then powers off.
 func (n *Node) quit() error {
 	return n.Guest.CallTimeout(5*time.Second, "/quit", struct{}{}, nil)

@@ -19,7 +19,7 @@ import (
 )
 
 // TestPrivilegedNodeReadinessNamesCause: calico-node's /readiness names
-// the failing part and its cause. A WireGuard-enabled FelixConfiguration
+// the failing part and its cause. A bpfEnabled FelixConfiguration
 // (a security setting Tabby cannot honour) makes it not ready, naming the
 // setting, until it is removed; with etcd stopped it names the datastore
 // (felix/datastore), not the dataplane. An IPIP pool on this machine's
@@ -29,7 +29,7 @@ func TestPrivilegedNodeReadinessNamesCause(t *testing.T) {
 	c := multinode.New(t, multinode.Options{Nodes: 1, NoNodeResources: true})
 	ctx := context.Background()
 	fc := &v3.FelixConfiguration{TypeMeta: metav1.TypeMeta{Kind: v3.KindFelixConfiguration, APIVersion: v3.GroupVersion},
-		ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: v3.FelixConfigurationSpec{WireguardEnabled: new(true)}}
+		ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: v3.FelixConfigurationSpec{BPFEnabled: new(true)}}
 	if _, err := c.Client.Create(ctx, fc); err != nil {
 		t.Fatal(err)
 	}
@@ -37,13 +37,13 @@ func TestPrivilegedNodeReadinessNamesCause(t *testing.T) {
 		"CALICO_IPV4POOL_IPIP=Never", "CALICO_IPV4POOL_VXLAN=Always", "FELIX_PROMETHEUSMETRICSENABLED=true")
 	a.readyFlags = []string{"-felix-ready"}
 	a.start()
-	eventually(t, 60*time.Second, "not ready naming wireguardEnabled", func() (bool, string) {
+	eventually(t, 60*time.Second, "not ready naming bpfEnabled", func() (bool, string) {
 		code, body := a.http("/readiness")
 		return code == 503 && strings.Contains(body,
-			"felix/settings: FAIL (WireguardEnabled=true (FelixConfiguration default) cannot be honoured: WireGuard is not implemented: traffic between nodes is not encrypted"), body
+			"felix/settings: FAIL (BPFEnabled=true (FelixConfiguration default) cannot be honoured: the eBPF dataplane is not implemented"), body
 	})
 	if out, code := a.probe(a.readyFlags...); code == 0 {
-		t.Errorf("calico-node -felix-ready passes with WireGuard refused: %s", out)
+		t.Errorf("calico-node -felix-ready passes with bpfEnabled refused: %s", out)
 	}
 	if !strings.Contains(a.metrics(), "tabby_felix_security_settings_unhonoured 1") {
 		t.Error("tabby_felix_security_settings_unhonoured is not 1")
@@ -53,7 +53,7 @@ func TestPrivilegedNodeReadinessNamesCause(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cur.(*v3.FelixConfiguration).Spec.WireguardEnabled = nil
+	cur.(*v3.FelixConfiguration).Spec.BPFEnabled = nil
 	if _, err := c.Client.Update(ctx, cur); err != nil {
 		t.Fatal(err)
 	}

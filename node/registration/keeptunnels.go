@@ -12,21 +12,23 @@ import (
 )
 
 // KeepTunnels runs EnsureTunnelAddrs for the node once the IP pools are
-// known and again whenever a pool changes (a datastore watch), so tunnel
-// addresses appear and are released as pools switch encapsulation. A
+// known and again whenever a pool or the node's own Node changes (a
+// datastore watch), so tunnel addresses appear and are released as pools
+// switch encapsulation and as felix publishes or withdraws its WireGuard
+// key. A
 // failure is logged and retried after retry. It returns when ctx ends.
 func KeepTunnels(ctx context.Context, c datastore.Client, alloc *ipam.Allocator, node string, log *slog.Logger) {
 	if log == nil {
 		log = slog.Default()
 	}
-	w := &poolWatch{kick: make(chan struct{}, 1)}
+	w := &poolWatch{node: node, kick: make(chan struct{}, 1)}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		datastore.NewWatchSyncer(c, []string{v3.KindIPPool}, w, datastore.DefaultBackoff).Run(ctx)
+		datastore.NewWatchSyncer(c, []string{v3.KindIPPool, v3.KindNode}, w, datastore.DefaultBackoff).Run(ctx)
 	}()
 	defer wg.Wait()
 	const retry = 5 * time.Second
@@ -49,8 +51,10 @@ func KeepTunnels(ctx context.Context, c datastore.Client, alloc *ipam.Allocator,
 	}
 }
 
-// poolWatch turns syncer callbacks into kicks.
+// poolWatch turns syncer callbacks (pools, and node's own Node) into
+// kicks.
 type poolWatch struct {
+	node   string
 	mu     sync.Mutex
 	inSync bool
 	kick   chan struct{}
@@ -63,7 +67,14 @@ func (w *poolWatch) OnStatusUpdated(s datastore.SyncStatus) {
 	w.poke()
 }
 
-func (w *poolWatch) OnUpdates([]datastore.Update) { w.poke() }
+func (w *poolWatch) OnUpdates(ups []datastore.Update) {
+	for _, u := range ups {
+		if u.Key.Kind != v3.KindNode || u.Key.Name == w.node {
+			w.poke()
+			return
+		}
+	}
+}
 
 func (w *poolWatch) poke() {
 	select {

@@ -4,6 +4,7 @@ package registration
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,7 +16,9 @@ import (
 
 // TestPrivilegedKeepTunnels: with KeepTunnels running, a pool switched to
 // VXLAN gives the node a VXLAN tunnel address, switched to IPIP swaps it
-// for an IPIP one, and switched to Never releases it -- all live.
+// for an IPIP one, and switched to Never releases it -- all live; a
+// WireGuard public key on the Node gives the WireGuard device an address,
+// withdrawn it is released.
 func TestPrivilegedKeepTunnels(t *testing.T) {
 	c := multinode.New(t, multinode.Options{Nodes: 1})
 	n := c.Nodes[0]
@@ -61,6 +64,28 @@ func TestPrivilegedKeepTunnels(t *testing.T) {
 	})
 	set(v3.IPIPModeNever, v3.VXLANModeNever)
 	wait("no tunnel address", func(n *v3.Node) bool { return n.Spec.IPv4VXLANTunnelAddr == "" && n.Spec.BGP.IPv4IPIPTunnelAddr == "" })
+	// felix publishes a WireGuard key: the device gets an address from the
+	// pool (Calico's wireguard-tunnel-addr- handle); withdrawn: released.
+	setKey := func(k string) {
+		t.Helper()
+		cur := node()
+		if cur.Status == nil {
+			cur.Status = &v3.NodeStatus{}
+		}
+		cur.Status.WireguardPublicKey = k
+		if _, err := c.Client.Update(context.Background(), cur); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setKey("jH/ZVp1Lc0PmfDpWZk0Hx1IctNiG2F6DyEjA3Ba2xWk=")
+	wait("WireGuard address", func(n *v3.Node) bool {
+		return n.Spec.Wireguard != nil && strings.HasPrefix(n.Spec.Wireguard.InterfaceIPv4Address, "10.73.")
+	})
+	if ips, err := ipam.New(c.Client, ipam.Config{}).IPsByHandle(context.Background(), WireguardHandle(n.Name)); err != nil || len(ips) != 1 {
+		t.Errorf("handle %s: %v %v", WireguardHandle(n.Name), ips, err)
+	}
+	setKey("")
+	wait("WireGuard address released", func(n *v3.Node) bool { return n.Spec.Wireguard == nil })
 	handles, err := c.Client.List(context.Background(), v3.KindIPAMHandle, datastore.ListOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -21,6 +21,9 @@ const (
 	AttributeTypeVXLAN = "vxlanTunnelAddress"
 	// AttributeTypeVXLANV6 is the IPv6 VXLAN tunnel address's type.
 	AttributeTypeVXLANV6 = "vxlanV6TunnelAddress"
+	// AttributeTypeWireguard(V6) are the WireGuard device addresses' types.
+	AttributeTypeWireguard   = "wireguardTunnelAddress"
+	AttributeTypeWireguardV6 = "wireguardV6TunnelAddress"
 )
 
 // IPIPHandle and VXLANHandle are the IPAM handles of a node's tunnel
@@ -31,6 +34,11 @@ func VXLANHandle(node string) string { return "vxlan-tunnel-addr-" + node }
 // VXLANV6Handle is the IPAM handle of a node's IPv6 VXLAN tunnel address.
 func VXLANV6Handle(node string) string { return "vxlan-v6-tunnel-addr-" + node }
 
+// WireguardHandle and WireguardV6Handle are the IPAM handles of a node's
+// WireGuard device addresses.
+func WireguardHandle(node string) string   { return "wireguard-tunnel-addr-" + node }
+func WireguardV6Handle(node string) string { return "wireguard-v6-tunnel-addr-" + node }
+
 // tunnelKind is one kind of tunnel address.
 type tunnelKind struct {
 	v6       bool
@@ -38,8 +46,10 @@ type tunnelKind struct {
 	attrType string
 	// needed says whether a pool wants this kind of tunnel.
 	needed func(*v3.IPPool) bool
-	get    func(*v3.Node) string
-	set    func(*v3.Node, string)
+	// nodeNeeds, when set, says whether the node wants it at all.
+	nodeNeeds func(*v3.Node) bool
+	get       func(*v3.Node) string
+	set       func(*v3.Node, string)
 }
 
 var tunnelKinds = []tunnelKind{{
@@ -67,11 +77,59 @@ var tunnelKinds = []tunnelKind{{
 	needed: func(p *v3.IPPool) bool { return p.Spec.VXLANMode == "Always" || p.Spec.VXLANMode == "CrossSubnet" },
 	get:    func(n *v3.Node) string { return n.Spec.IPv6VXLANTunnelAddr },
 	set:    func(n *v3.Node, a string) { n.Spec.IPv6VXLANTunnelAddr = a },
-}}
+}, wireguardKind(false), wireguardKind(true)}
+
+// wireguardKind is the WireGuard device address of one IP version, as
+// Calico's calico-node allocates it: from any enabled pool of that
+// version, once felix runs WireGuard there (the Node has a public key).
+func wireguardKind(v6 bool) tunnelKind {
+	k := tunnelKind{v6: v6, handle: WireguardHandle, attrType: AttributeTypeWireguard,
+		needed: func(*v3.IPPool) bool { return true },
+		nodeNeeds: func(n *v3.Node) bool {
+			return n.Status != nil && n.Status.WireguardPublicKey != ""
+		},
+		get: func(n *v3.Node) string {
+			if n.Spec.Wireguard == nil {
+				return ""
+			}
+			return n.Spec.Wireguard.InterfaceIPv4Address
+		},
+		set: func(n *v3.Node, a string) { setWireguardAddr(n, a, false) },
+	}
+	if v6 {
+		k.handle, k.attrType = WireguardV6Handle, AttributeTypeWireguardV6
+		k.nodeNeeds = func(n *v3.Node) bool { return n.Status != nil && n.Status.WireguardPublicKeyV6 != "" }
+		k.get = func(n *v3.Node) string {
+			if n.Spec.Wireguard == nil {
+				return ""
+			}
+			return n.Spec.Wireguard.InterfaceIPv6Address
+		}
+		k.set = func(n *v3.Node, a string) { setWireguardAddr(n, a, true) }
+	}
+	return k
+}
+
+// setWireguardAddr records (or clears) a WireGuard device address; an
+// empty wireguard spec is removed, as Calico's.
+func setWireguardAddr(n *v3.Node, a string, v6 bool) {
+	if n.Spec.Wireguard == nil {
+		n.Spec.Wireguard = &v3.NodeWireguardSpec{}
+	}
+	if v6 {
+		n.Spec.Wireguard.InterfaceIPv6Address = a
+	} else {
+		n.Spec.Wireguard.InterfaceIPv4Address = a
+	}
+	if *n.Spec.Wireguard == (v3.NodeWireguardSpec{}) {
+		n.Spec.Wireguard = nil
+	}
+}
 
 // EnsureTunnelAddrs gives the node an IPIP, a VXLAN and/or an IPv6 VXLAN
 // tunnel address when an enabled pool of that IP version uses that
-// encapsulation (allocated from such
+// encapsulation, and WireGuard device addresses while the Node has a
+// WireGuard public key of that version (spec.wireguard) (allocated from such
 // a pool under Calico's handle) and releases it when none does; the
 // Node's bgp.ipv4IPIPTunnelAddr, ipv4VXLANTunnelAddr, vxlanTunnelMACAddr,
 // ipv6VXLANTunnelAddr and vxlanTunnelMACAddrV6 follow. An address already recorded that is still in
@@ -107,6 +165,9 @@ func ensureTunnel(ctx context.Context, c datastore.Client, alloc *ipam.Allocator
 	}
 	handle := k.handle(nodeName)
 	cur := k.get(node)
+	if k.nodeNeeds != nil && !k.nodeNeeds(node) {
+		pools = nil
+	}
 	if len(pools) == 0 {
 		if cur == "" {
 			return nil

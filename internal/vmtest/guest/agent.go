@@ -143,6 +143,7 @@ func (a *Agent) routes() *http.ServeMux {
 	m.HandleFunc("POST /pod/del", handle(func(r PodRequest) (struct{}, error) { return struct{}{}, a.DelPod(r) }))
 	m.HandleFunc("POST /probe", handle(a.Probe))
 	m.HandleFunc("POST /probes", handle(a.Probes))
+	m.HandleFunc("POST /stream", handle(a.Stream))
 	m.HandleFunc("POST /quit", func(w http.ResponseWriter, _ *http.Request) {
 		w.WriteHeader(http.StatusOK)
 		a.mu.Lock()

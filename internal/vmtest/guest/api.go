@@ -94,8 +94,25 @@ type ProbeResult struct {
 	Error string `json:"error,omitempty"`
 }
 
-// Ports the pods serve: TCP answers with the pod's name, UDP echoes it.
+// Ports the pods serve: TCP answers with the pod's name, UDP echoes it,
+// SinkPort reads a TCP stream to its end and answers with its length.
 const (
-	TCPPort = 80
-	UDPPort = 81
+	TCPPort  = 80
+	UDPPort  = 81
+	SinkPort = 5001
 )
+
+// StreamRequest sends a TCP stream from pod From to Dst's sink for
+// Millis milliseconds.
+type StreamRequest struct {
+	From   string `json:"from"`
+	Dst    string `json:"dst"`
+	Millis int    `json:"millis"`
+}
+
+// StreamResult is what the sink received and how long the stream took
+// (from connect to the sink's answer).
+type StreamResult struct {
+	Bytes  int64 `json:"bytes"`
+	Micros int64 `json:"micros"`
+}

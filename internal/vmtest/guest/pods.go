@@ -107,6 +107,16 @@ func (p *pod) serve(name string) error {
 		return err
 	}
 	p.closers = append(p.closers, func() { pc.Close() })
+	var sink net.Listener
+	if err := p.ns.Do(func(ns.NetNS) error {
+		var err error
+		sink, err = net.Listen("tcp4", fmt.Sprintf(":%d", SinkPort))
+		return err
+	}); err != nil {
+		return err
+	}
+	p.closers = append(p.closers, func() { sink.Close() })
+	go serveSink(sink)
 	go func() {
 		buf := make([]byte, 65536)
 		for {
@@ -266,4 +276,59 @@ func setDontFragment(c *net.UDPConn) error {
 		return errors.Join(errors.New("setting Don't Fragment"), serr)
 	}
 	return nil
+}
+
+// serveSink answers each connection, once its sender closed its side,
+// with the number of bytes it sent.
+func serveSink(ln net.Listener) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			defer c.Close()
+			n, _ := io.Copy(io.Discard, c)
+			_, _ = fmt.Fprintf(c, "%d\n", n)
+		}()
+	}
+}
+
+// Stream sends zeros from pod r.From to r.Dst's sink for r.Millis and
+// returns what the sink counted (a throughput probe).
+func (a *Agent) Stream(r StreamRequest) (StreamResult, error) {
+	a.mu.Lock()
+	p, ok := a.pods[podKey(r.From)]
+	a.mu.Unlock()
+	if !ok {
+		return StreamResult{}, fmt.Errorf("no pod %s", r.From)
+	}
+	var res StreamResult
+	err := p.ns.Do(func(ns.NetNS) error {
+		start := time.Now()
+		c, err := net.DialTimeout("tcp", net.JoinHostPort(r.Dst, strconv.Itoa(SinkPort)), 5*time.Second)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		buf := make([]byte, 128<<10)
+		_ = c.SetWriteDeadline(start.Add(time.Duration(r.Millis) * time.Millisecond))
+		for {
+			if _, err := c.Write(buf); err != nil {
+				break
+			}
+		}
+		if err := c.(*net.TCPConn).CloseWrite(); err != nil {
+			return err
+		}
+		_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
+		line, err := bufio.NewReader(c).ReadString('\n')
+		if err != nil {
+			return fmt.Errorf("reading the sink's count: %w", err)
+		}
+		res.Micros = time.Since(start).Microseconds()
+		res.Bytes, err = strconv.ParseInt(strings.TrimSpace(line), 10, 64)
+		return err
+	})
+	return res, err
 }
