@@ -31,8 +31,9 @@ for ds in $datastores; do
 	# shellcheck disable=SC2086 # word splitting of the args is wanted
 	bin/tabby-lab cluster up --datastore "$ds" ${CLUSTER_ARGS:-}
 	out=$(mktemp)
-	# shellcheck disable=SC2086
-	bin/tabby-lab cluster e2e ${E2E_ARGS:-} | tee "$out" || rc=1
+	# E2E_ARGS is shell words (a focus may be quoted).
+	eval "e2e_args=(${E2E_ARGS:-})"
+	bin/tabby-lab cluster e2e "${e2e_args[@]}" | tee "$out" || rc=1
 	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' "$out" | tail -1 || true)
 	rm -f "$out"
 	if [[ -z $line ]]; then
