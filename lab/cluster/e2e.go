@@ -150,14 +150,14 @@ type ginkgoSpec struct {
 	LeafNodeType            string
 	LeafNodeText            string
 	State                   string
-	StartTime               time.Time
+	NumAttempts             int
 	Failure                 *struct{ Message string }
 }
 
 // ParseGinkgoReport counts the It specs of a ginkgo JSON report (one
 // report per suite). A spec the focus left out is reported by ginkgo as
-// skipped without ever starting: it counts as not selected; one skipped
-// after it started (e2eskipper: a feature or provider the cluster lacks)
+// skipped with no attempt made: it counts as not selected; one skipped
+// while it ran (e2eskipper: a feature or provider the cluster lacks)
 // counts as skipped.
 func ParseGinkgoReport(b []byte) (E2EResult, error) {
 	var reports []struct{ SpecReports []ginkgoSpec }
@@ -190,7 +190,7 @@ func (r *E2EResult) count(s ginkgoSpec) {
 	case "passed":
 		r.Passed++
 	case "skipped", "pending":
-		if s.StartTime.IsZero() {
+		if s.NumAttempts == 0 {
 			r.NotSelected++
 		} else {
 			r.Skipped++

@@ -5,17 +5,17 @@ import (
 	"testing"
 )
 
-// TestParseGinkgoReport: specs the focus left out (skipped, never
-// started) are not counted as skipped; a failed It and a failed suite
+// TestParseGinkgoReport: specs the focus left out (skipped, no
+// attempt) are not counted as skipped; a failed It and a failed suite
 // setup both count as failures and are named.
 func TestParseGinkgoReport(t *testing.T) {
 	report := `[{"SpecReports":[
- {"LeafNodeType":"SynchronizedBeforeSuite","State":"passed","StartTime":"2026-12-05T08:00:00Z"},
- {"ContainerHierarchyTexts":["[sig-network] Netpol","NetworkPolicy between server and client"],"LeafNodeType":"It","LeafNodeText":"should support allow-all policy","State":"passed","StartTime":"2026-12-05T08:00:01Z"},
- {"ContainerHierarchyTexts":["[sig-network] Netpol"],"LeafNodeType":"It","LeafNodeText":"should enforce policy based on Ports","State":"failed","StartTime":"2026-12-05T08:00:02Z","Failure":{"Message":"reachability mismatch\nmore"}},
- {"ContainerHierarchyTexts":["[sig-network] Netpol"],"LeafNodeType":"It","LeafNodeText":"SCTP","State":"skipped","StartTime":"2026-12-05T08:00:03Z","Failure":{"Message":"no sctp"}},
- {"ContainerHierarchyTexts":["[sig-storage] x"],"LeafNodeType":"It","LeafNodeText":"not ours","State":"skipped","StartTime":"0001-01-01T00:00:00Z"},
- {"LeafNodeType":"SynchronizedAfterSuite","State":"failed","StartTime":"2026-12-05T08:00:04Z","Failure":{"Message":"cleanup failed"}}
+ {"LeafNodeType":"SynchronizedBeforeSuite","State":"passed","NumAttempts":1,"StartTime":"2026-12-05T08:00:00Z"},
+ {"ContainerHierarchyTexts":["[sig-network] Netpol","NetworkPolicy between server and client"],"LeafNodeType":"It","LeafNodeText":"should support allow-all policy","State":"passed","NumAttempts":1,"StartTime":"2026-12-05T08:00:01Z"},
+ {"ContainerHierarchyTexts":["[sig-network] Netpol"],"LeafNodeType":"It","LeafNodeText":"should enforce policy based on Ports","State":"failed","NumAttempts":1,"StartTime":"2026-12-05T08:00:02Z","Failure":{"Message":"reachability mismatch\nmore"}},
+ {"ContainerHierarchyTexts":["[sig-network] Netpol"],"LeafNodeType":"It","LeafNodeText":"SCTP","State":"skipped","NumAttempts":1,"StartTime":"2026-12-05T08:00:03Z","Failure":{"Message":"no sctp"}},
+ {"ContainerHierarchyTexts":["[sig-storage] x"],"LeafNodeType":"It","LeafNodeText":"not ours","State":"skipped","NumAttempts":0},
+ {"LeafNodeType":"SynchronizedAfterSuite","State":"failed","NumAttempts":1,"StartTime":"2026-12-05T08:00:04Z","Failure":{"Message":"cleanup failed"}}
 ]}]`
 	r, err := ParseGinkgoReport([]byte(report))
 	if err != nil {
