@@ -3,7 +3,7 @@ GO ?= go
 BIN := bin
 CONTROLLER_GEN := $(GO) tool controller-gen
 
-.PHONY: all build image test-prereqs test test-privileged test-integration kube-binaries test-all bench bench-cni bench-felix bench-flowlogs bench-scale bench-scale-calc bench-trace lab demo lint generate fuzz clean vm-image test-vm cluster cluster-down bench-cluster bench-wireguard
+.PHONY: all build image test-prereqs test test-privileged test-integration kube-binaries test-all bench bench-cni bench-felix bench-flowlogs bench-scale bench-scale-calc bench-trace lab demo lint generate fuzz clean vm-image test-vm cluster cluster-down bench-cluster bench-wireguard e2e-netpol
 
 all: build
 
@@ -59,10 +59,11 @@ kube-binaries:
 	hack/build-kube-binaries.sh
 
 ## test-prereqs: what the cluster, image and VM tests start from (each
-## cached): the Kubernetes node binaries, Tabby's binaries with the
-## loopback plugin, the image, the VM image
+## cached): the Kubernetes node binaries and the upstream e2e.test and
+## ginkgo (~20 min more cold), Tabby's binaries with the loopback plugin,
+## the image, the VM image
 test-prereqs: kube-binaries
-	hack/build-kube-binaries.sh node >/dev/null
+	hack/build-kube-binaries.sh e2e >/dev/null
 	$(MAKE) --no-print-directory build image vm-image
 	$(GO) build -o $(BIN)/ github.com/containernetworking/plugins/plugins/main/loopback
 
@@ -170,6 +171,16 @@ bench-cluster:
 	hack/build-kube-binaries.sh node >/dev/null
 	$(MAKE) --no-print-directory build image >/dev/null
 	$(GO) test -tags privileged -run '^$$' -bench PrivilegedClusterPodReady -benchtime 1x -timeout 60m ./lab/cluster/
+
+## e2e-netpol: the upstream Kubernetes NetworkPolicy e2e ([sig-network]
+## Netpol, e2e.test built from the module proxy by
+## hack/build-kube-binaries.sh e2e, cached) on a fresh cluster per
+## datastore (kubernetes, then etcdv3 with kube-controllers), each brought
+## down at the end; prints "N passed, N failed, N skipped" per datastore and
+## in all, and the duration (hack/e2e-cluster.sh: E2E_DATASTORES, E2E_ARGS,
+## TABBY_CLUSTER_STATE)
+e2e-netpol:
+	hack/e2e-cluster.sh
 
 ## demo: the lab (make lab) tells the demo's story now; the old one-node
 ## demo stays runnable

@@ -5,7 +5,7 @@
 # version, and etcd as a tiny wrapper around etcdmain.Main (its own go.mod
 # has replace directives, so `go install` of it is refused).
 #
-# Usage: hack/build-kube-binaries.sh [all|etcd|node]
+# Usage: hack/build-kube-binaries.sh [all|etcd|node|e2e]
 #   all (default): etcd, kube-apiserver and kubectl.
 #   etcd: etcd only (what the lab's default etcd datastore needs; ~1-2 min
 #   cold instead of ~8-40).
@@ -13,6 +13,11 @@
 #   kube-controller-manager, kube-scheduler, kube-proxy and agnhost (the
 #   upstream e2e test image's program, from k8s.io/kubernetes/test/images)
 #   (~10 min more cold; the suite's other tests never ask for it).
+#   e2e: node, plus the upstream conformance test binaries: e2e.test
+#   (`go test -c k8s.io/kubernetes/test/e2e`) and the ginkgo CLI at the
+#   version k8s.io/kubernetes requires, built in their own module folder
+#   ($CACHE/e2e) so the node build's go.mod is left alone (large: ~20 min
+#   cold on 2 cores; stamp .e2e-<kube>).
 #
 # Output: $TABBY_KUBE_BIN (default ~/.cache/tabby-kube/bin) with
 # kube-apiserver, kubectl, etcd; the stamp .built-<kube>-<etcd> once all
@@ -21,10 +26,14 @@
 # folder on its last line.
 set -euo pipefail
 what=${1:-all}
+if [[ $what == e2e ]]; then
+	"$0" node >/dev/null
+	exec "$(dirname "$0")/build-kube-e2e.sh"
+fi
 case $what in
-all | etcd | node) ;;
+all | etcd | node | e2e) ;;
 *)
-	echo "usage: $0 [all|etcd|node]" >&2
+	echo "usage: $0 [all|etcd|node|e2e]" >&2
 	exit 2
 	;;
 esac

@@ -34,7 +34,7 @@ func TestWriteImageReproducible(t *testing.T) {
 			_ = os.Chtimes(src, time.Now().Add(time.Hour), time.Now().Add(time.Hour))
 		}
 		p := filepath.Join(dir, name)
-		if err := writeImage(p, "example/x:1", []imageFile{{path: "tmp", mode: 0o1777}, {path: "prog", src: src, mode: 0o755}}, []string{"/prog"}); err != nil {
+		if err := writeImage(p, []string{"example/x:1"}, []imageFile{{path: "tmp", mode: 0o1777}, {path: "prog", src: src, mode: 0o755}}, []string{"/prog"}); err != nil {
 			t.Fatal(err)
 		}
 		b, err := os.ReadFile(p)

@@ -23,4 +23,9 @@
 // process it starts carries TABBY_CLUSTER_ID=<prefix> in its environment.
 // Down finds and removes all of it by the prefix, whatever state Up left it
 // in (also after a kill -9 of the harness).
+//
+// RunE2E runs Kubernetes' own e2e tests (e2e.test from the Go module
+// proxy, through the ginkgo CLI) against the cluster and counts the
+// result from ginkgo's JSON report; the agnhost and pause images also
+// carry the names e2e.test asks for, so nothing is pulled.
 package cluster

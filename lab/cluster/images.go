@@ -33,7 +33,7 @@ type imageFile struct {
 // `ctr images import` and `docker load` take): the layer, its config and
 // manifest.json, every time stamp zero so the same files give the same
 // image.
-func writeImage(out, ref string, files []imageFile, entrypoint []string) error {
+func writeImage(out string, refs []string, files []imageFile, entrypoint []string) error {
 	layer, err := layerTar(files)
 	if err != nil {
 		return err
@@ -50,7 +50,7 @@ func writeImage(out, ref string, files []imageFile, entrypoint []string) error {
 	cfgSum := sha256.Sum256(cfg)
 	cfgName := hex.EncodeToString(cfgSum[:]) + ".json"
 	layerName := hex.EncodeToString(diffID[:]) + "/layer.tar"
-	manifest, err := json.Marshal([]map[string]any{{"Config": cfgName, "RepoTags": []string{ref}, "Layers": []string{layerName}}})
+	manifest, err := json.Marshal([]map[string]any{{"Config": cfgName, "RepoTags": refs, "Layers": []string{layerName}}})
 	if err != nil {
 		return err
 	}
@@ -119,17 +119,18 @@ func addFile(tw *tar.Writer, h *tar.Header, src string) error {
 }
 
 // writeSupportImages writes the pause and agnhost image tarballs into the
-// state folder and returns their paths.
+// state folder and returns their paths. Each is also tagged with the name
+// the upstream e2e tests ask for (e2e.go), so they run without a registry.
 func (c *Cluster) writeSupportImages() ([]string, error) {
 	dir := filepath.Join(c.Dir, "images")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
 	pause, agn := filepath.Join(dir, "pause.tar"), filepath.Join(dir, "agnhost.tar")
-	if err := writeImage(pause, pauseImage, []imageFile{{path: "pause", src: filepath.Join(c.Bin, "tabby-pause"), mode: 0o755}}, []string{"/pause"}); err != nil {
+	if err := writeImage(pause, []string{pauseImage, e2ePauseImage}, []imageFile{{path: "pause", src: filepath.Join(c.Bin, "tabby-pause"), mode: 0o755}}, []string{"/pause"}); err != nil {
 		return nil, fmt.Errorf("pause image: %w", err)
 	}
-	if err := writeImage(agn, AgnhostImage, []imageFile{{path: "tmp", mode: 0o1777}, {path: "agnhost", src: filepath.Join(c.KubeBin, "agnhost"), mode: 0o755}}, []string{"/agnhost"}); err != nil {
+	if err := writeImage(agn, []string{AgnhostImage, E2EAgnhostImage}, []imageFile{{path: "tmp", mode: 0o1777}, {path: "agnhost", src: filepath.Join(c.KubeBin, "agnhost"), mode: 0o755}}, []string{"/agnhost"}); err != nil {
 		return nil, fmt.Errorf("agnhost image: %w", err)
 	}
 	return []string{pause, agn}, nil

@@ -21,6 +21,9 @@ namespaces) with Tabby installed by kubectl apply; see lab/cluster.
   down      remove everything of the cluster (also after a crash)
   status    nodes and pods
   env       exports pointing kubectl and calicoctl at the cluster
+  e2e [--focus RE] [--skip RE] [--procs N] [--report-dir DIR]
+            run the upstream e2e.test (default: the NetworkPolicy e2e)
+            against the cluster; prints "N passed, N failed, N skipped"
 
 --state defaults to $TABBY_CLUSTER_STATE or /run/tabby-cluster, --kube-bin
 to $TABBY_KUBE_BIN or ~/.cache/tabby-kube/bin.
@@ -49,6 +52,10 @@ func runCluster(ctx context.Context, bin string, args []string) error {
 		fs.StringVar(&o.Manifest, "manifest", "", "manifest to apply (default manifests/tabby.yaml, tabby-etcd.yaml with etcdv3)")
 		fs.StringVar(&o.ImageTar, "image", filepath.Join(bin, "tabby-image.tar"), "the Tabby image tarball")
 	}
+	var e2e cluster.E2EOptions
+	if verb == "e2e" {
+		e2eFlags(fs, &e2e, kubeBin)
+	}
 	if verb == "forward" {
 		fs.StringVar(&state, "netns", "", "namespace to dial in")
 	}
@@ -71,6 +78,8 @@ func runCluster(ctx context.Context, bin string, args []string) error {
 		return nil
 	case "forward":
 		return cluster.Forward(ctx, state, fs.Args())
+	case "e2e":
+		return runE2E(ctx, state, bin, kubeBin, e2e)
 	case "status", "env":
 		c, err := cluster.Open(state, bin, kubeBin, os.Stdout)
 		if err != nil {

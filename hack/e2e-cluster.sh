@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Runs upstream Kubernetes e2e tests against a fresh `make cluster`, once
+# per datastore: builds e2e.test and ginkgo (hack/build-kube-binaries.sh
+# e2e, cached), Tabby's binaries and image, then for each datastore brings
+# a cluster up, runs `tabby-lab cluster e2e` and always brings it down.
+# Prints each run's "N passed, N failed, N skipped" and duration, then the
+# total as its last line. Exits non-zero if any spec failed.
+#
+# Usage: hack/e2e-cluster.sh  (root; from the repository's root)
+# Environment:
+#   E2E_DATASTORES  datastores to run on (default "kubernetes etcdv3")
+#   E2E_ARGS        extra `tabby-lab cluster e2e` flags (--focus, --skip,
+#                   --procs; default: the NetworkPolicy e2e)
+#   CLUSTER_ARGS    extra `tabby-lab cluster up` flags
+#   TABBY_CLUSTER_STATE  the cluster's state folder (default
+#                   /run/tabby-cluster-e2e)
+set -euo pipefail
+export TABBY_CLUSTER_STATE=${TABBY_CLUSTER_STATE:-/run/tabby-cluster-e2e}
+datastores=${E2E_DATASTORES:-kubernetes etcdv3}
+t0=$(date +%s)
+hack/install-packages.sh
+hack/build-kube-binaries.sh e2e >/dev/null
+make --no-print-directory build image >/dev/null
+go build -o bin/ github.com/containernetworking/plugins/plugins/main/loopback
+echo "builds: $(($(date +%s) - t0))s"
+trap 'bin/tabby-lab cluster down >/dev/null' EXIT
+passed=0 failed=0 skipped=0 rc=0
+for ds in $datastores; do
+	bin/tabby-lab cluster down >/dev/null
+	t1=$(date +%s)
+	# shellcheck disable=SC2086 # word splitting of the args is wanted
+	bin/tabby-lab cluster up --datastore "$ds" ${CLUSTER_ARGS:-}
+	out=$(mktemp)
+	# E2E_ARGS is shell words (a focus may be quoted).
+	eval "e2e_args=(${E2E_ARGS:-})"
+	bin/tabby-lab cluster e2e "${e2e_args[@]}" | tee "$out" || rc=1
+	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' "$out" | tail -1 || true)
+	rm -f "$out"
+	if [[ -z $line ]]; then
+		echo "e2e on $ds: no result"
+		rc=1
+		continue
+	fi
+	read -r p _ f _ s _ <<<"${line//,/}"
+	passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
+	echo "e2e on $ds: $line in $(($(date +%s) - t1))s (cluster up included)"
+done
+echo "duration: $(($(date +%s) - t0))s"
+echo "$passed passed, $failed failed, $skipped skipped"
+exit $rc
