@@ -324,7 +324,7 @@ func (l *Lab) client() (datastore.Client, error) {
 
 // kube is a Kubernetes clientset (Kubernetes datastore only).
 func (l *Lab) kube() (kubernetes.Interface, error) {
-	if l.State.Datastore != DatastoreKubernetes {
+	if l.State.Kubeconfig == "" {
 		return nil, fmt.Errorf("the lab runs on etcd: no Kubernetes API")
 	}
 	rc, err := l.restConfig()
@@ -340,5 +340,9 @@ func (l *Lab) datastoreEnv() []string {
 	if l.State.Datastore == DatastoreKubernetes {
 		return []string{"DATASTORE_TYPE=kubernetes", "KUBECONFIG=" + l.State.Kubeconfig}
 	}
-	return []string{"DATASTORE_TYPE=etcdv3", "ETCD_ENDPOINTS=" + l.State.EtcdUnix}
+	ep := l.State.EtcdUnix
+	if ep == "" {
+		ep = l.State.EtcdURL
+	}
+	return []string{"DATASTORE_TYPE=etcdv3", "ETCD_ENDPOINTS=" + ep}
 }

@@ -39,6 +39,11 @@ type State struct {
 	APIServer  string `json:"apiServer,omitempty"`
 	Kubeconfig string `json:"kubeconfig,omitempty"`
 	Model      *Model `json:"model"`
+	// KubeControllers: a real cluster's kube-controllers stores
+	// Kubernetes NetworkPolicies in the Calico datastore (etcd), so apply
+	// writes them to the Kubernetes API whatever the datastore and waits
+	// for their Calico form (lab/cluster).
+	KubeControllers bool `json:"kubeControllers,omitempty"`
 	// VMs: the nodes are VMs (up --vms, vms.go).
 	VMs   bool        `json:"vms,omitempty"`
 	Nodes []NodeState `json:"nodes,omitempty"`

@@ -142,3 +142,13 @@ func (c *Cluster) Status(ctx context.Context, out io.Writer) error {
 	}
 	return nil
 }
+
+// Leftovers lists what of the cluster with prefix still exists outside
+// its state folder: namespaces, processes, cgroups.
+func Leftovers(prefix string) []string {
+	out := clusterNetns(prefix)
+	for _, p := range markedProcesses(prefix) {
+		out = append(out, fmt.Sprintf("process %d", p))
+	}
+	return append(out, clusterCgroups(prefix)...)
+}

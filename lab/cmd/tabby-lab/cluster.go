@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"time"
 
+	"github.com/tabbynet/tabby/lab"
 	"github.com/tabbynet/tabby/lab/cluster"
 )
 
@@ -21,6 +24,16 @@ namespaces) with Tabby installed by kubectl apply; see lab/cluster.
   down      remove everything of the cluster (also after a crash)
   status    nodes and pods
   env       exports pointing kubectl and calicoctl at the cluster
+  apply -f FILE [--timeout 30s]
+            Calico v3 resources (calicoctl) and Kubernetes NetworkPolicies
+            (the API; with etcd kube-controllers stores them); returns once
+            every node's felix programmed them
+  delete -f FILE [--timeout 30s]
+            the same, removed
+  probe [-n NS,...] [--port 8080] [-o text|json|table] [--timeout 1s]
+            a TCP connection from every running pod of the namespaces
+            (default: default) to every other one on the port: allow when
+            the target's kernel accepts it
 
 --state defaults to $TABBY_CLUSTER_STATE or /run/tabby-cluster, --kube-bin
 to $TABBY_KUBE_BIN or ~/.cache/tabby-kube/bin.
@@ -49,6 +62,23 @@ func runCluster(ctx context.Context, bin string, args []string) error {
 		fs.StringVar(&o.Manifest, "manifest", "", "manifest to apply (default manifests/tabby.yaml, tabby-etcd.yaml with etcdv3)")
 		fs.StringVar(&o.ImageTar, "image", filepath.Join(bin, "tabby-image.tar"), "the Tabby image tarball")
 	}
+	namespaces := fs.String("n", "default", "namespaces to probe, comma-separated (probe)")
+	port := fs.Int("port", 8080, "TCP port to probe (probe)")
+	output := fs.String("o", "text", "text, json or table (probe)")
+	timeout := fs.Duration("timeout", time.Second, "per-probe timeout (probe)")
+	if verb == "apply" || verb == "delete" {
+		// apply parses its own flags (-f, --timeout) beside --state.
+		apl := flag.NewFlagSet("tabby-lab cluster "+verb, flag.ContinueOnError)
+		apl.StringVar(&state, "state", state, "the cluster's state folder")
+		apl.StringVar(&kubeBin, "kube-bin", kubeBin, "folder of the Kubernetes binaries")
+		return apply(ctx, verb, apl, args[1:], func() (*lab.Lab, error) {
+			c, err := cluster.Open(state, bin, kubeBin, os.Stdout)
+			if err != nil {
+				return nil, err
+			}
+			return c.Lab(os.Stdout), nil
+		})
+	}
 	if verb == "forward" {
 		fs.StringVar(&state, "netns", "", "namespace to dial in")
 	}
@@ -71,6 +101,16 @@ func runCluster(ctx context.Context, bin string, args []string) error {
 		return nil
 	case "forward":
 		return cluster.Forward(ctx, state, fs.Args())
+	case "probe":
+		c, err := cluster.Open(state, bin, kubeBin, os.Stdout)
+		if err != nil {
+			return err
+		}
+		res, err := c.Probe(ctx, strings.Split(*namespaces, ","), *port, *timeout)
+		if err != nil {
+			return err
+		}
+		return printProbes(res, *output)
 	case "status", "env":
 		c, err := cluster.Open(state, bin, kubeBin, os.Stdout)
 		if err != nil {
