@@ -18,6 +18,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/tabbynet/tabby/lab/internal/harness"
 )
 
 // TestPrivilegedCluster brings a real cluster up once (kubelet, containerd
@@ -169,7 +171,7 @@ func (c *Cluster) checkNATOutgoing(t *testing.T, ctx context.Context, pod *corev
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = killAll([]int{p.Pid}, time.Second) }()
+	defer func() { _ = harness.KillAll([]int{p.Pid}, time.Second) }()
 	netns, err := c.PodNetns(pod)
 	if err != nil {
 		t.Fatal(err)
