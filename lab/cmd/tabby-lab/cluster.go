@@ -67,17 +67,7 @@ func runCluster(ctx context.Context, bin string, args []string) error {
 	output := fs.String("o", "text", "text, json or table (probe)")
 	timeout := fs.Duration("timeout", time.Second, "per-probe timeout (probe)")
 	if verb == "apply" || verb == "delete" {
-		// apply parses its own flags (-f, --timeout) beside --state.
-		apl := flag.NewFlagSet("tabby-lab cluster "+verb, flag.ContinueOnError)
-		apl.StringVar(&state, "state", state, "the cluster's state folder")
-		apl.StringVar(&kubeBin, "kube-bin", kubeBin, "folder of the Kubernetes binaries")
-		return apply(ctx, verb, apl, args[1:], func() (*lab.Lab, error) {
-			c, err := cluster.Open(state, bin, kubeBin, os.Stdout)
-			if err != nil {
-				return nil, err
-			}
-			return c.Lab(os.Stdout), nil
-		})
+		return clusterApply(ctx, verb, bin, state, kubeBin, args[1:])
 	}
 	if verb == "forward" {
 		fs.StringVar(&state, "netns", "", "namespace to dial in")
@@ -124,6 +114,21 @@ func runCluster(ctx context.Context, bin string, args []string) error {
 	}
 	fs.Usage()
 	return errors.New("unknown cluster verb " + verb)
+}
+
+// clusterApply is `tabby-lab cluster apply|delete -f FILE`: the lab's
+// apply over the cluster (Cluster.Lab).
+func clusterApply(ctx context.Context, verb, bin, state, kubeBin string, args []string) error {
+	fs := flag.NewFlagSet("tabby-lab cluster "+verb, flag.ContinueOnError)
+	fs.StringVar(&state, "state", state, "the cluster's state folder")
+	fs.StringVar(&kubeBin, "kube-bin", kubeBin, "folder of the Kubernetes binaries")
+	return apply(ctx, verb, fs, args, func() (*lab.Lab, error) {
+		c, err := cluster.Open(state, bin, kubeBin, os.Stdout)
+		if err != nil {
+			return nil, err
+		}
+		return c.Lab(os.Stdout), nil
+	})
 }
 
 func envOr(k, def string) string {
