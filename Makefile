@@ -163,10 +163,12 @@ cluster:
 cluster-down:
 	$(BIN)/tabby-lab cluster down
 
-## bench-cluster: on a fresh cluster per pool mode (root), a pod created
-## with kubectl on node-1 -> its first successful connection from a pod
-## on node-2, p50/p99 over 50 pods, and where the time goes (scheduler,
-## kubelet, sandbox, CNI ADD, policy/route wait)
+## bench-cluster: on one cluster (root), per pool mode (VXLAN, VXLAN
+## CrossSubnet, BGP), a pod created with kubectl on node-1 -> its first
+## successful connection from a pod on node-2: p50/p99 over 50 pods
+## (TABBY_BENCH_PODS), where the time goes (kubectl, scheduler, kubelet,
+## sandbox, CNI ADD, container start, felix's policy, the app) and the
+## load average
 bench-cluster:
 	hack/build-kube-binaries.sh node >/dev/null
 	$(MAKE) --no-print-directory build image >/dev/null

@@ -16,6 +16,7 @@ import (
 
 	v3 "github.com/tabbynet/tabby/api/v3"
 	"github.com/tabbynet/tabby/confd/bird"
+	"github.com/tabbynet/tabby/lab/internal/harness"
 )
 
 // The node agent is the lab's one seam with what runs on a node.
@@ -210,7 +211,7 @@ func (l *Lab) agentPids(n *NodeState) []int {
 		cmdline, _ := os.ReadFile(filepath.Join(dir, "cmdline"))
 		argv := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
 		if len(argv) == 1 && filepath.Base(argv[0]) == "calico-node" &&
-			bytes.Contains(append([]byte{0}, env...), []byte("\x00NODENAME="+n.Name+"\x00")) && processAlive(pid) {
+			bytes.Contains(append([]byte{0}, env...), []byte("\x00NODENAME="+n.Name+"\x00")) && harness.Alive(pid) {
 			out = append(out, pid)
 		}
 	}
@@ -275,7 +276,7 @@ func (l *Lab) Restart(ctx context.Context, nodes []string, timeout time.Duration
 		for _, pid := range pids {
 			_ = syscall.Kill(pid, syscall.SIGCONT) // a paused one cannot stop
 		}
-		if err := killAll(pids, 5*time.Second); err != nil {
+		if err := harness.KillAll(pids, 5*time.Second); err != nil {
 			return err
 		}
 		if err := l.startAgent(ctx, n); err != nil {

@@ -104,7 +104,11 @@ func (l *Lab) Apply(ctx context.Context, data []byte, del bool) ([]PolicyRef, er
 		if err != nil {
 			return nil, err
 		}
-		refs = append(refs, PolicyRef{Kind: v3.KindNetworkPolicy, Namespace: pol.Namespace, Name: pol.Name})
+		ref := PolicyRef{Kind: v3.KindNetworkPolicy, Namespace: pol.Namespace, Name: pol.Name}
+		if l.State.KubeControllers && l.State.Datastore != DatastoreKubernetes {
+			ref.synced = &pol.Spec
+		}
+		refs = append(refs, ref)
 	}
 	if len(calico) > 0 {
 		if err := l.calicoctl(ctx, del, bytes.Join(calico, []byte("\n---\n"))); err != nil {
@@ -130,7 +134,7 @@ func (l *Lab) applyK8sPolicy(ctx context.Context, np *networkingv1.NetworkPolicy
 		return nil, fmt.Errorf("NetworkPolicy %s/%s cannot be enforced as written: %w", np.Namespace, np.Name, err)
 	}
 	pol.ResourceVersion = ""
-	if l.State.Datastore == DatastoreKubernetes {
+	if l.State.Datastore == DatastoreKubernetes || l.State.KubeControllers {
 		kc, err := l.kube()
 		if err != nil {
 			return nil, err

@@ -10,7 +10,6 @@ import (
 	"encoding/pem"
 	"fmt"
 	"io/fs"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -29,6 +28,7 @@ import (
 	"github.com/tabbynet/tabby/datastore"
 	"github.com/tabbynet/tabby/datastore/etcd"
 	"github.com/tabbynet/tabby/datastore/kdd"
+	"github.com/tabbynet/tabby/lab/internal/harness"
 	"github.com/tabbynet/tabby/manifests"
 )
 
@@ -83,15 +83,6 @@ func serversPresent(datastore string) error {
 	return nil
 }
 
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
 // startDatastore starts etcd (and with the Kubernetes datastore the
 // kube-apiserver on it, with Tabby's CRDs). calico-node initialises it
 // (ClusterInformation, tiers, default configurations).
@@ -112,11 +103,11 @@ func (l *Lab) startEtcd() error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	client, err := freePort()
+	client, err := harness.FreePort()
 	if err != nil {
 		return err
 	}
-	peer, err := freePort()
+	peer, err := harness.FreePort()
 	if err != nil {
 		return err
 	}
@@ -151,7 +142,7 @@ func (l *Lab) waitHealthy(name string, p *os.Process, url string, client *http.C
 				return nil
 			}
 		}
-		if !processAlive(p.Pid) {
+		if !harness.Alive(p.Pid) {
 			return fmt.Errorf("%s exited while starting:\n%s", name, l.logTail(name))
 		}
 	}
@@ -165,7 +156,7 @@ func (l *Lab) startAPIServer(ctx context.Context) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	port, err := freePort()
+	port, err := harness.FreePort()
 	if err != nil {
 		return err
 	}
@@ -333,7 +324,7 @@ func (l *Lab) client() (datastore.Client, error) {
 
 // kube is a Kubernetes clientset (Kubernetes datastore only).
 func (l *Lab) kube() (kubernetes.Interface, error) {
-	if l.State.Datastore != DatastoreKubernetes {
+	if l.State.Kubeconfig == "" {
 		return nil, fmt.Errorf("the lab runs on etcd: no Kubernetes API")
 	}
 	rc, err := l.restConfig()
@@ -349,5 +340,9 @@ func (l *Lab) datastoreEnv() []string {
 	if l.State.Datastore == DatastoreKubernetes {
 		return []string{"DATASTORE_TYPE=kubernetes", "KUBECONFIG=" + l.State.Kubeconfig}
 	}
-	return []string{"DATASTORE_TYPE=etcdv3", "ETCD_ENDPOINTS=" + l.State.EtcdUnix}
+	ep := l.State.EtcdUnix
+	if ep == "" {
+		ep = l.State.EtcdURL
+	}
+	return []string{"DATASTORE_TYPE=etcdv3", "ETCD_ENDPOINTS=" + ep}
 }

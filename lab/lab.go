@@ -20,6 +20,7 @@ import (
 	v3 "github.com/tabbynet/tabby/api/v3"
 	"github.com/tabbynet/tabby/datastore"
 	"github.com/tabbynet/tabby/datastore/kdd"
+	"github.com/tabbynet/tabby/lab/internal/harness"
 )
 
 // Lab is a running (or half-built) lab, found through its state folder.
@@ -137,7 +138,7 @@ func Up(ctx context.Context, o UpOptions) (*Lab, error) {
 	l := &Lab{Dir: o.Dir, Bin: o.Bin, Out: o.Out,
 		State: &State{Prefix: newPrefix(), Datastore: o.Datastore, Dataplane: o.Dataplane, Phase: "starting", Model: o.Model, VMs: o.VMs}}
 	// The prefix first: from here on, down finds everything by it.
-	if err := os.WriteFile(filepath.Join(o.Dir, prefixFile), []byte(l.State.Prefix), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(o.Dir, harness.PrefixFile), []byte(l.State.Prefix), 0o644); err != nil {
 		return nil, err
 	}
 	if err := l.save(); err != nil {
@@ -426,18 +427,18 @@ func Down(dir string) error {
 		// No lab was ever started here: remove the folder only if it is
 		// empty (it may be any folder someone passed as --state).
 		if ents, err := os.ReadDir(dir); err == nil && len(ents) > 0 {
-			return fmt.Errorf("%s holds no lab (no %s file) and is not empty: not removing it", dir, prefixFile)
+			return fmt.Errorf("%s holds no lab (no %s file) and is not empty: not removing it", dir, harness.PrefixFile)
 		}
 		if err := os.Remove(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
 		return nil
 	}
-	if err := killAll(markedProcesses(prefix), time.Second); err != nil {
+	if err := harness.KillAll(markedProcesses(prefix), time.Second); err != nil {
 		return err
 	}
 	var errs []error
-	for _, n := range labNetns(prefix) {
+	for _, n := range harness.NetnsWithPrefix(prefix) {
 		errs = append(errs, deleteNetns(n))
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -449,7 +450,7 @@ func Down(dir string) error {
 // Leftovers lists what of the lab with prefix still exists outside its
 // state folder: namespaces and processes.
 func Leftovers(prefix string) []string {
-	out := labNetns(prefix)
+	out := harness.NetnsWithPrefix(prefix)
 	for _, p := range markedProcesses(prefix) {
 		out = append(out, fmt.Sprintf("process %d", p))
 	}

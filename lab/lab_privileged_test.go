@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v3 "github.com/tabbynet/tabby/api/v3"
+	"github.com/tabbynet/tabby/lab/internal/harness"
 )
 
 // TestPrivilegedLabEtcd: the default model on etcd: every pod reaches
@@ -259,7 +260,7 @@ func TestPrivilegedLabDownAfterKill(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, p := range birds {
-				if processAlive(p) {
+				if harness.Alive(p) {
 					t.Errorf("BIRD %d still runs after down", p)
 				}
 			}
@@ -290,7 +291,7 @@ func waitBIRDs(t *testing.T, dir string, n int, within time.Duration) []int {
 		for _, f := range files {
 			b, _ := os.ReadFile(f)
 			pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-			if err != nil || !processAlive(pid) {
+			if err != nil || !harness.Alive(pid) {
 				continue
 			}
 			if comm, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm"); strings.TrimSpace(string(comm)) == "bird" {

@@ -14,12 +14,11 @@ import (
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
+
+	"github.com/tabbynet/tabby/lab/internal/harness"
 )
 
-// netnsDir is where named namespaces live (as `ip netns` keeps them).
-const netnsDir = "/run/netns"
-
-func netnsPath(name string) string { return filepath.Join(netnsDir, name) }
+func netnsPath(name string) string { return filepath.Join(harness.NetnsDir, name) }
 
 // handle is an open named namespace with a netlink handle bound to it.
 type handle struct {
@@ -118,18 +117,6 @@ func addrUp(h *handle, link string, p netip.Prefix) error {
 	return h.NL.LinkSetUp(l)
 }
 
-// labNetns lists the named namespaces of the lab with prefix.
-func labNetns(prefix string) []string {
-	ents, _ := os.ReadDir(netnsDir)
-	var out []string
-	for _, e := range ents {
-		if strings.HasPrefix(e.Name(), prefix+"-") {
-			out = append(out, e.Name())
-		}
-	}
-	return out
-}
-
 // deleteNetns kills what still runs inside the namespace and removes it.
 func deleteNetns(name string) error {
 	out, _ := exec.Command("ip", "netns", "pids", name).Output()
@@ -140,7 +127,7 @@ func deleteNetns(name string) error {
 			pids = append(pids, p)
 		}
 	}
-	if err := killAll(pids, 0); err != nil {
+	if err := harness.KillAll(pids, 0); err != nil {
 		return err
 	}
 	if out, err := exec.Command("ip", "netns", "del", name).CombinedOutput(); err != nil {

@@ -19,6 +19,7 @@ import (
 	v3 "github.com/tabbynet/tabby/api/v3"
 	"github.com/tabbynet/tabby/datastore"
 	"github.com/tabbynet/tabby/felix/daemon"
+	"github.com/tabbynet/tabby/lab/internal/harness"
 )
 
 // operatorModel is the default model plus pods that serve other ports
@@ -264,7 +265,7 @@ func pausedAgent(t *testing.T, l *Lab) {
 // shows the policy.
 func killedAgentRestart(t *testing.T, l *Lab) {
 	n1 := &l.State.Nodes[1]
-	if err := killAll(l.agentPids(n1), 0); err != nil {
+	if err := harness.KillAll(l.agentPids(n1), 0); err != nil {
 		t.Fatal(err)
 	}
 	if status := string(labCLI(t, l, "status")); !strings.Contains(status, "not running (exited") {

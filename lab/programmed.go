@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/containernetworking/plugins/pkg/ns"
+	"k8s.io/apimachinery/pkg/api/equality"
 
 	v3 "github.com/tabbynet/tabby/api/v3"
 	"github.com/tabbynet/tabby/datastore"
@@ -43,6 +44,9 @@ type PolicyRef struct {
 	// Version is the resourceVersion written (read back after the
 	// write); empty for a delete.
 	Version string
+	// synced, when set, is the spec kube-controllers stores the policy
+	// with (State.KubeControllers on etcd): read back waits for it.
+	synced *v3.NetworkPolicySpec
 }
 
 func (r PolicyRef) String() string {
@@ -67,7 +71,8 @@ var reportKinds = []string{v3.KindNetworkPolicy, v3.KindGlobalNetworkPolicy, v3.
 	v3.KindProfile, v3.KindNetworkSet, v3.KindGlobalNetworkSet}
 
 // readBack fills in the version of each resource written (nothing for a
-// delete), as felix will read it.
+// delete), as felix will read it. A policy kube-controllers stores is
+// read once it holds what was written (up to syncTimeout).
 func (l *Lab) readBack(ctx context.Context, refs []PolicyRef) error {
 	c, err := l.client()
 	if err != nil {
@@ -77,14 +82,31 @@ func (l *Lab) readBack(ctx context.Context, refs []PolicyRef) error {
 		if refs[i].Deleted {
 			continue
 		}
-		o, err := c.Get(ctx, refs[i].key())
-		if err != nil {
-			return fmt.Errorf("reading %s back: %w", refs[i], err)
+		deadline := time.Now().Add(syncTimeout)
+		for {
+			o, err := c.Get(ctx, refs[i].key())
+			if err == nil && refs[i].synced != nil && !equality.Semantic.DeepEqual(o.(*v3.NetworkPolicy).Spec, *refs[i].synced) {
+				err = errors.New("kube-controllers has not stored it as written yet")
+			}
+			if err == nil {
+				refs[i].Version = o.GetResourceVersion()
+				break
+			}
+			if refs[i].synced == nil || time.Now().After(deadline) {
+				return fmt.Errorf("reading %s back: %w", refs[i], err)
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(100 * time.Millisecond):
+			}
 		}
-		refs[i].Version = o.GetResourceVersion()
 	}
 	return nil
 }
+
+// syncTimeout bounds the wait for kube-controllers to store a policy.
+const syncTimeout = 30 * time.Second
 
 // WaitProgrammed waits until every node's felix reports the resources
 // written (refs) programmed, or gone once deleted (see above). After

@@ -1,24 +1,17 @@
 package lab
 
 import (
-	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/tabbynet/tabby/lab/internal/harness"
 )
 
 // DefaultStateDir is where a lab keeps its state unless told otherwise.
 const DefaultStateDir = "/run/tabby-lab"
-
-// Files of the state folder.
-const (
-	prefixFile = "prefix"     // written first, before anything is created
-	stateFile  = "state.json" // State, rewritten after every step of up
-)
 
 // State is what `up` has built so far. It is saved after every step, so
 // that the other verbs (and `down` after a crash) find everything; what
@@ -42,6 +35,11 @@ type State struct {
 	APIServer  string `json:"apiServer,omitempty"`
 	Kubeconfig string `json:"kubeconfig,omitempty"`
 	Model      *Model `json:"model"`
+	// KubeControllers: a real cluster's kube-controllers stores
+	// Kubernetes NetworkPolicies in the Calico datastore (etcd), so apply
+	// writes them to the Kubernetes API whatever the datastore and waits
+	// for their Calico form (lab/cluster).
+	KubeControllers bool `json:"kubeControllers,omitempty"`
 	// VMs: the nodes are VMs (up --vms, vms.go).
 	VMs   bool        `json:"vms,omitempty"`
 	Nodes []NodeState `json:"nodes,omitempty"`
@@ -80,39 +78,24 @@ var ErrNoLab = errors.New("no lab here: run tabby-lab up first")
 
 // newPrefix returns "tl" and 6 random hex digits: short enough for
 // interface and namespace names, unique enough for several labs.
-func newPrefix() string {
-	var b [3]byte
-	_, _ = rand.Read(b[:])
-	return "tl" + hex.EncodeToString(b[:])
-}
+func newPrefix() string { return harness.NewPrefix("tl") }
 
 // readState reads the state of the lab in dir.
 func readState(dir string) (*State, error) {
-	b, err := os.ReadFile(filepath.Join(dir, stateFile))
+	var s State
+	err := harness.LoadJSON(dir, harness.StateFile, &s)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%s: %w", dir, ErrNoLab)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("reading the lab's state: %w", err)
-	}
-	var s State
-	if err := json.Unmarshal(b, &s); err != nil {
-		return nil, fmt.Errorf("the lab's state %s is unreadable (tabby-lab down still works): %w", filepath.Join(dir, stateFile), err)
+		return nil, fmt.Errorf("the lab's state is unreadable (tabby-lab down still works): %w", err)
 	}
 	return &s, nil
 }
 
 // writeState saves s atomically (a crash leaves the old or the new file).
 func writeState(dir string, s *State) error {
-	b, err := json.MarshalIndent(s, "", "  ")
-	if err != nil {
-		return err
-	}
-	tmp := filepath.Join(dir, stateFile+".tmp")
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return fmt.Errorf("saving the lab's state: %w", err)
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, stateFile)); err != nil {
+	if err := harness.SaveJSON(dir, harness.StateFile, s); err != nil {
 		return fmt.Errorf("saving the lab's state: %w", err)
 	}
 	return nil
@@ -120,7 +103,7 @@ func writeState(dir string, s *State) error {
 
 // readPrefix is the prefix of the lab in dir ("" when there is none).
 func readPrefix(dir string) (string, error) {
-	b, err := os.ReadFile(filepath.Join(dir, prefixFile))
+	b, err := os.ReadFile(filepath.Join(dir, harness.PrefixFile))
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
 	}
@@ -129,7 +112,7 @@ func readPrefix(dir string) (string, error) {
 	}
 	p := string(b)
 	if len(p) != 8 || p[:2] != "tl" {
-		return "", fmt.Errorf("%s holds %q, not a lab prefix: remove the folder by hand if it is yours", filepath.Join(dir, prefixFile), p)
+		return "", fmt.Errorf("%s holds %q, not a lab prefix: remove the folder by hand if it is yours", filepath.Join(dir, harness.PrefixFile), p)
 	}
 	return p, nil
 }

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tabbynet/tabby/lab/internal/harness"
 )
 
 // Down never removes a folder that holds no lab: --state may name any
@@ -31,7 +33,7 @@ func TestDownRefusesAForeignFolder(t *testing.T) {
 	if err := Down(filepath.Join(dir, "missing")); err != nil {
 		t.Fatalf("down with no folder: %v", err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, prefixFile), []byte("../../etc"), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, harness.PrefixFile), []byte("../../etc"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if err := Down(dir); err == nil {

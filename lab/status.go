@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/tabbynet/tabby/lab/internal/harness"
 )
 
 // Status writes the lab's nodes (address, calico-node's state: not
@@ -109,7 +111,7 @@ func (l *Lab) Exec(target string, argv []string) error {
 	if len(argv) == 0 {
 		return fmt.Errorf("no command: tabby-lab exec %s -- <command>", target)
 	}
-	cmd := exec.Command("nsenter", append([]string{"--net=" + filepath.Join(netnsDir, netns), "--"}, argv...)...)
+	cmd := exec.Command("nsenter", append([]string{"--net=" + filepath.Join(harness.NetnsDir, netns), "--"}, argv...)...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	return cmd.Run()
 }

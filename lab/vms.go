@@ -18,6 +18,7 @@ import (
 	"github.com/tabbynet/tabby/felix/daemon"
 	"github.com/tabbynet/tabby/internal/vmtest"
 	"github.com/tabbynet/tabby/internal/vmtest/guest"
+	"github.com/tabbynet/tabby/lab/internal/harness"
 )
 
 // A lab whose nodes are VMs (`tabby-lab up --vms`): each node is a qemu
@@ -167,7 +168,7 @@ func (l *Lab) vmSegment() (*vmtest.Segment, error) {
 	}
 	etcd := strings.TrimPrefix(l.State.EtcdURL, "http://")
 	if _, err := l.spawn("etcd-proxy", "", nil, filepath.Join(l.Bin, "tabby-lab"), "proxy", "--listen", ":2379", "--to", etcd,
-		filepath.Join(netnsDir, seg.Netns)); err != nil {
+		filepath.Join(harness.NetnsDir, seg.Netns)); err != nil {
 		seg.Close()
 		return nil, err
 	}

@@ -69,7 +69,7 @@ type Options struct {
 }
 
 // TwoSubnets puts node 0 and 1 in subnet 0 and the others in subnet 1:
-// the CrossSubnet shape.
+// the CrossSubnet shape (internal/vmtest's too).
 func TwoSubnets(i int) int {
 	if i < 2 {
 		return 0
@@ -151,24 +151,11 @@ func New(t testing.TB, o Options) *Cluster {
 	// The plugins (exec'd by libcni with this process's environment) keep
 	// their IPAM block hints in the test's folder.
 	t.Setenv("TABBY_CNI_HINT_DIR", t.TempDir())
-	c.Etcd = testservers.StartEtcd(t)
-	var err error
-	c.Client, err = etcd.New(etcd.Config{Endpoints: []string{c.Etcd.Endpoint()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Client.Close() })
-	ctx := context.Background()
 	if o.Bare {
 		o.NoNodeResources = true
+		c.Etcd, c.Client = StartEtcd(t, "", "")
 	} else {
-		c.must(datastore.EnsureInitialized(ctx, c.Client, "multinode", "multinode,etcd"))
-	}
-	// The namespace profile kube-controllers would provide: allow unless
-	// a policy says otherwise.
-	if !o.Bare {
-		c.Create(&v3.Profile{TypeMeta: metav1.TypeMeta{Kind: v3.KindProfile}, ObjectMeta: metav1.ObjectMeta{Name: "kns.default"},
-			Spec: v3.ProfileSpec{Ingress: []v3.Rule{{Action: v3.Allow}}, Egress: []v3.Rule{{Action: v3.Allow}}}})
+		c.Etcd, c.Client = StartEtcd(t, "multinode", "multinode,etcd")
 	}
 
 	for i := 0; i < o.Nodes; i++ {
@@ -212,11 +199,42 @@ func (c *Cluster) must(err error) {
 // Create writes r to the datastore or fails the test.
 func (c *Cluster) Create(r v3.Resource) v3.Resource {
 	c.t.Helper()
-	out, err := c.Client.Create(context.Background(), r)
+	return Create(c.t, c.Client, r)
+}
+
+// Create writes r to client or fails the test.
+func Create(t testing.TB, client datastore.Client, r v3.Resource) v3.Resource {
+	t.Helper()
+	out, err := client.Create(context.Background(), r)
 	if err != nil {
-		c.t.Fatalf("creating %s %s: %v", r.GetObjectKind().GroupVersionKind().Kind, r.GetName(), err)
+		t.Fatalf("creating %s %s: %v", r.GetObjectKind().GroupVersionKind().Kind, r.GetName(), err)
 	}
 	return out
+}
+
+// StartEtcd starts a test etcd and a datastore client on it, both
+// stopped when the test ends. With a calicoVersion it initialises the
+// datastore as calico-node would (ClusterInformation, tiers, default
+// configurations) and adds the namespace profile kube-controllers
+// would provide (kns.default: allow unless a policy says otherwise);
+// with "" it leaves the datastore empty.
+func StartEtcd(t testing.TB, calicoVersion, clusterType string) (*testservers.Etcd, datastore.Client) {
+	t.Helper()
+	e := testservers.StartEtcd(t)
+	client, err := etcd.New(etcd.Config{Endpoints: []string{e.Endpoint()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = client.Close() })
+	if calicoVersion == "" {
+		return e, client
+	}
+	if err := datastore.EnsureInitialized(context.Background(), client, calicoVersion, clusterType); err != nil {
+		t.Fatal(err)
+	}
+	Create(t, client, &v3.Profile{TypeMeta: metav1.TypeMeta{Kind: v3.KindProfile}, ObjectMeta: metav1.ObjectMeta{Name: "kns.default"},
+		Spec: v3.ProfileSpec{Ingress: []v3.Rule{{Action: v3.Allow}}, Egress: []v3.Rule{{Action: v3.Allow}}}})
+	return e, client
 }
 
 // PoolOptions are the encapsulation and NAT settings of a pool.

@@ -12,11 +12,9 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	v3 "github.com/tabbynet/tabby/api/v3"
 	"github.com/tabbynet/tabby/datastore"
-	"github.com/tabbynet/tabby/datastore/etcd"
+	"github.com/tabbynet/tabby/internal/multinode"
 	"github.com/tabbynet/tabby/internal/netnstest"
 	"github.com/tabbynet/tabby/internal/testservers"
 	"github.com/tabbynet/tabby/internal/vmtest/guest"
@@ -30,15 +28,6 @@ type Options struct {
 	SubnetOf func(i int) int
 	// MemMiB is each VM's memory [default 1024].
 	MemMiB int
-}
-
-// TwoSubnets puts node 0 and 1 on subnet 0 and the others on subnet 1
-// (the CrossSubnet shape, as internal/multinode's).
-func TwoSubnets(i int) int {
-	if i < 2 {
-		return 0
-	}
-	return 1
 }
 
 // Cluster is a datastore on the host, a segment and one VM per node.
@@ -81,7 +70,7 @@ func Start(t testing.TB, o Options) *Cluster {
 	if err := BuildGuestBinaries(filepath.Join(c.Share, "bin")); err != nil {
 		t.Fatal(err)
 	}
-	c.startDatastore()
+	c.Etcd, c.Client = multinode.StartEtcd(t, "vmtest", "k8s,etcd")
 	subnets := 1
 	for i := 0; i < o.Nodes; i++ {
 		subnets = max(subnets, o.SubnetOf(i)+1)
@@ -105,23 +94,6 @@ func Start(t testing.TB, o Options) *Cluster {
 	c.writeShare()
 	c.boot(img, o.MemMiB)
 	return c
-}
-
-func (c *Cluster) startDatastore() {
-	t := c.t
-	c.Etcd = testservers.StartEtcd(t)
-	var err error
-	if c.Client, err = etcd.New(etcd.Config{Endpoints: []string{c.Etcd.Endpoint()}}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Client.Close() })
-	ctx := context.Background()
-	if err := datastore.EnsureInitialized(ctx, c.Client, "vmtest", "k8s,etcd"); err != nil {
-		t.Fatal(err)
-	}
-	// The namespace profile kube-controllers would provide.
-	c.Create(&v3.Profile{TypeMeta: metav1.TypeMeta{Kind: v3.KindProfile}, ObjectMeta: metav1.ObjectMeta{Name: "kns.default"},
-		Spec: v3.ProfileSpec{Ingress: []v3.Rule{{Action: v3.Allow}}, Egress: []v3.Rule{{Action: v3.Allow}}}})
 }
 
 // writeShare writes the guests' config and run script into the share.
@@ -199,11 +171,7 @@ func (c *Cluster) stop(n *Node) {
 // Create writes r to the datastore or fails the test.
 func (c *Cluster) Create(r v3.Resource) v3.Resource {
 	c.t.Helper()
-	out, err := c.Client.Create(context.Background(), r)
-	if err != nil {
-		c.t.Fatalf("creating %s %s: %v", r.GetObjectKind().GroupVersionKind().Kind, r.GetName(), err)
-	}
-	return out
+	return multinode.Create(c.t, c.Client, r)
 }
 
 // Node is one VM.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	v3 "github.com/tabbynet/tabby/api/v3"
+	"github.com/tabbynet/tabby/internal/multinode"
 )
 
 // TestPrivilegedVMIPIPCrossSubnet: node0 and node1 on one subnet, node2
@@ -19,7 +20,7 @@ import (
 // segment carries protocol 4 between the nodes' addresses), over TCP, UDP
 // and ICMP both ways.
 func TestPrivilegedVMIPIPCrossSubnet(t *testing.T) {
-	c := Start(t, Options{Nodes: 3, SubnetOf: TwoSubnets})
+	c := Start(t, Options{Nodes: 3, SubnetOf: multinode.TwoSubnets})
 	pool := netip.MustParsePrefix("10.241.0.0/16")
 	createPool(c, "ipip", pool.String(), v3.IPIPModeCrossSubnet, v3.VXLANModeNever)
 	c.StartCalicoNode()

@@ -3,42 +3,60 @@
 package cluster
 
 import (
-	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/containernetworking/plugins/pkg/ns"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
+
+	v3 "github.com/tabbynet/tabby/api/v3"
+	"github.com/tabbynet/tabby/felix/epstatus"
 )
 
 // podTimes is where one benchmark pod's time went, from `kubectl create`
-// to the first answer to a pod on another node.
+// to the first answer to a pod on another node. Times seen by the
+// benchmark (start, scheduled, running, conn) are taken when it saw
+// them; the others come from containerd's and the plugin's logs and
+// felix's endpoint status file on node-1.
 type podTimes struct {
-	start, scheduled, sandboxStart, sandboxDone, conn time.Time
-	cniAdd                                            time.Duration
+	start     time.Time // kubectl create runs
+	created   time.Time // a watch sees the pod
+	scheduled time.Time // a watch sees spec.nodeName
+	sandbox   sandboxTimes
+	cni       cniCall
+	policy    time.Time // felix wrote the endpoint's status file: its policy is programmed
+	running   time.Time // a watch sees the pod's IP (kubelet's status)
+	reachable time.Time // the pod's kernel answers a connection (refused or accepted)
+	conn      time.Time // the first answer from node-2
 }
 
 // BenchmarkPrivilegedClusterPodReady: on one cluster, per pool mode,
 // pods (TABBY_BENCH_PODS, default 50) created one by one with `kubectl
 // create` on node-1, each probed from a pod on node-2 (a TCP connect and
-// an HTTP answer, every 20 ms) until it answers: p50/p99 of create ->
-// first answer, and the medians of where the time goes: API + scheduler
-// (create -> spec.nodeName seen by a watch), kubelet (-> containerd's
-// RunPodSandbox starts), the sandbox without the CNI ADD, the CNI ADD (the
-// plugin's own log), and the rest (containers started, routes and policy
-// programmed on both nodes, the probe's period).
+// an HTTP answer, every 20 ms) from when its address is known until it
+// answers: p50/p99 of create -> first answer, and the medians of where the
+// time goes: API + scheduler (create -> spec.nodeName seen by a watch),
+// kubelet (-> containerd's RunPodSandbox starts), the sandbox before and
+// after the CNI ADD, the CNI ADD (the plugin's log), the container start,
+// kubelet's status report (-> the watch sees the IP) and the probe until
+// it answers; and when felix programmed the pod's policy (its endpoint
+// status file) against the ADD's end and the first answer.
 func BenchmarkPrivilegedClusterPodReady(b *testing.B) {
 	c := testCluster(b, Options{})
 	ctx := context.Background()
@@ -49,8 +67,14 @@ func BenchmarkPrivilegedClusterPodReady(b *testing.B) {
 	if _, err := c.Kubectl(ctx, "create", "namespace", "bench"); err != nil {
 		b.Fatal(err)
 	}
-	client := createPods(b, ctx, kc, agnPod("bench", "client", "node-2", nil))[0]
-	for _, mode := range []struct{ name, vxlan string }{{"bgp", "Never"}, {"vxlan", "Always"}, {"vxlan-crosssubnet", "CrossSubnet"}} {
+	clientPod := createPods(b, ctx, kc, agnPod("bench", "client", "node-2", nil))[0]
+	client, err := c.PodNetns(clientPod)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer client.Close()
+	fmt.Printf("load average at start: %s", loadAvg())
+	for _, mode := range []struct{ name, vxlan string }{{"vxlan", "Always"}, {"vxlan-crosssubnet", "CrossSubnet"}, {"bgp", "Never"}} {
 		if _, err := c.calicoctl(ctx, "patch", "ippool", "default-ipv4-ippool", "-p", fmt.Sprintf(`{"spec":{"vxlanMode":%q}}`, mode.vxlan)); err != nil {
 			b.Fatal(err)
 		}
@@ -67,11 +91,17 @@ func BenchmarkPrivilegedClusterPodReady(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		if err := c.addSandboxTimes(all, "node-1", mode.name); err != nil {
+		if err := c.addLogTimes(all, "node-1", mode.name); err != nil {
 			b.Fatal(err)
 		}
 		report(b, mode.name, all)
+		fmt.Printf("load average after %s: %s", mode.name, loadAvg())
 	}
+}
+
+func loadAvg() string {
+	b, _ := os.ReadFile("/proc/loadavg")
+	return string(b)
 }
 
 func benchPods() int {
@@ -83,9 +113,11 @@ func benchPods() int {
 }
 
 // timePod creates pod name on node-1 with kubectl and times it until it
-// answers client.
-func (c *Cluster) timePod(ctx context.Context, kc kubernetes.Interface, client *corev1.Pod, name string) (podTimes, error) {
-	spec, err := yaml.Marshal(agnPod("bench", name, "node-1", nil))
+// answers a probe from client's namespace.
+func (c *Cluster) timePod(ctx context.Context, kc kubernetes.Interface, client ns.NetNS, name string) (podTimes, error) {
+	pod := agnPod("bench", name, "node-1", nil)
+	pod.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}
+	spec, err := yaml.Marshal(pod)
 	if err != nil {
 		return podTimes{}, err
 	}
@@ -96,37 +128,82 @@ func (c *Cluster) timePod(ctx context.Context, kc kubernetes.Interface, client *
 	defer w.Stop()
 	var pt podTimes
 	pt.start = time.Now()
+	// The watch is read while kubectl runs: its events are timed as
+	// they come.
+	type watched struct {
+		ip  string
+		err error
+	}
+	got := make(chan watched, 1)
+	go func() {
+		ip, err := watchPod(w, &pt)
+		got <- watched{ip, err}
+	}()
 	cmd := exec.CommandContext(ctx, filepath.Join(c.KubeBin, "kubectl"), "--kubeconfig", c.State.Kubeconfig, "create", "-f", "-")
 	cmd.Stdin = strings.NewReader(string(spec))
 	if out, err := cmd.CombinedOutput(); err != nil {
+		w.Stop()
+		<-got
 		return pt, fmt.Errorf("kubectl create: %w: %s", err, out)
 	}
-	var ip string
+	res := <-got
+	ip, err := res.ip, res.err
+	if err != nil {
+		return pt, fmt.Errorf("pod %s: %w", name, err)
+	}
+	if err := probeUntilAnswer(ctx, client, ip, name, &pt); err != nil {
+		return pt, err
+	}
+	// The status file goes with the pod: read it now.
+	st, err := os.Stat(c.statusFile(name))
+	if err != nil {
+		return pt, fmt.Errorf("felix's endpoint status file of %s: %w", name, err)
+	}
+	pt.policy = st.ModTime()
+	return pt, nil
+}
+
+// watchPod records when the watch first shows the pod, its node and its
+// address, and returns the address.
+func watchPod(w watch.Interface, pt *podTimes) (string, error) {
 	timeout := time.After(2 * time.Minute)
-	for ip == "" {
+	for {
 		select {
-		case ev := <-w.ResultChan():
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				return "", errors.New("the watch ended")
+			}
 			p, ok := ev.Object.(*corev1.Pod)
 			if !ok {
 				continue
 			}
+			now := time.Now()
+			if pt.created.IsZero() {
+				pt.created = now
+			}
 			if p.Spec.NodeName != "" && pt.scheduled.IsZero() {
-				pt.scheduled = time.Now()
+				pt.scheduled = now
 			}
 			if p.Status.PodIP != "" {
-				ip = p.Status.PodIP
+				pt.running = now
+				return p.Status.PodIP, nil
 			}
 		case <-timeout:
-			return pt, fmt.Errorf("pod %s got no address in 2 minutes", name)
+			return "", errors.New("no address in 2 minutes")
 		}
 	}
-	netns, err := c.PodNetns(client)
-	if err != nil {
-		return pt, err
-	}
-	defer netns.Close()
+}
+
+// probeUntilAnswer connects from client to ip:8080 every 20 ms until the
+// pod answers with its name, recording the first connection the pod's
+// kernel answered (refused: nothing listens yet; or accepted) and the
+// first answer.
+func probeUntilAnswer(ctx context.Context, client ns.NetNS, ip, name string, pt *podTimes) error {
 	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		conn, err := Dial(ctx, netns, net.JoinHostPort(ip, "8080"), 200*time.Millisecond)
+		conn, err := Dial(ctx, client, net.JoinHostPort(ip, "8080"), 200*time.Millisecond)
+		if pt.reachable.IsZero() && (err == nil || errors.Is(err, syscall.ECONNREFUSED)) {
+			pt.reachable = time.Now()
+		}
 		if err != nil {
 			continue
 		}
@@ -134,95 +211,54 @@ func (c *Cluster) timePod(ctx context.Context, kc kubernetes.Interface, client *
 		conn.Close()
 		if err == nil && got == name {
 			pt.conn = time.Now()
-			return pt, nil
+			return nil
 		}
 	}
-	return pt, fmt.Errorf("pod %s (%s) never answered", name, ip)
+	return fmt.Errorf("pod %s (%s) never answered", name, ip)
 }
 
-var (
-	sandboxLine = regexp.MustCompile(`^time="([^"]+)".*msg="RunPodSandbox for &PodSandboxMetadata\{Name:([^,]+),.*?(returns sandbox id)?`)
-	cniDoneLine = regexp.MustCompile(`calico CNI plugin done`)
-	cniPodName  = regexp.MustCompile(`K8S_POD_NAME=([^;" ]+)`)
-	cniDuration = regexp.MustCompile(`duration=(\S+)`)
-)
+// statusFile is felix's endpoint status file of pod bench/name on node-1.
+func (c *Cluster) statusFile(name string) string {
+	wep := &v3.WorkloadEndpoint{ObjectMeta: metav1.ObjectMeta{Namespace: "bench"},
+		Spec: v3.WorkloadEndpointSpec{Orchestrator: "k8s", Pod: name, Endpoint: "eth0"}}
+	return filepath.Join(c.State.Nodes[0].Dir, "run-calico", epstatus.DirName, epstatus.Filename(wep))
+}
 
-// addSandboxTimes reads when containerd ran each pod's sandbox (its log)
-// and how long the CNI ADD took (the plugin's log in the node).
-func (c *Cluster) addSandboxTimes(all []podTimes, node, prefix string) error {
+// addLogTimes reads when containerd ran each pod's sandbox and started
+// its container (its log) and when the CNI ADD ran (the plugin's log in
+// node).
+func (c *Cluster) addLogTimes(all []podTimes, node, prefix string) error {
 	f, err := os.Open(filepath.Join(c.Dir, "logs", "containerd-"+node+".log"))
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	start, done := map[string]time.Time{}, map[string]time.Time{}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		m := sandboxLine.FindStringSubmatch(sc.Text())
-		if m == nil {
-			continue
-		}
-		ts, err := time.Parse(time.RFC3339Nano, m[1])
-		if err != nil {
-			continue
-		}
-		if m[3] != "" {
-			done[m[2]] = ts
-		} else if _, ok := start[m[2]]; !ok {
-			start[m[2]] = ts
-		}
-	}
-	adds, err := c.cniAdds(node)
+	sandboxes := parseContainerdLog(f)
+	g, err := os.Open(filepath.Join(c.Dir, "nodes", node, "var-log", "calico", "cni", "cni.log"))
 	if err != nil {
 		return err
 	}
+	defer g.Close()
+	adds := parseCNILog(g)
 	for i := range all {
 		name := fmt.Sprintf("%s-%d", prefix, i)
-		all[i].sandboxStart, all[i].sandboxDone, all[i].cniAdd = start[name], done[name], adds[name]
+		sb := sandboxes[name]
+		if sb == nil || sb.containerStart.IsZero() {
+			return fmt.Errorf("containerd's log lacks the sandbox or container start of %s", name)
+		}
+		add, ok := adds[sb.id]
+		if !ok {
+			return fmt.Errorf("the CNI log lacks the ADD of %s (sandbox %s)", name, sb.id)
+		}
+		all[i].sandbox, all[i].cni = *sb, add
 	}
 	return nil
-}
-
-// cniAdds is the duration of each pod's first successful CNI call (its
-// ADD) from the plugin's log file in node.
-func (c *Cluster) cniAdds(node string) (map[string]time.Duration, error) {
-	out := map[string]time.Duration{}
-	f, err := os.Open(filepath.Join(c.Dir, "nodes", node, "var-log", "calico", "cni", "cni.log"))
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		l := sc.Text()
-		if !cniDoneLine.MatchString(l) {
-			continue
-		}
-		p, d := cniPodName.FindStringSubmatch(l), cniDuration.FindStringSubmatch(l)
-		if p == nil || d == nil {
-			continue
-		}
-		if dur, err := time.ParseDuration(d[1]); err == nil {
-			if _, seen := out[p[1]]; !seen {
-				out[p[1]] = dur
-			}
-		}
-	}
-	return out, nil
 }
 
 // report prints p50/p99 of create -> first answer and the medians of the
 // parts.
 func report(b *testing.B, mode string, all []podTimes) {
-	part := func(f func(podTimes) time.Duration) time.Duration {
-		var ds []time.Duration
-		for _, p := range all {
-			ds = append(ds, f(p))
-		}
-		return quantile(ds, 0.5)
-	}
+	med := func(f func(podTimes) time.Duration) time.Duration { return quant(all, 0.5, f).Round(time.Millisecond) }
 	var total []time.Duration
 	for _, p := range all {
 		total = append(total, p.conn.Sub(p.start))
@@ -230,13 +266,34 @@ func report(b *testing.B, mode string, all []podTimes) {
 	p50, p99 := quantile(total, 0.5), quantile(total, 0.99)
 	b.ReportMetric(p50.Seconds(), mode+"-p50-s")
 	b.ReportMetric(p99.Seconds(), mode+"-p99-s")
-	fmt.Printf("%-18s n=%d create->first answer p50 %v p99 %v | medians: api+scheduler %v, kubelet %v, sandbox w/o CNI %v, CNI ADD %v, containers+routes+policy+probe %v\n",
-		mode, len(all), p50.Round(time.Millisecond), p99.Round(time.Millisecond),
-		part(func(p podTimes) time.Duration { return p.scheduled.Sub(p.start) }).Round(time.Millisecond),
-		part(func(p podTimes) time.Duration { return p.sandboxStart.Sub(p.scheduled) }).Round(time.Millisecond),
-		part(func(p podTimes) time.Duration { return p.sandboxDone.Sub(p.sandboxStart) - p.cniAdd }).Round(time.Millisecond),
-		part(func(p podTimes) time.Duration { return p.cniAdd }).Round(time.Millisecond),
-		part(func(p podTimes) time.Duration { return p.conn.Sub(p.sandboxDone) }).Round(time.Millisecond))
+	fmt.Printf("%s: n=%d kubectl create -> first answer p50 %v p99 %v (max %v); API has the pod -> first answer p50 %v p99 %v\n", mode, len(all),
+		p50.Round(time.Millisecond), p99.Round(time.Millisecond), quantile(total, 1).Round(time.Millisecond),
+		quant(all, 0.5, func(p podTimes) time.Duration { return p.conn.Sub(p.created) }).Round(time.Millisecond),
+		quant(all, 0.99, func(p podTimes) time.Duration { return p.conn.Sub(p.created) }).Round(time.Millisecond))
+	fmt.Printf("  medians: kubectl until the API has the pod %v | scheduler %v | kubelet to RunPodSandbox %v | sandbox before CNI %v | CNI ADD %v | sandbox after CNI %v | container create+start %v | kubelet status (IP seen) %v | to the pod's kernel answering %v | to the first answer %v\n",
+		med(func(p podTimes) time.Duration { return p.created.Sub(p.start) }),
+		med(func(p podTimes) time.Duration { return p.scheduled.Sub(p.created) }),
+		med(func(p podTimes) time.Duration { return p.sandbox.start.Sub(p.scheduled) }),
+		med(func(p podTimes) time.Duration { return p.cni.start.Sub(p.sandbox.start) }),
+		med(func(p podTimes) time.Duration { return p.cni.done.Sub(p.cni.start) }),
+		med(func(p podTimes) time.Duration { return p.sandbox.done.Sub(p.cni.done) }),
+		med(func(p podTimes) time.Duration { return p.sandbox.containerStart.Sub(p.sandbox.done) }),
+		med(func(p podTimes) time.Duration { return p.running.Sub(p.sandbox.containerStart) }),
+		med(func(p podTimes) time.Duration { return p.reachable.Sub(p.running) }),
+		med(func(p podTimes) time.Duration { return p.conn.Sub(p.reachable) }))
+	fmt.Printf("  felix programmed the policy (status file) after the CNI ADD's end: median %v, p99 %v; before the pod's kernel answered: median %v\n",
+		med(func(p podTimes) time.Duration { return p.policy.Sub(p.cni.done) }),
+		quant(all, 0.99, func(p podTimes) time.Duration { return p.policy.Sub(p.cni.done) }).Round(time.Millisecond),
+		med(func(p podTimes) time.Duration { return p.reachable.Sub(p.policy) }))
+}
+
+// quant is the q-quantile of f over all.
+func quant(all []podTimes, q float64, f func(podTimes) time.Duration) time.Duration {
+	var ds []time.Duration
+	for _, p := range all {
+		ds = append(ds, f(p))
+	}
+	return quantile(ds, q)
 }
 
 // quantile is the q-quantile of ds (nearest rank).

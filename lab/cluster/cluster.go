@@ -7,13 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/tabbynet/tabby/lab/internal/harness"
 )
 
 // Datastores Tabby can be installed with.
@@ -211,11 +212,11 @@ func (c *Cluster) upControlPlane(ctx context.Context, subnets int) (*pki, tokens
 // of the root namespace's loopback to the API server and etcd, and writes
 // the kubeconfigs.
 func (c *Cluster) startForwarder(p *pki, tok tokens) error {
-	api, err := freePort()
+	api, err := harness.FreePort()
 	if err != nil {
 		return err
 	}
-	etcd, err := freePort()
+	etcd, err := harness.FreePort()
 	if err != nil {
 		return err
 	}
@@ -232,15 +233,6 @@ func (c *Cluster) startForwarder(p *pki, tok tokens) error {
 	_, err = c.spawn("forward", filepath.Join(c.Bin, "tabby-lab"), "cluster", "forward", "--netns", netnsPath(c.cpNetns()),
 		fmt.Sprintf("127.0.0.1:%d=%s:%d", api, cpAddr, apiPort), fmt.Sprintf("127.0.0.1:%d=%s:%d", etcd, cpAddr, etcdPort))
 	return err
-}
-
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 // prepareNodes builds every node up to a running containerd with the

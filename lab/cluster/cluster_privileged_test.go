@@ -4,9 +4,11 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -16,6 +18,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/tabbynet/tabby/lab/internal/harness"
 )
 
 // TestPrivilegedCluster brings a real cluster up once (kubelet, containerd
@@ -48,6 +52,7 @@ func TestPrivilegedCluster(t *testing.T) {
 	t.Run("natoutgoing", func(t *testing.T) { c.checkNATOutgoing(t, ctx, pods[0]) })
 	t.Run("delete-releases-address", func(t *testing.T) { c.checkDeleteReleases(t, ctx) })
 	t.Run("roll-image", func(t *testing.T) { c.checkRoll(t, ctx, pods[0], pods[1]) })
+	t.Run("tabby-lab-verbs", func(t *testing.T) { c.checkVerbs(t, ctx) })
 	t.Run("bgp", func(t *testing.T) { c.checkPoolMode(t, ctx, pods, "Never") })
 }
 
@@ -166,7 +171,7 @@ func (c *Cluster) checkNATOutgoing(t *testing.T, ctx context.Context, pod *corev
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = killAll([]int{p.Pid}, time.Second) }()
+	defer func() { _ = harness.KillAll([]int{p.Pid}, time.Second) }()
 	netns, err := c.PodNetns(pod)
 	if err != nil {
 		t.Fatal(err)
@@ -305,4 +310,70 @@ func TestPrivilegedClusterEtcd(t *testing.T) {
 	t.Run("vxlan", func(t *testing.T) { c.checkPoolMode(t, ctx, pods, "Always") })
 	t.Run("networkpolicy", func(t *testing.T) { c.checkNetworkPolicy(t, ctx, pods) })
 	t.Run("delete-releases-address", func(t *testing.T) { c.checkDeleteReleases(t, ctx) })
+	t.Run("tabby-lab-verbs", func(t *testing.T) { c.checkVerbs(t, ctx) })
+}
+
+// checkVerbs runs `tabby-lab cluster` env, status, apply, probe and
+// delete as a user would, on the pods of namespace t (a1, a2 app=a; a3
+// app=b): env points kubectl and calicoctl at the cluster, status shows
+// the Ready nodes, a Calico policy applied (waiting for every node's
+// felix) denies a3 -> a1 but not a2 -> a1, as probe shows, and once
+// deleted a3 -> a1 is allowed again.
+func (c *Cluster) checkVerbs(t *testing.T, ctx context.Context) {
+	lab := func(args ...string) string {
+		t.Helper()
+		cmd := exec.CommandContext(ctx, filepath.Join(c.Bin, "tabby-lab"), append([]string{"cluster"}, args...)...)
+		cmd.Env = append(cmd.Environ(), "TABBY_CLUSTER_STATE="+c.Dir, "TABBY_KUBE_BIN="+c.KubeBin)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("tabby-lab cluster %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	env := lab("env")
+	sh := exec.CommandContext(ctx, "sh", "-c", env+"kubectl get nodes -o name && calicoctl get nodes")
+	sh.Env = append(sh.Environ(), "PATH="+c.Bin+":/usr/bin:/bin")
+	if out, err := sh.CombinedOutput(); err != nil || strings.Count(string(out), "node-") != 2*len(c.State.Nodes) {
+		t.Errorf("kubectl and calicoctl after eval of env:\n%s\n%s %v", env, out, err)
+	}
+	if st := lab("status"); strings.Count(st, " Ready ") != len(c.State.Nodes) || !strings.Contains(st, "calico-node-") {
+		t.Errorf("status shows no %d Ready nodes and calico-node pods:\n%s", len(c.State.Nodes), st)
+	}
+	pol := filepath.Join(t.TempDir(), "deny-b.yaml")
+	if err := os.WriteFile(pol, []byte(`apiVersion: projectcalico.org/v3
+kind: NetworkPolicy
+metadata: {name: deny-b, namespace: t}
+spec:
+  selector: app == 'a'
+  ingress: [{action: Deny, source: {selector: app == 'b'}}, {action: Allow}]
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	verdicts := func() string {
+		var res []struct {
+			From, To string
+			Allowed  bool
+		}
+		if err := json.Unmarshal([]byte(lab("probe", "-n", "t", "-o", "json")), &res); err != nil {
+			t.Fatal(err)
+		}
+		var v []string
+		for _, r := range res {
+			if r.To == "t/a1" && (r.From == "t/a2" || r.From == "t/a3") {
+				v = append(v, fmt.Sprintf("%s:%v", r.From, r.Allowed))
+			}
+		}
+		return strings.Join(v, " ")
+	}
+	if got := verdicts(); got != "t/a2:true t/a3:true" {
+		t.Errorf("probe before the policy: %s", got)
+	}
+	t.Log(strings.TrimSpace(lab("apply", "-f", pol)))
+	if got := verdicts(); got != "t/a2:true t/a3:false" {
+		t.Errorf("probe once apply returned: %s, want a3 -> a1 denied", got)
+	}
+	t.Log(strings.TrimSpace(lab("delete", "-f", pol)))
+	if got := verdicts(); got != "t/a2:true t/a3:true" {
+		t.Errorf("probe once delete returned: %s", got)
+	}
 }

@@ -53,14 +53,21 @@ func testCluster(t testing.TB, o Options) *Cluster {
 	}
 	o.Dir = filepath.Join("/run", fmt.Sprintf("tabby-cluster-test-%s", randHex(6)))
 	o.Out = testWriter{t}
+	var prefix string
 	t.Cleanup(func() {
 		if err := Down(o.Dir); err != nil {
 			t.Errorf("down: %v", err)
+		}
+		if left := Leftovers(prefix); prefix != "" && len(left) > 0 {
+			t.Errorf("down left %v", left)
 		}
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	c, err := Up(ctx, o)
+	if c != nil {
+		prefix = c.State.Prefix
+	}
 	if err != nil {
 		if c != nil {
 			for _, n := range []string{"kube-apiserver", "kubelet-node-1", "containerd-node-1"} {

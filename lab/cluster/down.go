@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/tabbynet/tabby/lab/internal/harness"
 )
 
 // Open opens the cluster whose state is in dir.
@@ -26,7 +28,7 @@ func Open(dir, bin, kubeBin string, out io.Writer) (*Cluster, error) {
 // cluster's cgroups), then removes the cgroups, namespaces and the state
 // folder. Mounts die with the node mount namespaces.
 func Down(dir string) error {
-	b, err := os.ReadFile(filepath.Join(dir, prefixFile))
+	b, err := os.ReadFile(filepath.Join(dir, harness.PrefixFile))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
@@ -35,20 +37,20 @@ func Down(dir string) error {
 	}
 	prefix := strings.TrimSpace(string(b))
 	if prefix == "" {
-		return fmt.Errorf("empty prefix in %s", filepath.Join(dir, prefixFile))
+		return fmt.Errorf("empty prefix in %s", filepath.Join(dir, harness.PrefixFile))
 	}
 	// Daemons first (a kubelet would restart what is killed under it),
 	// then whatever still runs in the cluster's cgroups (containers,
 	// shims).
 	var errs []error
-	if err := killAll(markedProcesses(prefix), 10*time.Second); err != nil {
+	if err := harness.KillAll(markedProcesses(prefix), 10*time.Second); err != nil {
 		errs = append(errs, err)
 	}
-	if err := killAll(cgroupProcesses(prefix), 2*time.Second); err != nil {
+	if err := harness.KillAll(cgroupProcesses(prefix), 2*time.Second); err != nil {
 		errs = append(errs, err)
 	}
 	errs = append(errs, removeCgroups(prefix))
-	for _, ns := range clusterNetns(prefix) {
+	for _, ns := range harness.NetnsWithPrefix(prefix) {
 		if _, err := run("ip", "netns", "del", ns); err != nil {
 			errs = append(errs, err)
 		}
@@ -141,4 +143,14 @@ func (c *Cluster) Status(ctx context.Context, out io.Writer) error {
 		fmt.Fprint(out, s)
 	}
 	return nil
+}
+
+// Leftovers lists what of the cluster with prefix still exists outside
+// its state folder: namespaces, processes, cgroups.
+func Leftovers(prefix string) []string {
+	out := harness.NetnsWithPrefix(prefix)
+	for _, p := range markedProcesses(prefix) {
+		out = append(out, fmt.Sprintf("process %d", p))
+	}
+	return append(out, clusterCgroups(prefix)...)
 }

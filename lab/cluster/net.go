@@ -3,9 +3,10 @@ package cluster
 import (
 	"fmt"
 	"net/netip"
-	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/tabbynet/tabby/lab/internal/harness"
 )
 
 // The underlay: the control plane's namespace holds one bridge per subnet
@@ -24,9 +25,7 @@ const (
 	etcdPort = 2379
 )
 
-const netnsDir = "/run/netns"
-
-func netnsPath(name string) string { return filepath.Join(netnsDir, name) }
+func netnsPath(name string) string { return filepath.Join(harness.NetnsDir, name) }
 
 // gateway is subnet s's router address (the control plane's).
 func gateway(s int) string { return fmt.Sprintf(underlayFmt, s, 1) }
@@ -93,16 +92,4 @@ func makeNodeNetns(cp string, n NodeState) error {
 		}
 	}
 	return nil
-}
-
-// clusterNetns lists the named namespaces with prefix.
-func clusterNetns(prefix string) []string {
-	ents, _ := os.ReadDir(netnsDir)
-	var out []string
-	for _, e := range ents {
-		if strings.HasPrefix(e.Name(), prefix+"-") {
-			out = append(out, e.Name())
-		}
-	}
-	return out
 }

@@ -1,24 +1,17 @@
 package cluster
 
 import (
-	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/tabbynet/tabby/lab/internal/harness"
 )
 
 // DefaultStateDir is where a cluster keeps its state unless told otherwise.
 const DefaultStateDir = "/run/tabby-cluster"
-
-// Files of the state folder.
-const (
-	prefixFile = "prefix"     // written first, before anything is created
-	stateFile  = "state.json" // State, rewritten after every step of Up
-)
 
 // State is what Up has built so far, saved after every step so that the
 // other verbs (and Down after a crash) find everything.
@@ -57,41 +50,24 @@ func newPrefix(dir string) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
-	if b, err := os.ReadFile(filepath.Join(dir, prefixFile)); err == nil {
+	if b, err := os.ReadFile(filepath.Join(dir, harness.PrefixFile)); err == nil {
 		return "", fmt.Errorf("a cluster (%s) already exists in %s: run `tabby-lab cluster down` first", b, dir)
 	}
-	var r [3]byte
-	if _, err := rand.Read(r[:]); err != nil {
-		return "", err
-	}
-	p := "tk" + hex.EncodeToString(r[:])
-	return p, os.WriteFile(filepath.Join(dir, prefixFile), []byte(p), 0o644)
+	p := harness.NewPrefix("tk")
+	return p, os.WriteFile(filepath.Join(dir, harness.PrefixFile), []byte(p), 0o644)
 }
 
-func (s *State) save(dir string) error {
-	b, err := json.MarshalIndent(s, "", "  ")
-	if err != nil {
-		return err
-	}
-	tmp := filepath.Join(dir, stateFile+".tmp")
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, filepath.Join(dir, stateFile))
-}
+func (s *State) save(dir string) error { return harness.SaveJSON(dir, harness.StateFile, s) }
 
 // loadState reads the state of the cluster in dir.
 func loadState(dir string) (*State, error) {
-	b, err := os.ReadFile(filepath.Join(dir, stateFile))
+	var s State
+	err := harness.LoadJSON(dir, harness.StateFile, &s)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("no cluster in %s: run `make cluster` (or tabby-lab cluster up) first", dir)
 	}
 	if err != nil {
 		return nil, err
-	}
-	var s State
-	if err := json.Unmarshal(b, &s); err != nil {
-		return nil, fmt.Errorf("reading %s: %w", filepath.Join(dir, stateFile), err)
 	}
 	return &s, nil
 }

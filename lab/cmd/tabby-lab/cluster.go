@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"time"
 
+	"github.com/tabbynet/tabby/lab"
 	"github.com/tabbynet/tabby/lab/cluster"
 )
 
@@ -24,6 +27,16 @@ namespaces) with Tabby installed by kubectl apply; see lab/cluster.
   e2e [--focus RE] [--skip RE] [--procs N] [--report-dir DIR]
             run the upstream e2e.test (default: the NetworkPolicy e2e)
             against the cluster; prints "N passed, N failed, N skipped"
+  apply -f FILE [--timeout 30s]
+            Calico v3 resources (calicoctl) and Kubernetes NetworkPolicies
+            (the API; with etcd kube-controllers stores them); returns once
+            every node's felix programmed them
+  delete -f FILE [--timeout 30s]
+            the same, removed
+  probe [-n NS,...] [--port 8080] [-o text|json|table] [--timeout 1s]
+            a TCP connection from every running pod of the namespaces
+            (default: default) to every other one on the port: allow when
+            the target's kernel accepts it
 
 --state defaults to $TABBY_CLUSTER_STATE or /run/tabby-cluster, --kube-bin
 to $TABBY_KUBE_BIN or ~/.cache/tabby-kube/bin.
@@ -56,6 +69,13 @@ func runCluster(ctx context.Context, bin string, args []string) error {
 	if verb == "e2e" {
 		e2eFlags(fs, &e2e, kubeBin)
 	}
+	namespaces := fs.String("n", "default", "namespaces to probe, comma-separated (probe)")
+	port := fs.Int("port", 8080, "TCP port to probe (probe)")
+	output := fs.String("o", "text", "text, json or table (probe)")
+	timeout := fs.Duration("timeout", time.Second, "per-probe timeout (probe)")
+	if verb == "apply" || verb == "delete" {
+		return clusterApply(ctx, verb, bin, state, kubeBin, args[1:])
+	}
 	if verb == "forward" {
 		fs.StringVar(&state, "netns", "", "namespace to dial in")
 	}
@@ -80,6 +100,16 @@ func runCluster(ctx context.Context, bin string, args []string) error {
 		return cluster.Forward(ctx, state, fs.Args())
 	case "e2e":
 		return runE2E(ctx, state, bin, kubeBin, e2e)
+	case "probe":
+		c, err := cluster.Open(state, bin, kubeBin, os.Stdout)
+		if err != nil {
+			return err
+		}
+		res, err := c.Probe(ctx, strings.Split(*namespaces, ","), *port, *timeout)
+		if err != nil {
+			return err
+		}
+		return printProbes(res, *output)
 	case "status", "env":
 		c, err := cluster.Open(state, bin, kubeBin, os.Stdout)
 		if err != nil {
@@ -93,6 +123,21 @@ func runCluster(ctx context.Context, bin string, args []string) error {
 	}
 	fs.Usage()
 	return errors.New("unknown cluster verb " + verb)
+}
+
+// clusterApply is `tabby-lab cluster apply|delete -f FILE`: the lab's
+// apply over the cluster (Cluster.Lab).
+func clusterApply(ctx context.Context, verb, bin, state, kubeBin string, args []string) error {
+	fs := flag.NewFlagSet("tabby-lab cluster "+verb, flag.ContinueOnError)
+	fs.StringVar(&state, "state", state, "the cluster's state folder")
+	fs.StringVar(&kubeBin, "kube-bin", kubeBin, "folder of the Kubernetes binaries")
+	return apply(ctx, verb, fs, args, func() (*lab.Lab, error) {
+		c, err := cluster.Open(state, bin, kubeBin, os.Stdout)
+		if err != nil {
+			return nil, err
+		}
+		return c.Lab(os.Stdout), nil
+	})
 }
 
 func envOr(k, def string) string {

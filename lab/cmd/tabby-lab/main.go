@@ -149,34 +149,7 @@ func run(ctx context.Context, args []string) error {
 	case "report":
 		return report(ctx, rest, open)
 	case "apply", "delete":
-		file := fs.String("f", "", "file of resources (YAML, documents separated by ---); - for stdin")
-		timeout := fs.Duration("timeout", 30*time.Second, "how long to wait for every node to program the change")
-		if err := fs.Parse(rest); err != nil {
-			return err
-		}
-		if *file == "" {
-			return errors.New(verb + " needs -f FILE")
-		}
-		data, err := readInput(*file)
-		if err != nil {
-			return err
-		}
-		l, err := open()
-		if err != nil {
-			return err
-		}
-		defer l.Close()
-		start := time.Now()
-		refs, err := l.Apply(ctx, data, verb == "delete")
-		if err != nil {
-			return err
-		}
-		if err := l.WaitProgrammed(ctx, refs, *timeout); err != nil {
-			return err
-		}
-		fmt.Printf("%d policies %s, programmed on every node (%s)\n", len(refs), map[bool]string{true: "deleted", false: "applied"}[verb == "delete"],
-			time.Since(start).Round(time.Millisecond))
-		return nil
+		return apply(ctx, verb, fs, rest, open)
 	case "probe":
 		portsFlag := fs.String("ports", "", "ports to probe, e.g. tcp/80,udp/81 (default: every port the pods serve)")
 		output := fs.String("o", "text", "text (one line per probe), json or table")
@@ -200,21 +173,7 @@ func run(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		switch *output {
-		case "json":
-			enc := json.NewEncoder(os.Stdout)
-			enc.SetIndent("", "  ")
-			return enc.Encode(res)
-		case "table":
-			fmt.Print(lab.Matrix(res))
-		case "text":
-			for _, r := range res {
-				fmt.Println(r)
-			}
-		default:
-			return fmt.Errorf("-o %q: use text, json or table", *output)
-		}
-		return nil
+		return printProbes(res, *output)
 	case "exec":
 		if len(rest) < 1 {
 			return errors.New("exec <ns>/<pod> -- <command>")
@@ -322,4 +281,57 @@ func report(ctx context.Context, args []string, open func() (*lab.Lab, error)) e
 	enc := json.NewEncoder(os.Stdout)
 	enc.SetIndent("", "  ")
 	return enc.Encode(rep)
+}
+
+// printProbes prints probe results as text (one line each), json or a
+// table.
+func printProbes(res []lab.ProbeResult, output string) error {
+	switch output {
+	case "json":
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(res)
+	case "table":
+		fmt.Print(lab.Matrix(res))
+	case "text":
+		for _, r := range res {
+			fmt.Println(r)
+		}
+	default:
+		return fmt.Errorf("-o %q: use text, json or table", output)
+	}
+	return nil
+}
+
+// apply is the apply and delete verbs: apply -f FILE [--timeout 30s],
+// on the lab or (tabby-lab cluster apply) on a cluster.
+func apply(ctx context.Context, verb string, fs *flag.FlagSet, args []string, open func() (*lab.Lab, error)) error {
+	file := fs.String("f", "", "file of resources (YAML, documents separated by ---); - for stdin")
+	timeout := fs.Duration("timeout", 30*time.Second, "how long to wait for every node to program the change")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *file == "" {
+		return errors.New(verb + " needs -f FILE")
+	}
+	data, err := readInput(*file)
+	if err != nil {
+		return err
+	}
+	l, err := open()
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	start := time.Now()
+	refs, err := l.Apply(ctx, data, verb == "delete")
+	if err != nil {
+		return err
+	}
+	if err := l.WaitProgrammed(ctx, refs, *timeout); err != nil {
+		return err
+	}
+	fmt.Printf("%d policies %s, programmed on every node (%s)\n", len(refs), map[bool]string{true: "deleted", false: "applied"}[verb == "delete"],
+		time.Since(start).Round(time.Millisecond))
+	return nil
 }
