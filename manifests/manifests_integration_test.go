@@ -26,6 +26,7 @@ import (
 	"github.com/tabbynet/tabby/confd"
 	"github.com/tabbynet/tabby/datastore/kdd"
 	"github.com/tabbynet/tabby/felix/daemon"
+	"github.com/tabbynet/tabby/felix/staged"
 	"github.com/tabbynet/tabby/internal/testservers"
 )
 
@@ -144,14 +145,15 @@ func watched(t *testing.T, c *kdd.Client, kinds ...string) []access {
 // needsKDD derives, per ServiceAccount, what its component calls in
 // Kubernetes datastore mode.
 func needsKDD(t *testing.T, c *kdd.Client) map[string][]access {
-	// calico-node: felix's (with EndpointSlices) and confd's syncers, the Node written back
+	// calico-node: felix's (with EndpointSlices, and with flow logs on the
+	// collector's staged policies) and confd's syncers, the Node written back
 	// (kdd's Node update goes through nodes/status), what node/startup's
 	// InitDatastore creates or updates (ClusterInformation, tiers, the
 	// default pools, FelixConfiguration and BGPConfiguration; the default
 	// IPAMConfiguration is only created), CalicoNodeStatus reports,
 	// tunnel addresses from IPAM, BGP passwords from the named Secret,
 	// and the CNI plugin's tokens.
-	node := watched(t, c, slices.Concat(daemon.SyncKinds(c), confd.Kinds)...)
+	node := watched(t, c, slices.Concat(daemon.SyncKinds(c), staged.Kinds, confd.Kinds)...)
 	node = append(node, access{verb: "update", gvr: nodes, subresource: "status"},
 		access{verb: "patch", gvr: nodes, subresource: "status"}) // node/agent.MarkNetworkAvailable
 	node = append(node, each([]string{"get", "create", "update"}, crd(v3.KindClusterInformation), crd(v3.KindTier),
