@@ -6,6 +6,7 @@ import (
 
 	"github.com/tabbynet/tabby/datastore"
 	"github.com/tabbynet/tabby/felix/collector"
+	"github.com/tabbynet/tabby/felix/daemon"
 	"github.com/tabbynet/tabby/felix/staged"
 )
 
@@ -22,6 +23,9 @@ func startFlowLogs(ctx context.Context, r felixRun, cb syncerCallbacks) (datasto
 		return cb, nil
 	}
 	lookups := collector.NewLookups()
+	if daemon.FollowsServices(r.client) {
+		lookups.FollowServices()
+	}
 	store := collector.NewStore(flowStoreSize)
 	counters := collector.NewRuleCounters(r.reg)
 	r.bg.Go(func() {

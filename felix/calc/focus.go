@@ -48,6 +48,10 @@ func (f Focus) Narrow(in Input) Input {
 		NetworkSets:           keepOnly(in.NetworkSets, f),
 		GlobalNetworkSets:     keepOnly(in.GlobalNetworkSets, f),
 		Staged:                keepOnly(in.Staged, f),
+		// A services match selects by its Service's slices wherever the
+		// policy is: every slice is kept.
+		EndpointSlices:  in.EndpointSlices,
+		FollowsServices: in.FollowsServices,
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	v3 "github.com/tabbynet/tabby/api/v3"
 	"github.com/tabbynet/tabby/felix/calc"
 	ct "github.com/tabbynet/tabby/felix/calc/calctest"
 )
@@ -95,4 +96,15 @@ func holdsAny(member string, addrs []netip.Addr) bool {
 		}
 	}
 	return false
+}
+
+// TestNarrowKeepsServices: a narrowed input still follows Services with
+// every EndpointSlice, so a services match selects as in Compute.
+func TestNarrowKeepsServices(t *testing.T) {
+	slice := ct.EndpointSlice("prod", "api-x1", "api", []string{"10.0.1.5"}, ct.SlicePort{Proto: "TCP", Port: 8080})
+	in := calc.Input{FollowsServices: true, EndpointSlices: []*v3.KubernetesEndpointSlice{slice}}
+	got := calc.Focus{Addrs: []netip.Addr{netip.MustParseAddr("10.0.0.1")}}.Narrow(in)
+	if !got.FollowsServices || len(got.EndpointSlices) != 1 || got.EndpointSlices[0] != slice {
+		t.Errorf("narrowed: follows %v, slices %v; want the input's", got.FollowsServices, got.EndpointSlices)
+	}
 }

@@ -55,6 +55,16 @@ func NewLookups() *Lookups {
 		owners: map[datastore.Key]owner{}, keyByIP: map[netip.Addr]datastore.Key{}, inputs: newPolicyInputs()}
 }
 
+// FollowServices makes the pending evaluation follow Kubernetes
+// Services as felix's calculation does (daemon.FollowsServices: the
+// Kubernetes datastore): the EndpointSlices it is handed select the
+// endpoints of rules' services matches. Call it before the first update.
+func (l *Lookups) FollowServices() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.inputs.services = true
+}
+
 // OnStatusUpdated implements datastore.SyncerCallbacks.
 func (l *Lookups) OnStatusUpdated(datastore.SyncStatus) {}
 

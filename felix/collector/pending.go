@@ -34,6 +34,10 @@ type policyInputs struct {
 	endpoints map[datastore.Key]any
 	nsPols    map[string]map[datastore.Key]any
 	shared    map[datastore.Key]any
+	// services: felix follows Kubernetes Services (Lookups.FollowServices),
+	// so services matches select their EndpointSlices' endpoints as in
+	// felix's own calculation; without it they fail closed, as in felix.
+	services bool
 }
 
 func newPolicyInputs() policyInputs {
@@ -64,16 +68,17 @@ func (p *policyInputs) update(u datastore.Update) {
 		if sp, err := staged.Convert(r); err == nil && sp != nil {
 			p.shared[u.Key] = sp
 		}
-	case *v3.GlobalNetworkPolicy, *v3.Tier, *v3.Profile, *v3.NetworkSet, *v3.GlobalNetworkSet:
+	case *v3.GlobalNetworkPolicy, *v3.Tier, *v3.Profile, *v3.NetworkSet, *v3.GlobalNetworkSet, *v3.KubernetesEndpointSlice:
 		p.shared[u.Key] = r
 	}
 }
 
 // input is what evaluating ep's policy for a flow needs: ep, the
 // endpoints holding the flow's addresses (holders), the NetworkPolicies
-// of ep's namespace and the shared objects.
+// of ep's namespace and the shared objects (with the EndpointSlices
+// where felix follows Services).
 func (p *policyInputs) input(node string, ep datastore.Key, holders []datastore.Key) calc.Input {
-	in := calc.Input{Node: node}
+	in := calc.Input{Node: node, FollowsServices: p.services}
 	in.Add(p.endpoints[ep])
 	for _, k := range holders {
 		if o, ok := p.endpoints[k]; ok && k != ep {

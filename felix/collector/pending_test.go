@@ -113,3 +113,42 @@ func TestPendingPolicies(t *testing.T) {
 		t.Errorf("flows %+v, want one with pending %+v", flows, want)
 	}
 }
+
+// TestPendingServicesMatch: where felix follows Services, the pending
+// path of a flow allowed by a services match is felix's own (the Allow);
+// where it does not, such a rule fails closed in the pending path as in
+// felix.
+func TestPendingServicesMatch(t *testing.T) {
+	tcp := ct.Proto("TCP")
+	objs := []v3.Resource{
+		ct.NSProfile("prod", nil),
+		ct.WEP("prod", "client", "n1", "calicccc", "10.0.0.1", map[string]string{"app": "client"}),
+		ct.WEP("prod", "api", "n2", "caliaaaa", "10.0.1.5", map[string]string{"app": "api"}),
+		ct.NP("prod", "to-api", ct.Ptr(100.0), "app == 'client'", ct.Egress, nil,
+			[]v3.Rule{{Action: v3.Allow, Protocol: tcp, Destination: v3.EntityRule{Services: &v3.ServiceMatch{Name: "api"}}}}),
+	}
+	slice := ct.EndpointSlice("prod", "api-x1", "api", []string{"10.0.1.5"}, ct.SlicePort{Proto: "TCP", Port: 8080})
+	flow := collector.Tuple{Src: netip.MustParseAddr("10.0.0.1"), Dst: netip.MustParseAddr("10.0.1.5"), Proto: 6, SrcPort: 40000, DstPort: 8080}
+	for _, follow := range []bool{true, false} {
+		l := collector.NewLookups()
+		if follow {
+			l.FollowServices()
+		}
+		var ups []datastore.Update
+		for _, r := range objs {
+			r.Default()
+			ups = append(ups, datastore.Update{Type: datastore.EventAdded, Key: datastore.KeyOf(r), Object: r})
+		}
+		ups = append(ups, datastore.Update{Type: datastore.EventAdded, Key: datastore.Key{Kind: v3.KindKubernetesEndpointSlice, Namespace: "prod", Name: "api-x1"}, Object: slice})
+		l.OnUpdates(ups)
+		got, ok := l.Pending("n1", false, flow)
+		if !ok || len(got) == 0 {
+			t.Fatalf("follow %v: pending %v, %v; want a path", follow, got, ok)
+		}
+		last := got[len(got)-1]
+		allowed := last.Action == "Allow" && last.Name == "to-api"
+		if allowed != follow {
+			t.Errorf("follow %v: pending path %+v; want the services match to allow only when following Services", follow, got)
+		}
+	}
+}
