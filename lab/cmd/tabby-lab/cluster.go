@@ -69,10 +69,10 @@ func runCluster(ctx context.Context, bin string, args []string) error {
 	if verb == "e2e" {
 		e2eFlags(fs, &e2e, kubeBin)
 	}
-	namespaces := fs.String("n", "default", "namespaces to probe, comma-separated (probe)")
-	port := fs.Int("port", 8080, "TCP port to probe (probe)")
-	output := fs.String("o", "text", "text, json or table (probe)")
-	timeout := fs.Duration("timeout", time.Second, "per-probe timeout (probe)")
+	var probe probeFlags
+	if verb == "probe" {
+		probe.define(fs)
+	}
 	if verb == "apply" || verb == "delete" {
 		return clusterApply(ctx, verb, bin, state, kubeBin, args[1:])
 	}
@@ -105,11 +105,11 @@ func runCluster(ctx context.Context, bin string, args []string) error {
 		if err != nil {
 			return err
 		}
-		res, err := c.Probe(ctx, strings.Split(*namespaces, ","), *port, *timeout)
+		res, err := c.Probe(ctx, strings.Split(probe.namespaces, ","), probe.port, probe.timeout)
 		if err != nil {
 			return err
 		}
-		return printProbes(res, *output)
+		return printProbes(res, probe.output)
 	case "status", "env":
 		c, err := cluster.Open(state, bin, kubeBin, os.Stdout)
 		if err != nil {
@@ -145,4 +145,19 @@ func envOr(k, def string) string {
 		return v
 	}
 	return def
+}
+
+// probeFlags are `tabby-lab cluster probe`'s flags (each verb defines only
+// its own: e2e has a --timeout of its own).
+type probeFlags struct {
+	namespaces, output string
+	port               int
+	timeout            time.Duration
+}
+
+func (p *probeFlags) define(fs *flag.FlagSet) {
+	fs.StringVar(&p.namespaces, "n", "default", "namespaces to probe, comma-separated")
+	fs.IntVar(&p.port, "port", 8080, "TCP port to probe")
+	fs.StringVar(&p.output, "o", "text", "text, json or table")
+	fs.DurationVar(&p.timeout, "timeout", time.Second, "per-probe timeout")
 }
