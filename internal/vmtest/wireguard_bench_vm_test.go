@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	v3 "github.com/tabbynet/tabby/api/v3"
 	"github.com/tabbynet/tabby/datastore"
 )
@@ -49,8 +47,17 @@ func TestPrivilegedWireguardThroughputOnVMs(t *testing.T) {
 	}()
 	time.Sleep(3 * time.Second)
 	switched := time.Now()
-	c.Create(&v3.FelixConfiguration{TypeMeta: metav1.TypeMeta{Kind: v3.KindFelixConfiguration}, ObjectMeta: metav1.ObjectMeta{Name: "default"},
-		Spec: v3.FelixConfigurationSpec{WireguardEnabled: new(true)}})
+	// calico-node made the default FelixConfiguration at start-up: turn
+	// WireGuard on in it.
+	r, err := c.Client.Get(context.Background(), datastore.Key{Kind: v3.KindFelixConfiguration, Name: "default"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc := r.(*v3.FelixConfiguration)
+	fc.Spec.WireguardEnabled = new(true)
+	if _, err := c.Client.Update(context.Background(), fc); err != nil {
+		t.Fatal(err)
+	}
 	eventually(t, 2*time.Minute, "WireGuard carrying a -> b", func() error {
 		for _, n := range c.Nodes {
 			r, err := c.Client.Get(context.Background(), datastore.Key{Kind: v3.KindNode, Name: n.Name})
