@@ -3,33 +3,21 @@
 package e2e
 
 import (
-	"context"
 	"errors"
-	"log/slog"
-	"os"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 	cnpv1 "sigs.k8s.io/network-policy-api/apis/v1alpha2"
 	cnpclient "sigs.k8s.io/network-policy-api/pkg/client/clientset/versioned"
 
 	v3 "github.com/tabbynet/tabby/api/v3"
 	"github.com/tabbynet/tabby/datastore"
-	"github.com/tabbynet/tabby/datastore/kdd"
-	"github.com/tabbynet/tabby/felix/daemon"
-	"github.com/tabbynet/tabby/felix/dataplane"
-	"github.com/tabbynet/tabby/felix/rules"
-	"github.com/tabbynet/tabby/internal/testservers"
 )
 
 // TestPrivilegedClusterNetworkPolicy runs felix in Kubernetes datastore
@@ -47,19 +35,9 @@ func TestPrivilegedClusterNetworkPolicy(t *testing.T) { forEachMode(t, testClust
 
 func testClusterNetworkPolicy(t *testing.T, mode string) {
 	started := time.Now()
-	k := testservers.StartKubeAPIServer(t, testservers.WithAPIServerFlags("--shutdown-watch-termination-grace-period=1s"))
-	rc, err := clientcmd.BuildConfigFromFlags("", k.Kubeconfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	testservers.ApplyCRDs(t, rc, "../../manifests/crds")
-	kube := kubernetes.NewForConfigOrDie(rc)
+	n := startKDDNode(t)
+	kube, client, ctx, rc := n.kube, n.client, n.ctx, n.rc
 	cnps := cnpclient.NewForConfigOrDie(rc).PolicyV1alpha2().ClusterNetworkPolicies()
-	client, err := kdd.New(kdd.Config{REST: rc})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
 	// The built-in tiers, as calico-node creates them at start-up.
 	for _, tier := range v3.DefaultTiers() {
 		if _, err := client.Create(ctx, tier); err != nil && !errors.Is(err, datastore.ErrAlreadyExists) {
@@ -67,68 +45,20 @@ func testClusterNetworkPolicy(t *testing.T, mode string) {
 		}
 	}
 	for ns, team := range map[string]string{"prod": "a", "dev": "b"} {
-		if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{
-			ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{"team": team}}}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		n.namespace(ns, map[string]string{"team": team})
 	}
-	nodeNS := newNode(t)
 	kubePod := func(ns, name, ip string, ports ...corev1.ContainerPort) *pod {
-		t.Helper()
-		p := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"app": name},
-				Annotations: map[string]string{"cni.projectcalico.org/podIP": ip + "/32", "cni.projectcalico.org/podIPs": ip + "/32"}},
-			Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c", Image: "busybox", Ports: ports}}},
-		}
-		if _, err := kube.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		return newPod(t, nodeNS, name, kdd.VethName(ns, name), ip)
+		return n.pod(ns, name, ip, "", ports...)
 	}
 	web := kubePod("prod", "web", "10.65.0.1", corev1.ContainerPort{Name: "http", ContainerPort: tcpPortA, Protocol: corev1.ProtocolTCP})
 	db := kubePod("prod", "db", "10.65.0.2")
 	cli := kubePod("dev", "client", "10.65.0.3")
 	other := kubePod("dev", "other", "10.65.0.4")
 
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	dp := newModeDataplane(t, mode, nodeNS.Path(), dataplane.Config{
-		Runner: dataplane.ExecRunner{NetnsPath: nodeNS.Path()}, V4: dataplane.BackendDefaultV4,
-		RefreshInterval: 5 * time.Second, Logger: log,
-	})
-	metrics := daemon.NewMetrics(prometheus.NewRegistry())
-	d := daemon.New(daemon.Config{NodeName: node, Rules: rules.DefaultConfig(), Dataplane: dp, Logger: log, Metrics: metrics})
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- d.Run(runCtx, daemon.NewSyncer(client, d)) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("daemon: %v", err)
-		}
-	})
+	dp, metrics, _ := n.runDaemon(mode)
 	t.Logf("API server, CRDs, pods and daemon up in %v", time.Since(started).Round(time.Millisecond))
 
-	expect := func(step string, checks ...check) {
-		t.Helper()
-		stepStart := time.Now()
-		deadline := stepStart.Add(15 * time.Second)
-		for {
-			var wrong []string
-			for _, c := range checks {
-				if got := c.got(); got != c.want {
-					wrong = append(wrong, c.desc)
-				}
-			}
-			if len(wrong) == 0 {
-				t.Logf("%s: %d fates hold after %v", step, len(checks), time.Since(stepStart).Round(time.Millisecond))
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: not within 15s: %s", step, strings.Join(wrong, "; "))
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-	}
+	expect := func(step string, checks ...check) { t.Helper(); expectFates(t, step, checks...) }
 	tcp := func(from, to *pod, port int) func() bool { return func() bool { return from.tcp(to, port) } }
 	udp := func(from, to *pod) func() bool { return func() bool { return from.udp(to) } }
 	sel := func(kv ...string) *metav1.LabelSelector {
@@ -267,8 +197,8 @@ func testClusterNetworkPolicy(t *testing.T, mode string) {
 		check{"client->web:http allowed", tcp(cli, web, tcpPortA), true},
 		check{"client->web:9090 denied (NetworkPolicy)", tcp(cli, web, tcpPortB), false},
 	)
-	if n := testutil.ToFloat64(metrics.Problems); n != 0 {
-		t.Errorf("felix_calc_bad_input = %v, want 0: every converted policy must render", n)
+	if bad := testutil.ToFloat64(metrics.Problems); bad != 0 {
+		t.Errorf("felix_calc_bad_input = %v, want 0: every converted policy must render", bad)
 	}
 	t.Logf("total %v", time.Since(started).Round(time.Millisecond))
 }

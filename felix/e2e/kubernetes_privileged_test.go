@@ -4,9 +4,7 @@ package e2e
 
 import (
 	"bytes"
-	"context"
 	"fmt"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -14,28 +12,19 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	v3 "github.com/tabbynet/tabby/api/v3"
-	"github.com/tabbynet/tabby/datastore/kdd"
 	ct "github.com/tabbynet/tabby/felix/calc/calctest"
-	"github.com/tabbynet/tabby/felix/daemon"
-	"github.com/tabbynet/tabby/felix/dataplane"
-	"github.com/tabbynet/tabby/felix/rules"
-	"github.com/tabbynet/tabby/internal/testservers"
 )
 
 // TestPrivilegedKubernetesNetworkPolicy runs felix in Kubernetes datastore
@@ -57,70 +46,28 @@ func TestPrivilegedKubernetesNetworkPolicy(t *testing.T) { forEachMode(t, testKu
 func testKubernetesNetworkPolicy(t *testing.T, mode string) {
 	started := time.Now()
 	felixBin := buildFelix(t)
-	k := testservers.StartKubeAPIServer(t, testservers.WithAPIServerFlags("--shutdown-watch-termination-grace-period=1s"))
-	rc, err := clientcmd.BuildConfigFromFlags("", k.Kubeconfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	testservers.ApplyCRDs(t, rc, "../../manifests/crds")
-	kube := kubernetes.NewForConfigOrDie(rc)
-	client, err := kdd.New(kdd.Config{REST: rc})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	t.Logf("API server and CRDs ready in %v", time.Since(started))
+	n := startKDDNode(t)
+	kube, client, ctx := n.kube, n.client, n.ctx
 
 	// The cluster: namespaces prod (team=a) and dev (team=b); web and db in
 	// prod, client (service account tester) and other in dev. Pod
 	// namespaces are wired like Calico's CNI, with the host-side veth name
 	// Calico derives from the pod (kdd.VethName).
 	for ns, team := range map[string]string{"prod": "a", "dev": "b"} {
-		if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{
-			ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{"team": team}}}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		n.namespace(ns, map[string]string{"team": team})
 	}
 	if _, err := kube.CoreV1().ServiceAccounts("dev").Create(ctx, &corev1.ServiceAccount{
 		ObjectMeta: metav1.ObjectMeta{Name: "tester", Labels: map[string]string{"role": "tester"}}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	nodeNS := newNode(t)
-	kubePod := func(ns, name, ip, sa string, ports ...corev1.ContainerPort) *pod {
-		t.Helper()
-		p := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"app": name},
-				Annotations: map[string]string{"cni.projectcalico.org/podIP": ip + "/32", "cni.projectcalico.org/podIPs": ip + "/32"}},
-			Spec: corev1.PodSpec{NodeName: node, ServiceAccountName: sa,
-				Containers: []corev1.Container{{Name: "c", Image: "busybox", Ports: ports}}},
-		}
-		if _, err := kube.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		return newPod(t, nodeNS, name, kdd.VethName(ns, name), ip)
-	}
+	kubePod := n.pod
 	web := kubePod("prod", "web", "10.65.0.1", "", corev1.ContainerPort{Name: "http", ContainerPort: tcpPortA, Protocol: corev1.ProtocolTCP})
 	db := kubePod("prod", "db", "10.65.0.2", "")
 	cli := kubePod("dev", "client", "10.65.0.3", "tester")
 	other := kubePod("dev", "other", "10.65.0.4", "")
 
 	// The daemon, with the syncer cmd/felix picks for a kdd client.
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	dp := newModeDataplane(t, mode, nodeNS.Path(), dataplane.Config{
-		Runner: dataplane.ExecRunner{NetnsPath: nodeNS.Path()}, V4: dataplane.BackendDefaultV4,
-		RefreshInterval: 5 * time.Second, Logger: log,
-	})
-	metrics := daemon.NewMetrics(prometheus.NewRegistry())
-	d := daemon.New(daemon.Config{NodeName: node, Rules: rules.DefaultConfig(), Dataplane: dp, Logger: log, Metrics: metrics})
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- d.Run(runCtx, daemon.NewSyncer(client, d)) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("daemon: %v", err)
-		}
-	})
+	dp, metrics, stopDaemon := n.runDaemon(mode)
 
 	nps := kube.NetworkingV1().NetworkPolicies
 	create := func(np *networkingv1.NetworkPolicy) {
@@ -146,29 +93,7 @@ func testKubernetesNetworkPolicy(t *testing.T, mode string) {
 			t.Fatalf("deleting %s/%s: %v", ns, name, err)
 		}
 	}
-	// expect waits until every fate holds at once (each step includes a
-	// fate the previous state did not have), then reports any that differ.
-	expect := func(step string, checks ...check) {
-		t.Helper()
-		stepStart := time.Now()
-		deadline := stepStart.Add(15 * time.Second)
-		for {
-			var wrong []string
-			for _, c := range checks {
-				if got := c.got(); got != c.want {
-					wrong = append(wrong, c.desc)
-				}
-			}
-			if len(wrong) == 0 {
-				t.Logf("%s: %d fates hold after %v", step, len(checks), time.Since(stepStart).Round(time.Millisecond))
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: not within 15s: %s", step, strings.Join(wrong, "; "))
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-	}
+	expect := func(step string, checks ...check) { t.Helper(); expectFates(t, step, checks...) }
 	tcp := func(from, to *pod, port int) func() bool { return func() bool { return from.tcp(to, port) } }
 	udp := func(from, to *pod) func() bool { return func() bool { return from.udp(to) } }
 	proto := func(p corev1.Protocol) *corev1.Protocol { return &p }
@@ -295,12 +220,8 @@ func testKubernetesNetworkPolicy(t *testing.T, mode string) {
 	// Hand the node over to the real cmd/felix binary in Kubernetes mode
 	// (FELIX_DATASTORETYPE=kubernetes, KUBECONFIG): it must report ready
 	// and then follow the API server like the in-process daemon did.
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("daemon: %v", err)
-	}
-	done <- nil // for the cleanup above
-	ready := startFelix(t, felixBin(), k.Kubeconfig(), nodeNS.Path(), mode)
+	stopDaemon()
+	ready := startFelix(t, felixBin(), n.kubeconfig, n.ns.Path(), mode)
 	expect("cmd/felix (Kubernetes mode) ready over the programmed node",
 		check{"/readiness", ready, true},
 		check{"client->db tcp still denied (excepted)", tcp(cli, db, tcpPortA), false},

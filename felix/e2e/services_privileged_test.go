@@ -3,27 +3,14 @@
 package e2e
 
 import (
-	"context"
-	"log/slog"
-	"os"
-	"strings"
 	"testing"
-	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	v3 "github.com/tabbynet/tabby/api/v3"
 	"github.com/tabbynet/tabby/datastore"
-	"github.com/tabbynet/tabby/datastore/kdd"
-	"github.com/tabbynet/tabby/felix/daemon"
-	"github.com/tabbynet/tabby/felix/dataplane"
-	"github.com/tabbynet/tabby/felix/rules"
-	"github.com/tabbynet/tabby/internal/testservers"
 )
 
 // TestPrivilegedKubernetesServicesMatch: Calico policies with services
@@ -37,60 +24,19 @@ import (
 func TestPrivilegedKubernetesServicesMatch(t *testing.T) { forEachMode(t, testKubernetesServicesMatch) }
 
 func testKubernetesServicesMatch(t *testing.T, mode string) {
-	started := time.Now()
-	k := testservers.StartKubeAPIServer(t, testservers.WithAPIServerFlags("--shutdown-watch-termination-grace-period=1s"))
-	rc, err := clientcmd.BuildConfigFromFlags("", k.Kubeconfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	testservers.ApplyCRDs(t, rc, "../../manifests/crds")
-	kube := kubernetes.NewForConfigOrDie(rc)
-	client, err := kdd.New(kdd.Config{REST: rc})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	t.Logf("API server and CRDs ready in %v", time.Since(started))
+	n := startKDDNode(t)
+	kube, client, ctx := n.kube, n.client, n.ctx
 
 	for _, ns := range []string{"prod", "dev"} {
-		if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		n.namespace(ns, nil)
 	}
-	nodeNS := newNode(t)
-	kubePod := func(ns, name, ip string) *pod {
-		t.Helper()
-		p := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"app": name},
-				Annotations: map[string]string{"cni.projectcalico.org/podIP": ip + "/32", "cni.projectcalico.org/podIPs": ip + "/32"}},
-			Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
-		}
-		if _, err := kube.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		return newPod(t, nodeNS, name, kdd.VethName(ns, name), ip)
-	}
+	kubePod := func(ns, name, ip string) *pod { return n.pod(ns, name, ip, "") }
 	api1 := kubePod("prod", "api-1", "10.65.0.1")
 	api2 := kubePod("prod", "api-2", "10.65.0.2")
 	other := kubePod("prod", "other", "10.65.0.3")
 	cli := kubePod("dev", "client", "10.65.0.4")
 
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	dp := newModeDataplane(t, mode, nodeNS.Path(), dataplane.Config{
-		Runner: dataplane.ExecRunner{NetnsPath: nodeNS.Path()}, V4: dataplane.BackendDefaultV4,
-		RefreshInterval: 5 * time.Second, Logger: log,
-	})
-	d := daemon.New(daemon.Config{NodeName: node, Rules: rules.DefaultConfig(), Dataplane: dp, Logger: log,
-		Metrics: daemon.NewMetrics(prometheus.NewRegistry()), FollowServices: daemon.FollowsServices(client)})
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- d.Run(runCtx, daemon.NewSyncer(client, d)) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("daemon: %v", err)
-		}
-	})
+	dp, _, _ := n.runDaemon(mode)
 
 	// The Services, and their EndpointSlices as the controller writes them.
 	for _, s := range []struct{ ns, name string }{{"prod", "api"}, {"dev", "client"}} {
@@ -148,27 +94,7 @@ func testKubernetesServicesMatch(t *testing.T, mode string) {
 		return &v3.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "dev", Name: name},
 			Spec: v3.NetworkPolicySpec{Selector: "app == 'client'", Types: []v3.PolicyType{v3.PolicyTypeEgress}, Egress: rules}}
 	}
-	expect := func(step string, checks ...check) {
-		t.Helper()
-		stepStart := time.Now()
-		deadline := stepStart.Add(15 * time.Second)
-		for {
-			var wrong []string
-			for _, c := range checks {
-				if got := c.got(); got != c.want {
-					wrong = append(wrong, c.desc)
-				}
-			}
-			if len(wrong) == 0 {
-				t.Logf("%s: %d fates hold after %v", step, len(checks), time.Since(stepStart).Round(time.Millisecond))
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: not within 15s: %s", step, strings.Join(wrong, "; "))
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-	}
+	expect := func(step string, checks ...check) { t.Helper(); expectFates(t, step, checks...) }
 	tcp := func(from, to *pod, port int) func() bool { return func() bool { return from.tcp(to, port) } }
 
 	expect("no policy: everything allowed",
