@@ -43,7 +43,7 @@ type Config struct {
 	// generation and a view of the IPv4 chains now in the kernel (see
 	// Dataplane.programmedChain), valid during the call only: felix's
 	// endpoint report reads the chains of its endpoints and policies
-	// there.
+	// there. The hashes it returns are shared and must not be modified.
 	OnProgrammed func(gen uint64, chain func(table, name string) (hashes []string, programmed bool))
 	// Heartbeat, if set, is called on every turn of Run's loop, at least
 	// every 10s: a stuck sync (a hung iptables-restore) stops it.

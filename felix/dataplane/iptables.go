@@ -222,7 +222,7 @@ func (t *Table) SetFailedSets(names []string) {
 func (t *Table) FailedChains() []string { return t.failed.names() }
 
 // programmed is the kernel's rule hashes of chain name (as last read or
-// written) and whether they are the desired chain's (see
+// written; shared, not to be modified) and whether they are the desired chain's (see
 // Dataplane.programmedChain).
 func (t *Table) programmed(name string) (hashes []string, ok bool) {
 	if t.actual == nil {
@@ -230,7 +230,7 @@ func (t *Table) programmed(name string) (hashes []string, ok bool) {
 	}
 	hashes, there := t.actual.chains[name]
 	d := t.desired[name]
-	return slices.Clone(hashes), there && d != nil && !t.failed.has(name) && sameHashes(hashes, d.hashes)
+	return hashes, there && d != nil && !t.failed.has(name) && sameHashes(hashes, d.hashes)
 }
 
 // chain is what stands for desired chain name at now: the desired chain,

@@ -63,12 +63,22 @@ type nftDriver struct {
 
 // nftWritten is what the driver last committed for one family.
 type nftWritten struct {
-	chains map[string]nftChainState
+	chains map[nftChainKey]nftChainState // shared between applies while unchanged: never modified
 	sets   map[string]*nftSetState
+	// tables are the rendered tables the chains were planned from: an
+	// apply whose tables are the very same (a change of set members only)
+	// plans no chain.
+	tables []rules.NamedTable
 }
 
+// nftChainKey names a chain as the renderer does: its iptables table and
+// chain (a base chain by its hook's name). Keying by these, not by the
+// nftables name, spares a string per chain and lookup on every apply.
+type nftChainKey struct{ table, chain string }
+
 type nftChainState struct {
-	hashes []string
+	name   string      // the nftables chain name
+	hashes []string    // shared with the renderer: never modified
 	first  *rules.Rule // identity of the rendered rules, to skip rehashing
 	n      int
 	// failClosed: some of the rules could not be translated and a DROP
@@ -127,7 +137,7 @@ type nftFamilyPlan struct {
 	// rules to write per chain (the chain is flushed first unless new).
 	newChains []*nftables.Chain
 	writes    []nftChainWrite
-	staleCh   []string
+	staleCh   []string // nftables names
 	newSets   []*nftSetState
 	setDel    map[string][]nftables.SetElement
 	setAdd    map[string][]nftables.SetElement
@@ -223,19 +233,22 @@ func (n *nftDriver) planAll() ([]*nftFamilyPlan, error) {
 }
 
 // programmed is what the kernel holds of chain name of iptables table
-// (IPv4), as the driver committed it: the rule hashes, and whether they
-// are exactly the rendered rules (false for a chain not committed or
-// with rules that could not be translated, dropping instead).
+// (IPv4), as the driver committed it: the rule hashes (shared: the
+// caller must not modify them), and whether they are exactly the
+// rendered rules (false for a chain not committed or with rules that
+// could not be translated, dropping instead). It is called for every
+// chain of every local endpoint after each apply, so it allocates
+// nothing.
 func (n *nftDriver) programmed(table, name string) (hashes []string, ok bool) {
 	w := n.written[4]
 	if w == nil {
 		return nil, false
 	}
-	st, there := w.chains[rules.NftChainName(table, name)]
+	st, there := w.chains[nftChainKey{table, name}]
 	if !there {
 		return nil, false
 	}
-	return slices.Clone(st.hashes), !st.failClosed
+	return st.hashes, !st.failClosed
 }
 
 // plan decides what one family's part of the transaction does.
@@ -244,18 +257,24 @@ func (n *nftDriver) plan(v int, rs *rules.Ruleset) (*nftFamilyPlan, error) {
 	p := &nftFamilyPlan{v: v, table: &nftables.Table{Family: nftFamily(v), Name: rules.NftTable},
 		reset: old == nil, setDel: map[string][]nftables.SetElement{}, setAdd: map[string][]nftables.SetElement{}}
 	if old == nil {
-		old = &nftWritten{chains: map[string]nftChainState{}, sets: map[string]*nftSetState{}}
+		old = &nftWritten{chains: map[nftChainKey]nftChainState{}, sets: map[string]*nftSetState{}}
 	}
-	p.next = &nftWritten{chains: make(map[string]nftChainState, len(old.chains)), sets: make(map[string]*nftSetState, len(old.sets))}
+	tables := rs.Tables()
+	p.next = &nftWritten{sets: make(map[string]*nftSetState, len(old.sets)), tables: tables}
 	if err := n.planSets(p, old, rs); err != nil {
 		return nil, err
 	}
-	if err := n.planChains(p, old, rs); err != nil {
-		return nil, err
-	}
-	for name := range old.chains {
-		if _, ok := p.next.chains[name]; !ok {
-			p.staleCh = append(p.staleCh, name)
+	if !p.reset && sameTables(old.tables, tables) {
+		p.next.chains = old.chains
+	} else {
+		p.next.chains = make(map[nftChainKey]nftChainState, len(old.chains))
+		if err := n.planChains(p, old, tables); err != nil {
+			return nil, err
+		}
+		for key, st := range old.chains {
+			if _, ok := p.next.chains[key]; !ok {
+				p.staleCh = append(p.staleCh, st.name)
+			}
 		}
 	}
 	for name := range old.sets {
@@ -326,11 +345,11 @@ func (n *nftDriver) planSets(p *nftFamilyPlan, old *nftWritten, rs *rules.Rulese
 
 // planChains plans the chains whose rules changed, base chains (the
 // hooks) included.
-func (n *nftDriver) planChains(p *nftFamilyPlan, old *nftWritten, rs *rules.Ruleset) error {
-	for _, t := range rs.Tables() {
+func (n *nftDriver) planChains(p *nftFamilyPlan, old *nftWritten, tables []rules.NamedTable) error {
+	for _, t := range tables {
 		for i := range t.Chains {
 			c := &t.Chains[i]
-			n.planChain(p, old, t.Name, rules.NftChainName(t.Name, c.Name), c, nil)
+			n.planChain(p, old, t.Name, c.Name, c, nil)
 		}
 		bases := map[string]*rules.Chain{}
 		var order []string
@@ -348,20 +367,41 @@ func (n *nftDriver) planChains(p *nftFamilyPlan, old *nftWritten, rs *rules.Rule
 			if err != nil {
 				return err
 			}
-			n.planChain(p, old, t.Name, spec.Name, bases[base], &spec)
+			n.planChain(p, old, t.Name, base, bases[base], &spec)
 		}
 	}
 	return nil
 }
 
-func (n *nftDriver) planChain(p *nftFamilyPlan, old *nftWritten, table, name string, c *rules.Chain, base *nftBaseChain) {
-	prev, had := old.chains[name]
+// sameTables says whether b holds the very same rendered chains and hooks
+// as a (the renderer hands out the same rule slices for chains it did not
+// change; see sameChains).
+func sameTables(a, b []rules.NamedTable) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Name != b[i].Name || !slices.Equal(a[i].Hooks, b[i].Hooks) {
+			return false
+		}
+		if (len(a[i].Chains) > 0 || len(b[i].Chains) > 0) && !sameChains(a[i].Chains, b[i].Chains) {
+			return false
+		}
+	}
+	return true
+}
+
+// planChain plans chain c of iptables table table, named chain there
+// (a base chain: its hook's name, base its layout).
+func (n *nftDriver) planChain(p *nftFamilyPlan, old *nftWritten, table, chain string, c *rules.Chain, base *nftBaseChain) {
+	key := nftChainKey{table, chain}
+	prev, had := old.chains[key]
 	var first *rules.Rule
 	if len(c.Rules) > 0 {
 		first = &c.Rules[0]
 	}
 	if had && base == nil && first != nil && prev.first == first && prev.n == len(c.Rules) {
-		p.next.chains[name] = prev
+		p.next.chains[key] = prev
 		return
 	}
 	hashed := c.Hashed()
@@ -370,9 +410,10 @@ func (n *nftDriver) planChain(p *nftFamilyPlan, old *nftWritten, table, name str
 		hashes[i] = h.Hash
 	}
 	if had && slices.Equal(prev.hashes, hashes) {
-		p.next.chains[name] = nftChainState{hashes: hashes, first: first, n: len(c.Rules), failClosed: prev.failClosed}
+		p.next.chains[key] = nftChainState{name: prev.name, hashes: hashes, first: first, n: len(c.Rules), failClosed: prev.failClosed}
 		return
 	}
+	name := rules.NftChainName(table, chain)
 	ch := &nftables.Chain{Table: p.table, Name: name}
 	if base != nil {
 		ch.Type, ch.Hooknum, ch.Priority = base.Type, base.Hook, base.Priority
@@ -394,7 +435,7 @@ func (n *nftDriver) planChain(p *nftFamilyPlan, old *nftWritten, table, name str
 	if len(errs) > 0 {
 		slices.SortStableFunc(out, func(a, b rules.NftIndexedRule) int { return a.Index - b.Index })
 	}
-	p.next.chains[name] = nftChainState{hashes: hashes, first: first, n: len(c.Rules), failClosed: len(errs) > 0}
+	p.next.chains[key] = nftChainState{name: name, hashes: hashes, first: first, n: len(c.Rules), failClosed: len(errs) > 0}
 	for _, r := range out {
 		w.rules = append(w.rules, nftRuleOut{hash: hashes[r.Index], nr: r.Rule})
 	}

@@ -3,6 +3,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -270,21 +271,40 @@ func report(b *testing.B, mode string, all []podTimes) {
 		p50.Round(time.Millisecond), p99.Round(time.Millisecond), quantile(total, 1).Round(time.Millisecond),
 		quant(all, 0.5, func(p podTimes) time.Duration { return p.conn.Sub(p.created) }).Round(time.Millisecond),
 		quant(all, 0.99, func(p podTimes) time.Duration { return p.conn.Sub(p.created) }).Round(time.Millisecond))
-	fmt.Printf("  medians: kubectl until the API has the pod %v | scheduler %v | kubelet to RunPodSandbox %v | sandbox before CNI %v | CNI ADD %v | sandbox after CNI %v | container create+start %v | kubelet status (IP seen) %v | to the pod's kernel answering %v | to the first answer %v\n",
-		med(func(p podTimes) time.Duration { return p.created.Sub(p.start) }),
-		med(func(p podTimes) time.Duration { return p.scheduled.Sub(p.created) }),
-		med(func(p podTimes) time.Duration { return p.sandbox.start.Sub(p.scheduled) }),
-		med(func(p podTimes) time.Duration { return p.cni.start.Sub(p.sandbox.start) }),
-		med(func(p podTimes) time.Duration { return p.cni.done.Sub(p.cni.start) }),
-		med(func(p podTimes) time.Duration { return p.sandbox.done.Sub(p.cni.done) }),
-		med(func(p podTimes) time.Duration { return p.sandbox.containerStart.Sub(p.sandbox.done) }),
-		med(func(p podTimes) time.Duration { return p.running.Sub(p.sandbox.containerStart) }),
-		med(func(p podTimes) time.Duration { return p.reachable.Sub(p.running) }),
-		med(func(p podTimes) time.Duration { return p.conn.Sub(p.reachable) }))
+	fmt.Printf("  medians: %s\n", describeParts(func(f func(podTimes) time.Duration) time.Duration { return med(f) }))
+	slowest := slices.MaxFunc(all, func(a, b podTimes) int { return cmp.Compare(a.conn.Sub(a.start), b.conn.Sub(b.start)) })
+	fmt.Printf("  slowest pod (%v): %s\n", slowest.conn.Sub(slowest.start).Round(time.Millisecond),
+		describeParts(func(f func(podTimes) time.Duration) time.Duration { return f(slowest).Round(time.Millisecond) }))
 	fmt.Printf("  felix programmed the policy (status file) after the CNI ADD's end: median %v, p99 %v; before the pod's kernel answered: median %v\n",
 		med(func(p podTimes) time.Duration { return p.policy.Sub(p.cni.done) }),
 		quant(all, 0.99, func(p podTimes) time.Duration { return p.policy.Sub(p.cni.done) }).Round(time.Millisecond),
 		med(func(p podTimes) time.Duration { return p.reachable.Sub(p.policy) }))
+}
+
+// podParts names where a pod's time goes, in order.
+var podParts = []struct {
+	name string
+	of   func(podTimes) time.Duration
+}{
+	{"kubectl until the API has the pod", func(p podTimes) time.Duration { return p.created.Sub(p.start) }},
+	{"scheduler", func(p podTimes) time.Duration { return p.scheduled.Sub(p.created) }},
+	{"kubelet to RunPodSandbox", func(p podTimes) time.Duration { return p.sandbox.start.Sub(p.scheduled) }},
+	{"sandbox before CNI", func(p podTimes) time.Duration { return p.cni.start.Sub(p.sandbox.start) }},
+	{"CNI ADD", func(p podTimes) time.Duration { return p.cni.done.Sub(p.cni.start) }},
+	{"sandbox after CNI", func(p podTimes) time.Duration { return p.sandbox.done.Sub(p.cni.done) }},
+	{"container create+start", func(p podTimes) time.Duration { return p.sandbox.containerStart.Sub(p.sandbox.done) }},
+	{"kubelet status (IP seen)", func(p podTimes) time.Duration { return p.running.Sub(p.sandbox.containerStart) }},
+	{"to the pod's kernel answering", func(p podTimes) time.Duration { return p.reachable.Sub(p.running) }},
+	{"to the first answer", func(p podTimes) time.Duration { return p.conn.Sub(p.reachable) }},
+}
+
+// describeParts renders each part's duration as value gives it.
+func describeParts(value func(func(podTimes) time.Duration) time.Duration) string {
+	var out []string
+	for _, part := range podParts {
+		out = append(out, fmt.Sprintf("%s %v", part.name, value(part.of)))
+	}
+	return strings.Join(out, " | ")
 }
 
 // quant is the q-quantile of f over all.
