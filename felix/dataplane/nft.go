@@ -92,8 +92,11 @@ type nftSetState struct {
 	version uint64 // the renderer's version of members (0: unknown)
 	// hostsOnly: every member is a host address (units = members).
 	hostsOnly bool
-	units     map[string]nftUnit
-	obj       *nftables.Set
+	// units are an interval or ip,port set's elements; nil for a host
+	// set (a plain hash set, see isHostSet), whose elements are its
+	// members one to one.
+	units nftUnitMap
+	obj   *nftables.Set
 }
 
 func newNftDriver(dial NftDialer, log *slog.Logger) *nftDriver {
@@ -304,6 +307,30 @@ func (n *nftDriver) planSets(p *nftFamilyPlan, old *nftWritten, rs *rules.Rulese
 		if prev != nil && prev.typ != spec.Type {
 			return fmt.Errorf("set %s changed type", spec.Name) // names carry the type
 		}
+		if prev != nil && isHostSet(prev.obj) {
+			ch, exact := rs.IPSetChanges[spec.Name]
+			exact = exact && version != 0 && prev.version == ch.Since
+			del, add, ok := hostSetChange(prev.members, spec.Members, ch, exact)
+			if !ok {
+				// A hash set cannot hold a network: the table is rebuilt
+				// (in the same transaction) with an interval set instead.
+				return fmt.Errorf("set %s: %w", spec.Name, errNftRetype)
+			}
+			p.setDel[name], p.setAdd[name] = del, add
+			p.next.sets[name] = &nftSetState{typ: spec.Type, members: spec.Members, version: version, hostsOnly: true, obj: prev.obj}
+			continue
+		}
+		if prev == nil && spec.Type == calc.HashNet && allHosts(spec.Members) {
+			keyType, _, err := nftSetType(string(spec.Type), p.v)
+			if err != nil {
+				return err
+			}
+			st := &nftSetState{typ: spec.Type, members: spec.Members, version: version, hostsOnly: true,
+				obj: &nftables.Set{Table: p.table, Name: name, KeyType: keyType}}
+			p.newSets = append(p.newSets, st)
+			p.next.sets[name] = st
+			continue
+		}
 		if prev != nil {
 			if ch, ok := rs.IPSetChanges[spec.Name]; ok && version != 0 && prev.version == ch.Since {
 				// The units map is patched in place: a failed
@@ -316,12 +343,11 @@ func (n *nftDriver) planSets(p *nftFamilyPlan, old *nftWritten, rs *rules.Rulese
 				}
 			}
 		}
-		units, err := nftUnits(spec.Type, spec.Members)
+		units, hostsOnly, err := nftUnits(spec.Type, spec.Members)
 		if err != nil {
 			return fmt.Errorf("set %s: %w", spec.Name, err)
 		}
-		st := &nftSetState{typ: spec.Type, members: spec.Members, version: version, units: units,
-			hostsOnly: allHosts(spec.Type, spec.Members)}
+		st := &nftSetState{typ: spec.Type, members: spec.Members, version: version, units: units, hostsOnly: hostsOnly}
 		if prev == nil {
 			keyType, interval, err := nftSetType(string(spec.Type), p.v)
 			if err != nil {
@@ -330,10 +356,6 @@ func (n *nftDriver) planSets(p *nftFamilyPlan, old *nftWritten, rs *rules.Rulese
 			st.obj = &nftables.Set{Table: p.table, Name: name, KeyType: keyType, Interval: interval && !st.hostsOnly,
 				Concatenation: spec.Type == calc.HashIPPort}
 			p.newSets = append(p.newSets, st)
-		} else if isHostSet(prev.obj) && !st.hostsOnly {
-			// A hash set cannot hold a network: the table is rebuilt
-			// (in the same transaction) with an interval set instead.
-			return fmt.Errorf("set %s: %w", spec.Name, errNftRetype)
 		} else {
 			st.obj = prev.obj
 			p.setDel[name], p.setAdd[name] = unitDiff(prev.units, units)
@@ -457,7 +479,12 @@ func (n *nftDriver) encode(p *nftFamilyPlan) error {
 		if err := n.conn.AddSet(st.obj, nil); err != nil {
 			return fmt.Errorf("set %s: %w", st.obj.Name, err)
 		}
-		if err := inChunks(kernelElements(st.obj, allElements(st.units)), func(c []nftables.SetElement) error { return n.conn.SetAddElements(st.obj, c) }); err != nil {
+		add := func(c []nftables.SetElement) error { return n.conn.SetAddElements(st.obj, c) }
+		write := func() error { return unitChunks(st.units, add) }
+		if isHostSet(st.obj) {
+			write = func() error { return hostChunks(st.members, add) }
+		}
+		if err := write(); err != nil {
 			return fmt.Errorf("set %s: %w", st.obj.Name, err)
 		}
 	}

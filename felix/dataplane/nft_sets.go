@@ -2,6 +2,7 @@ package dataplane
 
 import (
 	"fmt"
+	"iter"
 	"net/netip"
 	"slices"
 
@@ -21,7 +22,24 @@ type nftUnit struct {
 	interval   bool
 }
 
-func (u nftUnit) key() string { return string(u.start) + "|" + string(u.end) }
+// nftUnitKey identifies a unit without allocating: its start and end
+// bytes (an ip,port key is at most 24 bytes: an IPv6 address, the
+// protocol and the port in 4-byte registers).
+type nftUnitKey struct {
+	start  [24]byte
+	end    [16]byte
+	ns, ne uint8
+}
+
+func (u nftUnit) key() nftUnitKey {
+	var k nftUnitKey
+	k.ns = uint8(copy(k.start[:], u.start))
+	k.ne = uint8(copy(k.end[:], u.end))
+	return k
+}
+
+// nftUnitMap is a set's units by key.
+type nftUnitMap = map[nftUnitKey]nftUnit
 
 // elements are the kernel elements of u.
 func (u nftUnit) elements() []nftables.SetElement {
@@ -35,25 +53,26 @@ func (u nftUnit) elements() []nftables.SetElement {
 }
 
 // nftUnits are the elements of a set of type typ holding members, by
-// key. Networks are merged into disjoint intervals first (ipset's
-// hash:net holds overlapping networks; an nftables interval set does
-// not), so a network inside another adds no element.
-func nftUnits(typ calc.IPSetType, members calc.MemberList) (map[string]nftUnit, error) {
-	out := make(map[string]nftUnit, members.Len())
+// key, and whether every member is a host address (a hash:net set only).
+// Networks are merged into disjoint intervals first (ipset's hash:net
+// holds overlapping networks; an nftables interval set does not), so a
+// network inside another adds no element.
+func nftUnits(typ calc.IPSetType, members calc.MemberList) (units nftUnitMap, hostsOnly bool, err error) {
+	out := make(nftUnitMap, members.Len())
 	if typ == calc.HashIPPort {
 		for m := range members.All() {
 			k, err := rules.NftIPPortKey(m)
 			if err != nil {
-				return nil, err
+				return nil, false, err
 			}
 			u := nftUnit{start: k}
 			out[u.key()] = u
 		}
-		return out, nil
+		return out, false, nil
 	}
-	ivs, err := mergedIntervals(members)
+	ivs, hostsOnly, err := mergedIntervals(members)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	for _, iv := range ivs {
 		u := nftUnit{start: iv.first.AsSlice(), interval: true}
@@ -62,7 +81,7 @@ func nftUnits(typ calc.IPSetType, members calc.MemberList) (map[string]nftUnit, 
 		}
 		out[u.key()] = u
 	}
-	return out, nil
+	return out, hostsOnly, nil
 }
 
 // addrInterval is an inclusive range of addresses.
@@ -70,14 +89,21 @@ type addrInterval struct{ first, last netip.Addr }
 
 // mergedIntervals turns networks into sorted, disjoint intervals
 // (overlapping networks merged; adjacent ones kept apart, so that a set
-// of host addresses has one interval per member).
-func mergedIntervals(members calc.MemberList) ([]addrInterval, error) {
+// of host addresses has one interval per member), and says whether every
+// member is a host address.
+func mergedIntervals(members calc.MemberList) (_ []addrInterval, hostsOnly bool, _ error) {
 	ivs := make([]addrInterval, 0, members.Len())
+	hostsOnly = true
 	for m := range members.All() {
 		p, err := parseMember(m)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
+		if p.IsSingleIP() {
+			ivs = append(ivs, addrInterval{first: p.Addr(), last: p.Addr()})
+			continue
+		}
+		hostsOnly = false
 		ivs = append(ivs, addrInterval{first: p.Masked().Addr(), last: lastAddr(p)})
 	}
 	slices.SortFunc(ivs, func(a, b addrInterval) int { return a.first.Compare(b.first) })
@@ -94,7 +120,7 @@ func mergedIntervals(members calc.MemberList) ([]addrInterval, error) {
 		}
 		out = append(out, iv)
 	}
-	return out, nil
+	return out, hostsOnly, nil
 }
 
 func parseMember(m string) (netip.Prefix, error) {
@@ -119,7 +145,7 @@ func lastAddr(p netip.Prefix) netip.Addr {
 }
 
 // unitDiff is what to delete and add to turn old into new.
-func unitDiff(old, new map[string]nftUnit) (del, add []nftables.SetElement) {
+func unitDiff(old, new nftUnitMap) (del, add []nftables.SetElement) {
 	for k, u := range old {
 		if _, ok := new[k]; !ok {
 			del = append(del, u.elements()...)
@@ -133,13 +159,141 @@ func unitDiff(old, new map[string]nftUnit) (del, add []nftables.SetElement) {
 	return del, add
 }
 
-// allElements are the kernel elements of every unit.
-func allElements(units map[string]nftUnit) []nftables.SetElement {
-	out := make([]nftables.SetElement, 0, 2*len(units))
+// unitChunks calls f with the kernel elements of units in chunks of at
+// most nftElemChunk (+1: an interval's end stays with its start), built
+// in one buffer reused from chunk to chunk (f must not keep it).
+func unitChunks(units nftUnitMap, f func([]nftables.SetElement) error) error {
+	buf := make([]nftables.SetElement, 0, min(len(units), nftElemChunk)+1)
 	for _, u := range units {
-		out = append(out, u.elements()...)
+		buf = append(buf, u.elements()...)
+		if len(buf) >= nftElemChunk {
+			if err := f(buf); err != nil {
+				return err
+			}
+			buf = buf[:0]
+		}
 	}
-	return out
+	if len(buf) == 0 {
+		return nil
+	}
+	return f(buf)
+}
+
+// hostChunks is unitChunks for a host set: its members' addresses.
+func hostChunks(members calc.MemberList, f func([]nftables.SetElement) error) error {
+	buf := make([]nftables.SetElement, 0, min(members.Len(), nftElemChunk))
+	for m := range members.All() {
+		e, ok := hostElement(m)
+		if !ok {
+			return fmt.Errorf("set member %q is not a host address", m)
+		}
+		if buf = append(buf, e); len(buf) == nftElemChunk {
+			if err := f(buf); err != nil {
+				return err
+			}
+			buf = buf[:0]
+		}
+	}
+	if len(buf) == 0 {
+		return nil
+	}
+	return f(buf)
+}
+
+// hostElement is the element of host address member m of a host set;
+// ok is false for a network or a malformed member.
+func hostElement(m string) (nftables.SetElement, bool) {
+	p, err := parseMember(m)
+	if err != nil || !p.IsSingleIP() {
+		return nftables.SetElement{}, false
+	}
+	return nftables.SetElement{Key: p.Addr().AsSlice()}, true
+}
+
+// allHosts says whether every member is a host address.
+func allHosts(members calc.MemberList) bool {
+	for m := range members.All() {
+		if _, ok := hostElement(m); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// hostSetChange is what to delete from and add to a host set holding old
+// to make it hold new: from the renderer's change ch when exact (ch is
+// since old's version; each removed member is in old) and otherwise by
+// comparing the two sorted lists. ok is false when new holds a member
+// that is not a host address (the set must become an interval set).
+func hostSetChange(old, new calc.MemberList, ch rules.IPSetChange, exact bool) (del, add []nftables.SetElement, ok bool) {
+	if exact && hostPatch(old, ch, &del, &add) {
+		return del, add, true
+	}
+	del, add = nil, nil
+	for m, inOld := range sortedDiff(old, new) {
+		e, isHost := hostElement(m)
+		switch {
+		case inOld && isHost:
+			del = append(del, e)
+		case !inOld && !isHost:
+			return nil, nil, false
+		case !inOld:
+			add = append(add, e)
+		}
+	}
+	return del, add, true
+}
+
+// hostPatch turns an exact change into elements; false when the change
+// does not fit old (a removed member old lacks, a network).
+func hostPatch(old calc.MemberList, ch rules.IPSetChange, del, add *[]nftables.SetElement) bool {
+	for _, m := range ch.Removed {
+		e, ok := hostElement(m)
+		if !ok || !old.Has(m) {
+			return false
+		}
+		*del = append(*del, e)
+	}
+	for _, m := range ch.Added {
+		e, ok := hostElement(m)
+		if !ok {
+			return false
+		}
+		if !old.Has(m) {
+			*add = append(*add, e)
+		}
+	}
+	return true
+}
+
+// sortedDiff yields the members in exactly one of old and new (both
+// sorted), with true for those only in old.
+func sortedDiff(old, new calc.MemberList) iter.Seq2[string, bool] {
+	return func(yield func(string, bool) bool) {
+		nextOld, stopOld := iter.Pull(old.All())
+		defer stopOld()
+		nextNew, stopNew := iter.Pull(new.All())
+		defer stopNew()
+		o, okO := nextOld()
+		n, okN := nextNew()
+		for okO || okN {
+			switch {
+			case okO && (!okN || o < n):
+				if !yield(o, true) {
+					return
+				}
+				o, okO = nextOld()
+			case okN && (!okO || n < o):
+				if !yield(n, false) {
+					return
+				}
+				n, okN = nextNew()
+			default:
+				o, okO = nextOld()
+				n, okN = nextNew()
+			}
+		}
+	}
 }
 
 // hostUnit is the unit of a host address member ("10.0.0.1" or
@@ -157,26 +311,13 @@ func hostUnit(m string) (nftUnit, bool) {
 	return u, true
 }
 
-// allHosts says whether every member is a host address.
-func allHosts(typ calc.IPSetType, members calc.MemberList) bool {
-	if typ != calc.HashNet {
-		return false
-	}
-	for m := range members.All() {
-		if _, ok := hostUnit(m); !ok {
-			return false
-		}
-	}
-	return true
-}
-
 // patchUnits applies a renderer's member change to units in place when
 // that is exact: members of a hash:ip,port set, or host addresses added
 // to and removed from a set of host addresses only (whose units are its
 // members one to one, so nothing overlaps). It returns the elements to
 // delete and add, and ok false (units untouched) when the change must be
 // computed from the whole member list instead.
-func patchUnits(typ calc.IPSetType, hostsOnly bool, units map[string]nftUnit, ch rules.IPSetChange) (del, add []nftables.SetElement, ok bool) {
+func patchUnits(typ calc.IPSetType, hostsOnly bool, units nftUnitMap, ch rules.IPSetChange) (del, add []nftables.SetElement, ok bool) {
 	unit := func(m string) (nftUnit, bool) {
 		if typ == calc.HashIPPort {
 			k, err := rules.NftIPPortKey(m)

@@ -2,7 +2,6 @@ package dataplane
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 	"testing"
 
@@ -12,7 +11,14 @@ import (
 	"github.com/tabbynet/tabby/felix/rules"
 )
 
-func unitKeys(u map[string]nftUnit) []string { return slices.Sorted(maps.Keys(u)) }
+func unitKeys(u nftUnitMap) []string {
+	var out []string
+	for k := range u {
+		out = append(out, fmt.Sprintf("%x|%x", k.start[:k.ns], k.end[:k.ne]))
+	}
+	slices.Sort(out)
+	return out
+}
 
 // TestNftUnitsMergeOverlaps: networks inside others add no element,
 // adjacent hosts stay one interval each, a /0 is one open interval.
@@ -27,12 +33,12 @@ func TestNftUnitsMergeOverlaps(t *testing.T) {
 		{[]string{"10.0.0.0/24", "10.0.1.0/24"}, 2},
 		{[]string{"fd00::/64", "fd00::1", "::/0"}, 1},
 	} {
-		got, err := nftUnits(calc.HashNet, calc.SortedMembers(tc.members))
+		got, _, err := nftUnits(calc.HashNet, calc.SortedMembers(tc.members))
 		if err != nil || len(got) != tc.want {
 			t.Errorf("%v: %d units (%v), want %d", tc.members, len(got), err, tc.want)
 		}
 	}
-	u, _ := nftUnits(calc.HashNet, calc.Members("0.0.0.0/0"))
+	u, _, _ := nftUnits(calc.HashNet, calc.Members("0.0.0.0/0"))
 	for _, x := range u {
 		if x.end != nil || len(x.elements()) != 1 {
 			t.Errorf("/0: %+v", x)
@@ -45,13 +51,13 @@ func TestNftUnitsMergeOverlaps(t *testing.T) {
 // patch.
 func TestNftPatchUnitsAsFromScratch(t *testing.T) {
 	old := calc.Members("10.0.0.1", "10.0.0.2", "10.0.0.5")
-	units, _ := nftUnits(calc.HashNet, old)
-	del, add, ok := patchUnits(calc.HashNet, allHosts(calc.HashNet, old), units,
+	units, hostsOnly, _ := nftUnits(calc.HashNet, old)
+	del, add, ok := patchUnits(calc.HashNet, hostsOnly, units,
 		rules.IPSetChange{Added: []string{"10.0.0.3"}, Removed: []string{"10.0.0.5"}})
 	if !ok || len(del) != 2 || len(add) != 2 {
 		t.Fatalf("patch: ok %v, %d deleted, %d added elements", ok, len(del), len(add))
 	}
-	want, _ := nftUnits(calc.HashNet, calc.Members("10.0.0.1", "10.0.0.2", "10.0.0.3"))
+	want, _, _ := nftUnits(calc.HashNet, calc.Members("10.0.0.1", "10.0.0.2", "10.0.0.3"))
 	if !slices.Equal(unitKeys(units), unitKeys(want)) {
 		t.Errorf("patched units differ from the new list's")
 	}
@@ -65,32 +71,86 @@ func TestNftPatchUnitsAsFromScratch(t *testing.T) {
 		t.Error("a member it does not have removed")
 	}
 	ip := calc.Members("10.0.0.1,tcp:80")
-	pu, _ := nftUnits(calc.HashIPPort, ip)
+	pu, _, _ := nftUnits(calc.HashIPPort, ip)
 	if _, add, ok := patchUnits(calc.HashIPPort, false, pu, rules.IPSetChange{Added: []string{"10.0.0.2,udp:53"}}); !ok || len(add) != 1 || len(pu) != 2 {
 		t.Errorf("ip,port patch: ok %v, %d added, %d units", ok, len(add), len(pu))
 	}
 }
 
-// TestNftInChunksKeepsIntervals: chunks are bounded and never separate
-// an interval's end from its start.
-func TestNftInChunksKeepsIntervals(t *testing.T) {
+// TestNftChunksKeepIntervals: chunks are bounded and never separate an
+// interval's end from its start; a host set's chunks are its members.
+func TestNftChunksKeepIntervals(t *testing.T) {
 	var members []string
 	for i := range 3000 {
 		members = append(members, fmt.Sprintf("10.%d.%d.1", i/256, i%256))
 	}
-	units, err := nftUnits(calc.HashNet, calc.SortedMembers(members))
+	list := calc.SortedMembers(members)
+	units, hostsOnly, err := nftUnits(calc.HashNet, list)
 	if err != nil {
 		t.Fatal(err)
 	}
-	all := allElements(units)
-	total := 0
-	if err := inChunks(all, func(c []nftables.SetElement) error {
-		if len(c) > nftElemChunk+1 || c[0].IntervalEnd {
-			t.Errorf("chunk of %d starting with an interval end %v", len(c), c[0].IntervalEnd)
+	if !hostsOnly || !allHosts(list) {
+		t.Error("a set of hosts not seen as hosts only")
+	}
+	check := func(name string, want int, ends bool, chunks func(func([]nftables.SetElement) error) error) {
+		total, nEnds := 0, 0
+		if err := chunks(func(c []nftables.SetElement) error {
+			if len(c) > nftElemChunk+1 || c[0].IntervalEnd {
+				t.Errorf("%s: chunk of %d starting with an end %v", name, len(c), c[0].IntervalEnd)
+			}
+			for _, e := range c {
+				if e.IntervalEnd {
+					nEnds++
+				}
+			}
+			total += len(c)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
 		}
-		total += len(c)
-		return nil
-	}); err != nil || total != len(all) {
-		t.Errorf("%d of %d elements, %v", total, len(all), err)
+		if total != want || (nEnds > 0) != ends {
+			t.Errorf("%s: %d elements (%d ends), want %d", name, total, nEnds, want)
+		}
+	}
+	check("interval set", 2*len(members), true, func(f func([]nftables.SetElement) error) error { return unitChunks(units, f) })
+	check("host set", len(members), false, func(f func([]nftables.SetElement) error) error { return hostChunks(list, f) })
+	check("inChunks", 2*len(members), true, func(f func([]nftables.SetElement) error) error {
+		var all []nftables.SetElement
+		_ = unitChunks(units, func(c []nftables.SetElement) error { all = append(all, c...); return nil })
+		return inChunks(all, f)
+	})
+}
+
+// TestNftHostSetChange: a host set's change from the renderer's exact
+// change or, without one, from comparing the lists: the same elements;
+// a network asks for an interval set.
+func TestNftHostSetChange(t *testing.T) {
+	old := calc.Members("10.0.0.1", "10.0.0.2", "10.0.0.5")
+	next := calc.Members("10.0.0.1", "10.0.0.2", "10.0.0.3")
+	ch := rules.IPSetChange{Added: []string{"10.0.0.3"}, Removed: []string{"10.0.0.5"}}
+	keys := func(es []nftables.SetElement) []string {
+		var out []string
+		for _, e := range es {
+			out = append(out, fmt.Sprint(e.Key))
+		}
+		slices.Sort(out)
+		return out
+	}
+	for _, exact := range []bool{true, false} {
+		del, add, ok := hostSetChange(old, next, ch, exact)
+		if !ok || !slices.Equal(keys(del), []string{"[10 0 0 5]"}) || !slices.Equal(keys(add), []string{"[10 0 0 3]"}) {
+			t.Errorf("exact %v: ok %v, del %v, add %v", exact, ok, keys(del), keys(add))
+		}
+	}
+	// A change that does not fit the old list is not trusted.
+	if del, add, ok := hostSetChange(old, next, rules.IPSetChange{Removed: []string{"10.0.0.9"}}, true); !ok || len(del) != 1 || len(add) != 1 {
+		t.Errorf("a misfit change: ok %v, %d deleted, %d added", ok, len(del), len(add))
+	}
+	if _, _, ok := hostSetChange(old, calc.Members("10.0.0.1", "10.1.0.0/16"), rules.IPSetChange{}, false); ok {
+		t.Error("a network went into a host set")
+	}
+	withNet := calc.Members("10.0.0.1", "10.0.0.2", "10.0.0.5", "10.2.0.0/16")
+	if _, _, ok := hostSetChange(old, withNet, rules.IPSetChange{Added: []string{"10.2.0.0/16"}}, true); ok {
+		t.Error("a network patched into a host set")
 	}
 }
