@@ -207,7 +207,8 @@ lint:
 	$(GO) vet -tags privileged,integration ./...
 
 ## generate: deepcopy functions and CRDs from the API types, then
-## manifests/tabby.yaml and tabby-etcd.yaml from manifests/parts
+## manifests/tabby.yaml and tabby-etcd.yaml from manifests/parts, and the
+## Goldmane API's Go code from goldmane/proto/api.proto
 generate:
 	rm -f manifests/crds/crd.projectcalico.org_*.yaml
 	$(CONTROLLER_GEN) object paths=./api/v3/...
@@ -221,6 +222,12 @@ generate:
 	cat "$$($(GO) list -m -f '{{.Dir}}' sigs.k8s.io/network-policy-api)/config/crd/standard/policy.networking.k8s.io_clusternetworkpolicies.yaml" \
 		> manifests/crds/policy.networking.k8s.io_clusternetworkpolicies.yaml
 	$(GO) run ./hack/manifestgen
+	# The Goldmane API (Calico's wire names): protoc from Debian's
+	# protobuf-compiler, its Go plugins from the modules go.mod pins.
+	@mkdir -p $(BIN)
+	$(GO) build -o $(BIN)/ google.golang.org/protobuf/cmd/protoc-gen-go google.golang.org/grpc/cmd/protoc-gen-go-grpc
+	cd goldmane/proto && protoc --plugin=protoc-gen-go=../../$(BIN)/protoc-gen-go --plugin=protoc-gen-go-grpc=../../$(BIN)/protoc-gen-go-grpc \
+		--go_out=. --go_opt=paths=source_relative --go-grpc_out=. --go-grpc_opt=paths=source_relative api.proto
 
 clean:
 	rm -rf $(BIN)
