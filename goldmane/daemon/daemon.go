@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"sync"
 	"time"
@@ -32,6 +33,7 @@ import (
 type Config struct {
 	Host                      string // listen address of every port ("" all)
 	Port                      int    // gRPC (Calico's default 443; its operator uses 7443)
+	Socket                    string // gRPC on this Unix socket instead of Port (the lab's nodes)
 	PagePort                  int    // the page (0: off)
 	HealthPort                int    // /liveness and /readiness (0: off)
 	PrometheusPort            int    // /metrics (0: off)
@@ -40,11 +42,11 @@ type Config struct {
 	Log                       *slog.Logger
 }
 
-// FromEnv reads Calico's Goldmane environment (and TABBY_PAGE_PORT,
-// TABBY_RETENTION).
+// FromEnv reads Calico's Goldmane environment (and Tabby's
+// TABBY_PAGE_PORT, TABBY_RETENTION, TABBY_LISTEN_HOST, TABBY_LISTEN_SOCKET).
 func FromEnv(getenv func(string) string) (Config, error) {
 	c := Config{Port: 443, PagePort: 8081, HealthPort: 8080, Host: getenv("TABBY_LISTEN_HOST"),
-		CertFile: getenv("SERVER_CERT_PATH"), KeyFile: getenv("SERVER_KEY_PATH"), CAFile: getenv("CA_CERT_PATH")}
+		Socket: getenv("TABBY_LISTEN_SOCKET"), CertFile: getenv("SERVER_CERT_PATH"), KeyFile: getenv("SERVER_KEY_PATH"), CAFile: getenv("CA_CERT_PATH")}
 	for name, dst := range map[string]*int{"PORT": &c.Port, "TABBY_PAGE_PORT": &c.PagePort,
 		"HEALTH_PORT": &c.HealthPort, "PROMETHEUS_PORT": &c.PrometheusPort} {
 		if v := getenv(name); v != "" {
@@ -91,7 +93,14 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	g := grpc.NewServer(opts...)
 	srv.Register(g)
-	gl, err := net.Listen("tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)))
+	network, addr := "tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port))
+	if cfg.Socket != "" {
+		network, addr = "unix", cfg.Socket
+		if err := os.Remove(cfg.Socket); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("removing a stale socket: %w", err)
+		}
+	}
+	gl, err := net.Listen(network, addr)
 	if err != nil {
 		return fmt.Errorf("listening for flows: %w", err)
 	}
