@@ -3,7 +3,7 @@ GO ?= go
 BIN := bin
 CONTROLLER_GEN := $(GO) tool controller-gen
 
-.PHONY: all build image test-prereqs test test-privileged test-integration kube-binaries test-all bench bench-cni bench-felix bench-flowlogs bench-scale bench-scale-calc bench-trace lab demo lint generate fuzz clean vm-image test-vm cluster cluster-down bench-cluster bench-wireguard e2e-netpol
+.PHONY: all build image test-prereqs test test-privileged test-integration kube-binaries test-all bench bench-cni bench-felix bench-flowlogs bench-goldmane bench-scale bench-scale-calc bench-trace lab demo lint generate fuzz clean vm-image test-vm cluster cluster-down bench-cluster bench-wireguard e2e-netpol
 
 all: build
 
@@ -102,6 +102,15 @@ bench-felix:
 ## and the collector's CPU at 1,000 new connections/s
 bench-flowlogs:
 	$(GO) test -tags privileged -run '^$$' -bench PrivilegedFlowLogs -benchtime 1x ./felix/e2e/
+
+## bench-goldmane: the flow page's first load with 10,000 flows in
+## Debian's headless Chromium (navigation to every row painted, the list
+## call as the page sees it), Flows.List over gRPC (all 10,000; a page of
+## 100 denied) and the store's List alone, with the load average
+bench-goldmane:
+	@uptime
+	$(GO) test -run '^$$' -bench 'PageFirstLoad10k' -benchtime 5x ./goldmane/web/
+	$(GO) test -run '^$$' -bench 'ListGRPC10k|StoreList10k' -benchtime 20x ./goldmane/web/
 
 ## bench-scale: felix at cluster scale (issue 15, root): the real
 ## cmd/felix over a real etcd loaded with the synthetic cluster (1,000

@@ -61,25 +61,10 @@ spec:
 		t.Fatalf("trace of the denied pair: %s", rep.Verdict)
 	}
 
+	// The lab's first probes (before the policies) left flows of the
+	// same pairs allowed by the namespaces' profiles: look for the one
+	// the policy decided.
 	flows := goldmaneClient(t, g)
-	find := func(action proto.Action, src string) *proto.Flow {
-		deadline := time.Now().Add(20 * time.Second)
-		for time.Now().Before(deadline) {
-			res, err := flows.List(context.Background(), &proto.FlowListRequest{Filter: &proto.Filter{
-				Actions: []proto.Action{action}, SourceNames: []*proto.StringMatch{{Value: src}},
-				DestNamespaces: []*proto.StringMatch{{Value: "x"}}, Reporter: proto.Reporter_Dst}})
-			if err != nil {
-				t.Fatalf("Flows.List: %v", err)
-			}
-			for _, r := range res.Flows {
-				if r.Flow.Key.DestName == "b" && r.Flow.Key.DestPort == 80 {
-					return r.Flow
-				}
-			}
-			time.Sleep(500 * time.Millisecond)
-		}
-		return nil
-	}
 	last := func(f *proto.Flow) *proto.PolicyHit {
 		h := f.GetKey().GetPolicies().GetEnforcedPolicies()
 		if len(h) == 0 {
@@ -87,16 +72,34 @@ spec:
 		}
 		return h[len(h)-1]
 	}
-	if f := find(proto.Action_Deny, "c"); f == nil {
-		t.Error("the denied flow never reached the aggregator")
-	} else if h := last(f); h == nil || h.Kind != proto.PolicyKind_CalicoNetworkPolicy || h.Name != "deny-c" || h.Namespace != "x" ||
+	find := func(action proto.Action, src, policy string) (*proto.Flow, []*proto.PolicyHit) {
+		var seen []*proto.PolicyHit
+		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
+			res, err := flows.List(context.Background(), &proto.FlowListRequest{Filter: &proto.Filter{
+				Actions: []proto.Action{action}, SourceNames: []*proto.StringMatch{{Value: src}},
+				DestNamespaces: []*proto.StringMatch{{Value: "x"}}, DestNames: []*proto.StringMatch{{Value: "b"}},
+				DestPorts: []*proto.PortMatch{{Port: 80}}, Reporter: proto.Reporter_Dst}})
+			if err != nil {
+				t.Fatalf("Flows.List: %v", err)
+			}
+			seen = seen[:0]
+			for _, r := range res.Flows {
+				if h := last(r.Flow); h != nil && h.Name == policy {
+					return r.Flow, nil
+				}
+				seen = append(seen, last(r.Flow))
+			}
+		}
+		return nil, seen
+	}
+	if f, seen := find(proto.Action_Deny, "c", "deny-c"); f == nil {
+		t.Errorf("no denied flow decided by deny-c reached the aggregator; deciding hits there: %v", seen)
+	} else if h := last(f); h.Kind != proto.PolicyKind_CalicoNetworkPolicy || h.Namespace != "x" ||
 		h.RuleIndex != 0 || h.Action != proto.Action_Deny || h.Tier != "default" {
 		t.Errorf("denied flow's deciding hit %v (flow %v)", h, f)
 	}
-	if f := find(proto.Action_Allow, "a"); f == nil {
-		t.Error("the allowed flow never reached the aggregator")
-	} else if h := last(f); h == nil || h.Name != "allow-rest" || h.Action != proto.Action_Allow {
-		t.Errorf("allowed flow's deciding hit %v", h)
+	if f, seen := find(proto.Action_Allow, "a", "allow-rest"); f == nil {
+		t.Errorf("no allowed flow decided by allow-rest reached the aggregator; deciding hits there: %v", seen)
 	} else if f.PacketsIn == 0 || f.NumConnectionsStarted == 0 {
 		t.Errorf("allowed flow without counts: %v", f)
 	}

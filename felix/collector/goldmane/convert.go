@@ -70,18 +70,35 @@ func action(a string) proto.Action {
 	return proto.Action_ActionUnspecified
 }
 
-var kinds = map[string]proto.PolicyKind{
-	"gnp": proto.PolicyKind_GlobalNetworkPolicy, "np": proto.PolicyKind_CalicoNetworkPolicy,
-	"knp": proto.PolicyKind_NetworkPolicy, "kcnp": proto.PolicyKind_ClusterNetworkPolicy,
-	"snp": proto.PolicyKind_StagedNetworkPolicy, "sgnp": proto.PolicyKind_StagedGlobalNetworkPolicy,
-	"sknp": proto.PolicyKind_StagedKubernetesNetworkPolicy, "pro": proto.PolicyKind_Profile,
-	"eot": proto.PolicyKind_EndOfTier,
+// kind is a flow log kind as Goldmane's PolicyKind.
+func kind(k string) proto.PolicyKind {
+	switch k {
+	case "gnp":
+		return proto.PolicyKind_GlobalNetworkPolicy
+	case "np":
+		return proto.PolicyKind_CalicoNetworkPolicy
+	case "knp":
+		return proto.PolicyKind_NetworkPolicy
+	case "kcnp":
+		return proto.PolicyKind_ClusterNetworkPolicy
+	case "snp":
+		return proto.PolicyKind_StagedNetworkPolicy
+	case "sgnp":
+		return proto.PolicyKind_StagedGlobalNetworkPolicy
+	case "sknp":
+		return proto.PolicyKind_StagedKubernetesNetworkPolicy
+	case "pro":
+		return proto.PolicyKind_Profile
+	case "eot":
+		return proto.PolicyKind_EndOfTier
+	}
+	return proto.PolicyKind_KindUnspecified
 }
 
 func hits(hs []collector.PolicyHit) []*proto.PolicyHit {
 	out := make([]*proto.PolicyHit, 0, len(hs))
 	for _, h := range hs {
-		out = append(out, &proto.PolicyHit{Kind: kinds[h.Kind], Namespace: h.Namespace, Name: h.Name, Tier: h.Tier,
+		out = append(out, &proto.PolicyHit{Kind: kind(h.Kind), Namespace: h.Namespace, Name: h.Name, Tier: h.Tier,
 			Action: action(h.Action), PolicyIndex: int64(h.Index), RuleIndex: int64(h.RuleIndex)})
 	}
 	return out
