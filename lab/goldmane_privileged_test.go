@@ -124,7 +124,7 @@ spec:
 		t.Fatal(err)
 	}
 	var rows []string
-	if err := p.Eval(`[...document.querySelectorAll("#rows tr")].map(tr => tr.textContent)`, &rows); err != nil {
+	if err := p.Eval(`[...document.querySelectorAll("#rows .row")].map(r => r.textContent)`, &rows); err != nil {
 		t.Fatal(err)
 	}
 	found := false

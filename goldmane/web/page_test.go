@@ -30,7 +30,7 @@ func testFlow(src, dst string, action proto.Action, hit *proto.PolicyHit, pendin
 }
 
 // rowsJS returns the shown rows' cells.
-const rowsJS = `[...document.querySelectorAll("#rows tr")].map(tr => [...tr.cells].map(c => c.textContent))`
+const rowsJS = `[...document.querySelectorAll("#rows .row")].map(r => [...r.children].map(c => c.textContent))`
 
 // TestPageInChromium: the page loads the aggregator's flows in headless
 // Chromium, filtering to denied flows leaves the denied ones naming the
@@ -127,7 +127,7 @@ func TestPageInChromium(t *testing.T) {
 	// Live: a flow arriving after the load appears without a reload.
 	later := time.Now()
 	st.Add("n2", testFlow("late", "backend", proto.Action_Deny, deny, nil, later), later)
-	if err := p.WaitFor(`[...document.querySelectorAll("#rows tr")].some(tr => tr.textContent.includes("dev/late"))`, 10*time.Second, nil); err != nil {
+	if err := p.WaitFor(`[...document.querySelectorAll("#rows .row")].some(r => r.textContent.includes("dev/late"))`, 10*time.Second, nil); err != nil {
 		t.Error(err)
 	}
 	var ns []string
