@@ -19,6 +19,7 @@ import (
 	"github.com/tabbynet/tabby/goldmane/certs"
 	"github.com/tabbynet/tabby/goldmane/daemon"
 	"github.com/tabbynet/tabby/goldmane/proto"
+	"github.com/tabbynet/tabby/goldmane/store"
 )
 
 func TestFromEnv(t *testing.T) {
@@ -44,8 +45,8 @@ func freePort(t *testing.T) int {
 }
 
 // TestRun: the aggregator takes a node's flow over mutual TLS on its
-// socket and answers List and the page's API with it; it stops with its
-// context.
+// socket and answers List, FilterHints, Stream and the page's API with
+// it; it stops with its context.
 func TestRun(t *testing.T) {
 	dir := t.TempDir()
 	p, err := certs.Write(filepath.Join(dir, "certs"), []string{"localhost"}, "node-1", time.Hour)
@@ -58,7 +59,7 @@ func TestRun(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- daemon.Run(ctx, daemon.Config{Host: "127.0.0.1", Socket: sock, PagePort: page, HealthPort: health,
-			CertFile: p.ServerCert, KeyFile: p.ServerKey, CAFile: p.CA})
+			CertFile: p.ServerCert, KeyFile: p.ServerKey, CAFile: p.CA, Store: store.Config{Interval: time.Second}})
 	}()
 	base := "http://127.0.0.1:"
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
@@ -80,6 +81,10 @@ func TestRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cc.Close()
+	stream, err := proto.NewFlowsClient(cc).Stream(ctx, &proto.FlowStreamRequest{Filter: &proto.Filter{Actions: []proto.Action{proto.Action_Deny}}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	s, err := proto.NewFlowCollectorClient(cc).Connect(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -96,6 +101,15 @@ func TestRun(t *testing.T) {
 	res, err := proto.NewFlowsClient(cc).List(ctx, &proto.FlowListRequest{})
 	if err != nil || len(res.Flows) != 1 || res.Flows[0].Flow.Key.SourceName != "a" {
 		t.Fatalf("List: %v %v", res, err)
+	}
+	hints, err := proto.NewFlowsClient(cc).FilterHints(ctx, &proto.FilterHintsRequest{Type: proto.FilterType_FilterTypeDestName})
+	if err != nil || len(hints.Hints) != 1 || hints.Hints[0].Value != "b" {
+		t.Errorf("FilterHints: %v %v", hints, err)
+	}
+	// The stream sends the flow at the end of its interval (1 s here).
+	got, err := stream.Recv()
+	if err != nil || got.Flow.Key.SourceName != "a" || got.Id != res.Flows[0].Id {
+		t.Errorf("Stream: %v %v", got, err)
 	}
 	r, err := http.Get(base + strconv.Itoa(page) + "/api/flows")
 	if err != nil {
