@@ -64,7 +64,7 @@ function clock(sec) {
 function rowHTML(r, t) {
   const f = r.f, d = decision(f.enforced), p = decision(f.pending);
   const changes = p && p.action !== f.action;
-  const trace = f.trace ? "<code class=trace title='run this to see why'>" + esc(f.trace) + "</code>"
+  const trace = f.trace ? "<code class=trace title='why: run this (click to copy)'>" + esc(f.trace) + "</code>"
     : (f.action === "Deny" ? "<span class=muted>needs an IP</span>" : "");
   return "<div class='row " + esc(f.action) + "' data-id='" + f.id + "'><span>" + clock(t.end) +
     "</span><span>" + esc(endName(f.src_ns, f.src, f.src_type)) + "</span><span>" + esc(endName(f.dst_ns, f.dst, f.dst_type)) +
@@ -142,6 +142,10 @@ async function load() {
   }, 0));
   for (const id of ["f-namespace", "f-action", "f-reporter", "f-pending"]) $(id).addEventListener("change", queueRender);
   $("f-policy").addEventListener("input", queueRender);
+  $("rows").addEventListener("click", (ev) => {
+    const c = ev.target.closest("code.trace");
+    if (c && navigator.clipboard) navigator.clipboard.writeText(c.textContent);
+  });
   follow();
 }
 
