@@ -92,6 +92,7 @@ func (l *Lab) agentEnv(n *NodeState) []string {
 	case DataplaneIptables:
 		env = append(env, "FELIX_NFTABLESMODE=Disabled")
 	}
+	env = append(env, l.goldmaneEnv()...)
 	if l.State.Datastore == DatastoreKubernetes {
 		return append(env, "DATASTORE_TYPE=kubernetes", "KUBECONFIG="+nodeKubeconfig(n))
 	}

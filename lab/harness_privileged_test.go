@@ -47,7 +47,7 @@ func labBin(t testing.TB) string {
 		}
 		goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
 		pkgs := []string{"./lab/cmd/tabby-lab", "./node/cmd/calico-node", "./cni-plugin/cmd/calico",
-			"./cni-plugin/cmd/calico-ipam", "./cni-plugin/cmd/calico-k8s", "./calicoctl"}
+			"./cni-plugin/cmd/calico-ipam", "./cni-plugin/cmd/calico-k8s", "./calicoctl", "./goldmane/cmd/goldmane"}
 		cmd := exec.Command(goBin, append([]string{"build", "-o", binDir + "/"}, pkgs...)...)
 		cmd.Dir = ".."
 		if out, err := cmd.CombinedOutput(); err != nil {

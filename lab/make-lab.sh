@@ -14,7 +14,7 @@ DATASTORE=${DATASTORE:-etcd}
 LAB="bin/tabby-lab"
 # The binaries the lab runs (not all of `make build`'s).
 LAB_CMDS=(./node/cmd/calico-node ./cni-plugin/cmd/calico ./cni-plugin/cmd/calico-ipam
-	./cni-plugin/cmd/calico-k8s ./calicoctl ./lab/cmd/tabby-lab)
+	./cni-plugin/cmd/calico-k8s ./calicoctl ./lab/cmd/tabby-lab ./goldmane/cmd/goldmane)
 
 case $DATASTORE in
 etcd) servers=etcd ;;

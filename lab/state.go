@@ -41,9 +41,11 @@ type State struct {
 	// for their Calico form (lab/cluster).
 	KubeControllers bool `json:"kubeControllers,omitempty"`
 	// VMs: the nodes are VMs (up --vms, vms.go).
-	VMs   bool        `json:"vms,omitempty"`
-	Nodes []NodeState `json:"nodes,omitempty"`
-	Pods  []PodState  `json:"pods,omitempty"`
+	VMs bool `json:"vms,omitempty"`
+	// Goldmane is the flow aggregator (up --flows, goldmane.go).
+	Goldmane *GoldmaneState `json:"goldmane,omitempty"`
+	Nodes    []NodeState    `json:"nodes,omitempty"`
+	Pods     []PodState     `json:"pods,omitempty"`
 }
 
 // NodeState is one node as built.

@@ -20,6 +20,9 @@ import (
 func (l *Lab) Status(ctx context.Context, w io.Writer) error {
 	s := l.State
 	fmt.Fprintf(w, "lab %s: %s datastore, %s networking, %s (state %s)\n", s.Prefix, s.Datastore, s.Model.networkingBackend(), s.Phase, l.Dir)
+	if g := s.Goldmane; g != nil {
+		fmt.Fprintf(w, "flows: %s (the aggregator at %s)\n", g.Page, g.Server)
+	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODE\tADDRESS\tCALICO-NODE\tBGP")
 	for i := range s.Nodes {

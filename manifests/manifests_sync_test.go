@@ -200,3 +200,47 @@ type container struct {
 	LivenessProbe  *probe   `json:"livenessProbe"`
 	ReadinessProbe *probe   `json:"readinessProbe"`
 }
+
+// TestGoldmaneHasNoAPIAccess: the flow aggregator reads nothing from the
+// API server: no role is bound to its ServiceAccount and its pod mounts
+// no token.
+func TestGoldmaneHasNoAPIAccess(t *testing.T) {
+	for _, name := range []string{"tabby.yaml", "tabby-etcd.yaml"} {
+		found := false
+		for _, doc := range documents(t, name) {
+			var o struct {
+				Kind     string `json:"kind"`
+				Metadata struct {
+					Name string `json:"name"`
+				} `json:"metadata"`
+				Subjects []struct{ Kind, Name string } `json:"subjects"`
+				Spec     struct {
+					Template struct {
+						Spec struct {
+							ServiceAccountName           string `json:"serviceAccountName"`
+							AutomountServiceAccountToken *bool  `json:"automountServiceAccountToken"`
+						} `json:"spec"`
+					} `json:"template"`
+				} `json:"spec"`
+			}
+			if err := yaml.Unmarshal(doc, &o); err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range o.Subjects {
+				if s.Kind == "ServiceAccount" && s.Name == "goldmane" {
+					t.Errorf("%s: %s %s binds a role to goldmane", name, o.Kind, o.Metadata.Name)
+				}
+			}
+			if o.Kind == "Deployment" && o.Metadata.Name == "goldmane" {
+				found = true
+				ps := o.Spec.Template.Spec
+				if ps.ServiceAccountName != "goldmane" || ps.AutomountServiceAccountToken == nil || *ps.AutomountServiceAccountToken {
+					t.Errorf("%s: goldmane runs as %q with token mounted %v", name, ps.ServiceAccountName, ps.AutomountServiceAccountToken)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("%s: no goldmane Deployment", name)
+		}
+	}
+}

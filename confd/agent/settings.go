@@ -34,6 +34,15 @@ var typhaPrefixes = []string{"CONFD_", "FELIX_", "CALICO_"}
 var typhaVars = []string{"TYPHAADDR", "TYPHAK8SSERVICENAME", "TYPHAK8SNAMESPACE", "TYPHAREADTIMEOUT", "TYPHAWRITETIMEOUT",
 	"TYPHAKEYFILE", "TYPHACERTFILE", "TYPHACAFILE", "TYPHACN", "TYPHAURISAN"}
 
+// typhaTLSVar: a Typha client certificate setting.
+func typhaTLSVar(v string) bool {
+	switch v {
+	case "TYPHAKEYFILE", "TYPHACERTFILE", "TYPHACAFILE", "TYPHACN", "TYPHAURISAN":
+		return true
+	}
+	return false
+}
+
 // refusedSettings lists the refused settings that are set, with reasons.
 func refusedSettings(getenv func(string) string) [][2]string {
 	var out [][2]string
@@ -42,10 +51,15 @@ func refusedSettings(getenv func(string) string) [][2]string {
 			out = append(out, [2]string{s.name, s.reason})
 		}
 	}
+	set := func(name string) bool { v := getenv(name); return v != "" && !strings.EqualFold(v, "none") }
 	for _, p := range typhaPrefixes {
+		// The client certificate settings do nothing without a Typha to
+		// reach (and felix uses FELIX_TYPHA*FILE for the flow
+		// aggregator, as Calico's).
+		addr := set(p+"TYPHAADDR") || set(p+"TYPHAK8SSERVICENAME")
 		for _, v := range typhaVars {
 			val := getenv(p + v)
-			if val == "" || strings.EqualFold(val, "none") || (v == "TYPHAK8SNAMESPACE" && val == "kube-system") {
+			if !set(p+v) || (v == "TYPHAK8SNAMESPACE" && val == "kube-system") || (!addr && typhaTLSVar(v)) {
 				continue
 			}
 			out = append(out, [2]string{p + v, "Tabby has no Typha: confd watches the datastore directly"})

@@ -18,6 +18,7 @@ func TestConfdSettings(t *testing.T) {
 	var out strings.Builder
 	vars := map[string]string{"NODENAME": "n1", "BGP_LOGSEVERITYSCREEN": "Debug", "CALICO_ADVERTISE_CLUSTER_IPS": "10.96.0.0/12",
 		"FELIX_TYPHAK8SSERVICENAME": "calico-typha", "CONFD_TYPHAK8SNAMESPACE": "kube-system", "CALICO_TYPHAADDR": "none",
+		"FELIX_TYPHACAFILE": "/ca", "CALICO_TYPHACAFILE": "/ca",
 		"DATASTORE_TYPE": "etcdv3"}
 	_ = Run(context.Background(), []string{"-config", "/nonexistent"}, env(vars), &out)
 	logs := out.String()
@@ -25,6 +26,7 @@ func TestConfdSettings(t *testing.T) {
 		`[ERROR]`, `confd/agent.go`,
 		`: confd setting refused reason="advertising Service cluster IPs is not implemented: BIRD announces the node's pod blocks only" setting="CALICO_ADVERTISE_CLUSTER_IPS" value="10.96.0.0/12"`,
 		`: confd setting refused reason="Tabby has no Typha: confd watches the datastore directly" setting="FELIX_TYPHAK8SSERVICENAME" value="calico-typha"`,
+		`setting="FELIX_TYPHACAFILE"`, // with a Typha address
 	} {
 		if !strings.Contains(logs, want) {
 			t.Errorf("log lacks %q:\n%s", want, logs)
@@ -35,8 +37,10 @@ func TestConfdSettings(t *testing.T) {
 			t.Errorf("not Calico's log line format: %q", l)
 		}
 	}
-	if strings.Contains(logs, "CONFD_TYPHAK8SNAMESPACE") || strings.Contains(logs, "CALICO_TYPHAADDR") {
-		t.Errorf("default/none Typha values refused:\n%s", logs)
+	// Without a Typha address the certificate settings do nothing (felix
+	// uses FELIX_TYPHA*FILE for the flow aggregator).
+	if strings.Contains(logs, "CONFD_TYPHAK8SNAMESPACE") || strings.Contains(logs, "CALICO_TYPHAADDR") || strings.Contains(logs, "CALICO_TYPHACAFILE") {
+		t.Errorf("default/none Typha values or certificates without a Typha refused:\n%s", logs)
 	}
 	if err := Run(context.Background(), nil, env(map[string]string{"BGP_LOGSEVERITYSCREEN": "loud"}), &out); err == nil ||
 		!strings.Contains(err.Error(), "BGP_LOGSEVERITYSCREEN") {

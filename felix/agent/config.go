@@ -51,10 +51,15 @@ type config struct {
 	goMaxProcs                        int
 	mtuFile                           string // not Calico's name: where the pods' MTU is written ("" = not)
 	netnsPath                         string // not Calico's: program this network namespace instead of our own
-	// flowLogs: FlowLogsLocalReporter is Enabled: NFLOG verdict marks,
-	// the collector and its flow socket (in flowSocketDir, not Calico's
-	// setting: TABBY_FELIX_FLOW_SOCKET_DIR, default Calico's path).
+	// flowLogs: FlowLogsLocalReporter is Enabled or FlowLogsGoldmaneServer
+	// set (Calico's FlowLogsEnabled): NFLOG verdict marks and the
+	// collector. flowLocal: the flow socket too (in flowSocketDir, not
+	// Calico's setting: TABBY_FELIX_FLOW_SOCKET_DIR, default Calico's
+	// path). goldmane: where flows are also sent, with felix's client
+	// certificate (Calico's TyphaCertFile/KeyFile/CAFile).
 	flowLogs  bool
+	flowLocal bool
+	goldmane  goldmaneConfig
 	flowFlush time.Duration
 	flowDebug bool
 	// flowPending: flows carry pending policies (staged policies
@@ -102,11 +107,14 @@ func fromSettings(s *felixconfig.Settings, getenv func(string) string) (config, 
 		goMaxProcs:         s.Int("GoMaxProcs"),
 		calcHangAfter:      s.Duration("DebugSimulateCalcGraphHangAfter"),
 		dataplaneHangAfter: s.Duration("DebugSimulateDataplaneHangAfter"),
-		flowLogs:           s.String("FlowLogsLocalReporter") == "Enabled",
-		flowFlush:          s.Duration("FlowLogsFlushInterval"),
-		flowDebug:          s.Bool("FlowLogsCollectorDebugTrace"),
-		flowPending:        s.String("FlowLogsPolicyEvaluationMode") == "Continuous",
+		flowLocal:          s.String("FlowLogsLocalReporter") == "Enabled",
+		goldmane: goldmaneConfig{server: s.String("FlowLogsGoldmaneServer"), cert: s.String("TyphaCertFile"),
+			key: s.String("TyphaKeyFile"), ca: s.String("TyphaCAFile")},
+		flowFlush:   s.Duration("FlowLogsFlushInterval"),
+		flowDebug:   s.Bool("FlowLogsCollectorDebugTrace"),
+		flowPending: s.String("FlowLogsPolicyEvaluationMode") == "Continuous",
 	}
+	c.flowLogs = c.flowLocal || c.goldmane.server != ""
 	if c.hostname == "" {
 		c.hostname = getenv("NODENAME")
 	}

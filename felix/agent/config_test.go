@@ -160,3 +160,23 @@ func TestFlowLogSettings(t *testing.T) {
 		t.Errorf("a two-bit mask with flow logs: %v, want refused", err)
 	}
 }
+
+// TestGoldmaneSettings: FlowLogsGoldmaneServer alone turns flow logs on
+// (Calico's FlowLogsEnabled) without the local socket, with felix's Typha
+// client certificate for the connection; none is reported as a problem.
+func TestGoldmaneSettings(t *testing.T) {
+	server := "goldmane.kube-system.svc:7443"
+	spec := &v3.FelixConfigurationSpec{FlowLogsGoldmaneServer: &server}
+	c, s, err := load(t, map[string]string{"NODENAME": "n", "FELIX_TYPHACERTFILE": "/node-certs/tls.crt",
+		"FELIX_TYPHAKEYFILE": "/node-certs/tls.key", "FELIX_TYPHACAFILE": "/etc/pki/tls/certs/tigera-ca-bundle.crt"}, spec, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := goldmaneConfig{server: server, cert: "/node-certs/tls.crt", key: "/node-certs/tls.key", ca: "/etc/pki/tls/certs/tigera-ca-bundle.crt"}
+	if !c.flowLogs || c.flowLocal || c.goldmane != want || !rulesConfig(c, s).FlowLogs {
+		t.Errorf("config %+v", c)
+	}
+	if p := s.Problems; len(p) > 0 {
+		t.Errorf("honoured Goldmane settings reported: %v", p)
+	}
+}

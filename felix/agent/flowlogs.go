@@ -6,12 +6,14 @@ import (
 
 	"github.com/tabbynet/tabby/datastore"
 	"github.com/tabbynet/tabby/felix/collector"
+	"github.com/tabbynet/tabby/felix/collector/goldmane"
 	"github.com/tabbynet/tabby/felix/daemon"
 	"github.com/tabbynet/tabby/felix/staged"
 )
 
-// startFlowLogs starts the flow log collector and its flow socket when
-// FlowLogsLocalReporter is Enabled, and returns the syncer callbacks to
+// startFlowLogs starts the flow log collector when flow logs are on, its
+// flow socket when FlowLogsLocalReporter is Enabled and its Goldmane
+// client when FlowLogsGoldmaneServer is set, and returns the syncer callbacks to
 // use (cb, and the collector's lookups fed from the same updates) and
 // the kinds the collector watches beyond felix's own (the staged
 // policies, which only the collector reads). A collector that cannot
@@ -28,20 +30,33 @@ func startFlowLogs(ctx context.Context, r felixRun, cb syncerCallbacks) (datasto
 	}
 	store := collector.NewStore(flowStoreSize)
 	counters := collector.NewRuleCounters(r.reg)
-	r.bg.Go(func() {
-		err := collector.Run(ctx, collector.Config{Node: cfg.hostname, NetnsPath: cfg.netnsPath,
-			FlushInterval: cfg.flowFlush, Resolver: lookups, Counters: counters, Metrics: collector.NewMetrics(r.reg), Store: store,
-			Log: log.With("component", "collector"), DebugTrace: cfg.flowDebug, EvaluatePending: cfg.flowPending})
+	ccfg := collector.Config{Node: cfg.hostname, NetnsPath: cfg.netnsPath,
+		FlushInterval: cfg.flowFlush, Resolver: lookups, Counters: counters, Metrics: collector.NewMetrics(r.reg), Store: store,
+		Log: log.With("component", "collector"), DebugTrace: cfg.flowDebug, EvaluatePending: cfg.flowPending}
+	if cfg.goldmane.server != "" {
+		gm, err := goldmane.New(goldmane.Config{Server: cfg.goldmane.server, CertFile: cfg.goldmane.cert,
+			KeyFile: cfg.goldmane.key, CAFile: cfg.goldmane.ca, Log: log.With("component", "goldmane-client"), Registerer: r.reg})
 		if err != nil {
+			log.Error("cannot send flows to FlowLogsGoldmaneServer", "error", err)
+		} else {
+			ccfg.Export = gm.Push
+			r.bg.Go(func() { gm.Run(ctx) })
+		}
+	}
+	r.bg.Go(func() {
+		if err := collector.Run(ctx, ccfg); err != nil {
 			log.Error("flow log collector stopped: no flow logs or rule counters", "error", err)
 		}
 	})
-	r.bg.Go(func() {
-		if err := collector.Serve(ctx, cfg.flowSocketDir, store.Handler()); err != nil {
-			log.Error("flow socket stopped: calicoctl flows cannot read this node", "error", err)
-		}
-	})
-	log.Info("flow logs on", "flushInterval", cfg.flowFlush, "socket", cfg.flowSocketDir)
+	if cfg.flowLocal {
+		r.bg.Go(func() {
+			if err := collector.Serve(ctx, cfg.flowSocketDir, store.Handler()); err != nil {
+				log.Error("flow socket stopped: calicoctl flows cannot read this node", "error", err)
+			}
+		})
+	}
+	log.Info("flow logs on", "flushInterval", cfg.flowFlush, "socket", cfg.flowLocal, "socketDir", cfg.flowSocketDir,
+		"goldmane", cfg.goldmane.server)
 	return teeCallbacks{syncerCallbacks: cb, also: lookups}, staged.Kinds
 }
 
@@ -72,4 +87,10 @@ func (t teeCallbacks) OnUpdates(ups []datastore.Update) {
 	if len(ups) > 0 {
 		t.syncerCallbacks.OnUpdates(ups)
 	}
+}
+
+// goldmaneConfig is FlowLogsGoldmaneServer and felix's client
+// certificate for it.
+type goldmaneConfig struct {
+	server, cert, key, ca string
 }

@@ -25,7 +25,10 @@ type Config struct {
 	Counters          *RuleCounters // may be nil
 	Metrics           *Metrics      // may be nil
 	Store             *Store
-	Log               *slog.Logger
+	// Export, if set, takes each flush's flows too (the Goldmane
+	// client's Push); it must not block.
+	Export func([]Flow)
+	Log    *slog.Logger
 	// DebugTrace logs every flow at Info (FlowLogsCollectorDebugTrace).
 	DebugTrace bool
 	// EvaluatePending gives flows their pending policies
@@ -139,6 +142,9 @@ func loop(ctx context.Context, cfg Config, srcs []packetSource, ct connDumper) e
 				}
 			}
 			cfg.Store.Publish(flows)
+			if cfg.Export != nil {
+				cfg.Export(flows)
+			}
 		}
 	}
 }

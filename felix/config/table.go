@@ -7,7 +7,6 @@ const (
 	rWG      = "WireGuard devices run with the kernel's default (non-threaded) NAPI, and felix exports no WireGuard metrics"
 	rNFTOnly = "felix's nftables dataplane accepts for allowed and drops denied packets, with Calico's default marks, and does not offload flows"
 	rTypha   = "Tabby has no Typha: felix watches the datastore directly"
-	rFlow    = "flow logs are collected on each node and served on its local flow socket (FlowLogsLocalReporter); there is no Goldmane aggregator to send them to"
 	rXDP     = "XDP is not implemented: untracked (doNotTrack) policy runs in the iptables raw table"
 	rOStack  = "OpenStack support is not implemented"
 	rDebug   = "felix's debugging hooks are not implemented"
@@ -63,9 +62,11 @@ var Params = []Param{
 	r("TyphaK8sNamespace", "", KindString, "kube-system", rTypha).local().nz(),
 	r("TyphaReadTimeout", "", KindSeconds, "30", rTypha).local(),
 	r("TyphaWriteTimeout", "", KindSeconds, "10", rTypha).local(),
-	r("TyphaKeyFile", "", KindString, "", rTypha).local(),
-	r("TyphaCertFile", "", KindString, "", rTypha).local(),
-	r("TyphaCAFile", "", KindString, "", rTypha).local(),
+	// Typha's client certificate is felix's for the Goldmane flow server
+	// too (Calico's): honoured for that (Tabby has no Typha).
+	h("TyphaKeyFile", "", KindString, "").local(),
+	h("TyphaCertFile", "", KindString, "").local(),
+	h("TyphaCAFile", "", KindString, "").local(),
 	r("TyphaCN", "", KindString, "", rTypha).local(),
 	r("TyphaURISAN", "", KindString, "", rTypha).local(),
 
@@ -222,7 +223,7 @@ var Params = []Param{
 	// Flow logs (felix/collector): honoured with the local reporter.
 	h("FlowLogsFlushInterval", "FlowLogsFlushInterval", KindSeconds, "300").nz(),
 	h("FlowLogsCollectorDebugTrace", "FlowLogsCollectorDebugTrace", KindBool, "false"),
-	r("FlowLogsGoldmaneServer", "FlowLogsGoldmaneServer", KindString, "", rFlow),
+	h("FlowLogsGoldmaneServer", "FlowLogsGoldmaneServer", KindString, ""),
 	h("FlowLogsLocalReporter", "FlowLogsLocalReporter", OneOf("Enabled", "Disabled"), "Disabled"),
 	h("FlowLogsPolicyEvaluationMode", "FlowLogsPolicyEvaluationMode", OneOf("None", "Continuous"), "Continuous"),
 

@@ -105,7 +105,7 @@ func parseModule(root string) ([]*file, error) {
 		if err != nil {
 			return err
 		}
-		f, err := parser.ParseFile(fset, path, nil, 0)
+		f, err := parser.ParseFile(fset, path, nil, parser.ParseComments)
 		if err != nil {
 			return err
 		}

@@ -27,11 +27,12 @@ import (
 const usage = `Usage: tabby-lab [--state DIR] [--bin DIR] <verb> [flags]
 
 Verbs:
-  up [--model FILE] [--datastore etcd|kubernetes] [--nodes N] [--vms]
+  up [--model FILE] [--datastore etcd|kubernetes] [--nodes N] [--vms] [--flows=false]
      [--dataplane iptables|nftables]
                        build the lab (default: the upstream NetworkPolicy
                        e2e model, 3 nodes, etcd, felix's default dataplane:
-                       iptables here)
+                       iptables here; the flow aggregator and its page,
+                       whose address up prints, unless --flows=false)
   down                 remove everything of the lab (also a half-built one)
   status               nodes, agents' health (not running, paused, not
                        ready and why), BGP sessions, pods, IPs and ports
@@ -103,6 +104,7 @@ func run(ctx context.Context, args []string) error {
 		nodes := fs.Int("nodes", 0, "number of nodes (overrides the model's)")
 		dataplane := fs.String("dataplane", "", "iptables or nftables (felix's nftablesMode Disabled or Enabled); default: felix's (Auto)")
 		vms := fs.Bool("vms", false, "each node a qemu VM on Debian's own kernel (ipip, wireguard, dummy); etcd only")
+		flows := fs.Bool("flows", true, "start the flow aggregator and its page (goldmane) and send every node's flows to it; not with --vms")
 		if err := fs.Parse(rest); err != nil {
 			return err
 		}
@@ -119,7 +121,7 @@ func run(ctx context.Context, args []string) error {
 				return err
 			}
 		}
-		l, err := lab.Up(ctx, lab.UpOptions{Dir: stateDir, Bin: *bin, Model: m, Datastore: *ds, Dataplane: *dataplane, Out: os.Stdout, VMs: *vms})
+		l, err := lab.Up(ctx, lab.UpOptions{Dir: stateDir, Bin: *bin, Model: m, Datastore: *ds, Dataplane: *dataplane, Out: os.Stdout, VMs: *vms, Flows: *flows && !*vms})
 		if err != nil {
 			return err
 		}
