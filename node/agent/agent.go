@@ -165,7 +165,7 @@ func Run(ctx context.Context, o Options) error {
 	if cfg.Backend != startup.BackendNone {
 		alloc := ipam.New(client, ipam.Config{CacheTTL: 2 * time.Second, Logger: log})
 		run("tunnel addresses", func(ctx context.Context) error {
-			registration.KeepTunnels(ctx, client, alloc, cfg.NodeName, log)
+			registration.KeepTunnels(ctx, client, alloc, cfg.NodeName, tunnelOptions(getenv), log)
 			return nil
 		})
 	}
