@@ -26,7 +26,10 @@ func TestPrivilegedKeepTunnels(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	pool := c.CreatePool("p", "10.73.0.0/16", multinode.PoolOptions{})
-	go func() { KeepTunnels(ctx, c.Client, ipam.New(c.Client, ipam.Config{}), n.Name, TunnelOptions{}, nil); close(done) }()
+	go func() {
+		KeepTunnels(ctx, c.Client, ipam.New(c.Client, ipam.Config{}), n.Name, TunnelOptions{}, nil)
+		close(done)
+	}()
 	t.Cleanup(func() { cancel(); <-done })
 	node := func() *v3.Node {
 		r, err := c.Client.Get(context.Background(), datastore.Key{Kind: v3.KindNode, Name: n.Name})

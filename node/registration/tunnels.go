@@ -53,8 +53,8 @@ type TunnelOptions struct {
 type tunnelKind struct {
 	v6        bool
 	wireguard bool
-	handle   func(string) string
-	attrType string
+	handle    func(string) string
+	attrType  string
 	// needed says whether a pool wants this kind of tunnel.
 	needed func(*v3.IPPool) bool
 	// nodeNeeds, when set, says whether the node wants it at all.
