@@ -135,7 +135,9 @@ func TestPrivilegedVMWireguard(t *testing.T) {
 func hostEncryption(t *testing.T, c *Cluster) {
 	t.Helper()
 	n0, n1 := c.Nodes[0], c.Nodes[1]
-	pids := func(n *Node) string { return strings.TrimSpace(n.MustExec("sh", "-c", "echo $(pidof calico-node) $(pidof bird)")) }
+	pids := func(n *Node) string {
+		return strings.TrimSpace(n.MustExec("sh", "-c", "echo $(pidof calico-node) $(pidof bird)"))
+	}
 	before := []string{pids(n0), pids(n1)}
 	setFelixConfig(t, c, func(s *v3.FelixConfigurationSpec) { s.WireguardHostEncryptionEnabled = new(true) })
 	start := time.Now()
