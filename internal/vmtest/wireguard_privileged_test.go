@@ -170,8 +170,8 @@ func hostEncryption(t *testing.T, c *Cluster) {
 	if got := clear.Stop(); len(got) != 0 {
 		t.Errorf("host traffic between the nodes in clear with host encryption: %q", got)
 	}
-	if got := wg.Stop(); len(got) < 12 {
-		t.Errorf("the segment carried %d WireGuard packets for 6 pings each way; want every one: %q", len(got), got)
+	if got := wg.Stop(); len(got) < 6 {
+		t.Errorf("the segment carried %d WireGuard packets for 3 pings each way; want at least each request: %q", len(got), got)
 	}
 }
 
