@@ -5,6 +5,7 @@ package vmtest
 import (
 	"fmt"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -81,5 +82,5 @@ func TestPrivilegedWireguardThroughputOnVMs(t *testing.T) {
 	})
 	measure("VXLAN again")
 	t.Logf("calico-node on node0 and node1: PIDs %s / %s (one each: felix restarted inside them)",
-		n0.MustExec("pidof", "calico-node"), n1.MustExec("pidof", "calico-node"))
+		strings.TrimSpace(n0.MustExec("pidof", "calico-node")), strings.TrimSpace(n1.MustExec("pidof", "calico-node")))
 }
