@@ -26,9 +26,11 @@ import (
 // is ready again, its metrics port serves felix's and calico-node's
 // metrics (each run registers felix's metrics anew), /readiness shows the
 // same parts, and a second restart leaves no more goroutines than the
-// first (nothing of the stopped run left behind).
+// first (nothing of the stopped run left behind). Built with -race, the
+// agents run in this test binary (see agent.inProcess) so that the race
+// detector watches the restarts.
 func TestPrivilegedFelixRestartsInProcess(t *testing.T) {
-	l := newBGPLab(t)
+	l := newBGPLabWith(t, raceEnabled)
 	a0 := l.agents[0]
 	s := startStream(t, l.pods[1].NetNS, l.pods[0].NetNS, net.JoinHostPort(l.pods[1].IP.String(), "9090"))
 	s.flows(t, 20, "stream started")
@@ -75,6 +77,9 @@ func TestPrivilegedFelixRestartsInProcess(t *testing.T) {
 	}
 	if strings.Contains(a0.log.String(), "calico-node stopped") {
 		t.Error("calico-node logged its own stop")
+	}
+	if strings.Contains(a0.log.String(), "DATA RACE") {
+		t.Errorf("the race detector reported a data race:\n%s", a0.log.String())
 	}
 }
 
