@@ -12,27 +12,30 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/tabbynet/tabby/api/numorstring"
 	v3 "github.com/tabbynet/tabby/api/v3"
 	"github.com/tabbynet/tabby/datastore"
+	"github.com/tabbynet/tabby/internal/vmtest/guest"
 )
 
 // TestPrivilegedVMWireguard: two VMs on Debian's kernel (which has
 // WireGuard) running calico-node with the bird backend, one pool and
 // wireguardEnabled. Each felix creates wireguard.cali (MTU 1440: the
 // underlay's 1500 less WireGuard's 60, also the pods' MTU file),
-// publishes its public key on its Node, and peers with the other. With
-// the pool in BGP (no encapsulation), then IPIP, then VXLAN mode, pod
-// traffic between the nodes crosses the segment only as UDP between the
-// nodes' WireGuard ports: a capture sees no packet carrying a pod address,
-// no IPIP and no VXLAN; the devices have addresses from the pool and the
-// node's own traffic to a remote pod goes through the tunnel.
-// wireguardHostEncryptionEnabled set live (felix
-// restarts inside calico-node; calico-node and BIRD keep their PIDs):
-// the nodes' own traffic to each other is encrypted too. node1's
-// calico-node restarted with its device (and so its private key) gone: a
-// new key is published and the pods reach each other again (time
-// measured). wireguardEnabled false: devices, rule and keys gone, the
-// pods reach each other in clear.
+// publishes its public key on its Node, and peers with the other. A host
+// endpoint on each underlay NIC has a policy that would drop WireGuard's
+// UDP: felix's WireGuard rules admit it first. With the pool in BGP (no
+// encapsulation), then IPIP, then VXLAN mode, pod traffic between the
+// nodes crosses the segment only as UDP between the nodes' WireGuard
+// ports: a capture sees no packet carrying a pod address, no IPIP and no
+// VXLAN. The devices have addresses from the pool and the node's own
+// traffic to a remote pod goes through the tunnel.
+// wireguardHostEncryptionEnabled set live (felix restarts inside
+// calico-node; calico-node and BIRD keep their PIDs): the nodes' own
+// traffic to each other is encrypted too. node1's calico-node restarted
+// with its device (and so its private key) gone: a new key is published
+// and the pods reach each other again (time measured). wireguardEnabled
+// false: devices, rule and keys gone, the pods reach each other in clear.
 func TestPrivilegedVMWireguard(t *testing.T) {
 	c := Start(t, Options{Nodes: 2, Backend: "bird"})
 	pool := netip.MustParsePrefix("10.242.0.0/16")
@@ -61,6 +64,13 @@ func TestPrivilegedVMWireguard(t *testing.T) {
 		}
 	}
 	a, b := n0.AddPod("a"), n1.AddPod("b")
+	removeHEPs := underlayHostEndpoints(t, c)
+	eventually(t, time.Minute, "host endpoint policy on ens3 (node1 -> node0 ping dropped)", func() error {
+		if _, err := n1.Exec("ping", "-c", "1", "-W", "1", n0.Addr.Addr().String()); err == nil {
+			return fmt.Errorf("the ping went through")
+		}
+		return nil
+	})
 	for _, mode := range []struct {
 		name  string
 		ipip  v3.IPIPMode
@@ -106,7 +116,10 @@ func TestPrivilegedVMWireguard(t *testing.T) {
 		published.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
 	assertEncrypted(t, c, a, b)
 
-	// Disabled live: everything of WireGuard goes, traffic flows in clear.
+	// Disabled live: everything of WireGuard goes, traffic flows in clear
+	// (without the host endpoints: Tabby has no cali-OUTPUT rule for VXLAN
+	// yet, felix/STATUS.md).
+	removeHEPs()
 	start = time.Now()
 	setFelixConfig(t, c, func(s *v3.FelixConfigurationSpec) { s.WireguardEnabled = new(false) })
 	for _, n := range c.Nodes {
@@ -253,5 +266,35 @@ func checkWireguardAddrs(t *testing.T, c *Cluster, pool netip.Prefix, b *Pod) {
 	})
 	if got := hostClear.Stop(); len(got) != 0 {
 		t.Errorf("node0's ping to b in clear: %q", got)
+	}
+}
+
+// underlayHostEndpoints puts a host endpoint on each node's underlay NIC
+// (ens3) under a policy that admits only the guest agent's control port
+// in and TCP out: WireGuard's UDP crosses it only through felix's
+// cali-INPUT/cali-OUTPUT WireGuard rules, which come before host endpoint
+// policy (failsafe ports keep etcd and BGP). It returns what removes them.
+func underlayHostEndpoints(t *testing.T, c *Cluster) (remove func()) {
+	t.Helper()
+	tcp := numorstring.ProtocolFromString("TCP")
+	var keys []datastore.Key
+	for _, n := range c.Nodes {
+		hep := c.Create(&v3.HostEndpoint{TypeMeta: metav1.TypeMeta{Kind: v3.KindHostEndpoint},
+			ObjectMeta: metav1.ObjectMeta{Name: n.Name + "-ens3", Labels: map[string]string{"underlay": "true"}},
+			Spec:       v3.HostEndpointSpec{Node: n.Name, InterfaceName: "ens3", ExpectedIPs: []string{n.Addr.Addr().String()}}})
+		keys = append(keys, datastore.KeyOf(hep))
+	}
+	pol := c.Create(&v3.GlobalNetworkPolicy{TypeMeta: metav1.TypeMeta{Kind: v3.KindGlobalNetworkPolicy}, ObjectMeta: metav1.ObjectMeta{Name: "underlay"},
+		Spec: v3.GlobalNetworkPolicySpec{Selector: "underlay == 'true'", Types: []v3.PolicyType{v3.PolicyTypeIngress, v3.PolicyTypeEgress},
+			Ingress: []v3.Rule{{Action: v3.Allow, Protocol: &tcp, Destination: v3.EntityRule{Ports: []numorstring.Port{numorstring.SinglePort(guest.ControlPort)}}}},
+			Egress:  []v3.Rule{{Action: v3.Allow, Protocol: &tcp}}}})
+	keys = append(keys, datastore.KeyOf(pol))
+	return func() {
+		t.Helper()
+		for _, k := range keys {
+			if _, err := c.Client.Delete(context.Background(), k, datastore.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 }
