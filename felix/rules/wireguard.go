@@ -35,8 +35,8 @@ type WireguardRules struct {
 // src_valid_mark the reverse-path check of a packet from another node's
 // address then looks past the WireGuard table (where that address routes
 // through the tunnel) to the main table. rs is not modified.
-// Apply it before WithTunnelInput (whose rules come first in cali-INPUT,
-// as in Calico) and after WithWorkloadRPF.
+// Apply it before WithTunnelInput (whose rules come first in cali-INPUT
+// and cali-OUTPUT, as in Calico) and after WithWorkloadRPF.
 func WithWireguard(rs *Ruleset, wg WireguardRules, workloadPrefixes []string) *Ruleset {
 	port, what := wg.Port, "IPv4"
 	if rs.IPVersion == 6 {
