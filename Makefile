@@ -48,8 +48,9 @@ test-vm: kube-binaries vm-image
 	$(GO) test -race -count=1 -tags privileged,vm -p 1 -timeout 30m -v -run '^TestPrivileged(VM|LabVMs)' ./internal/vmtest/ ./lab/
 
 ## bench-wireguard: TCP throughput between pods on two VMs (Debian's
-## kernel) over VXLAN, then with WireGuard enabled live (same run), and
-## what happens to a stream across the switch; root, ~10 min
+## kernel) over VXLAN, with WireGuard enabled live, and over VXLAN again
+## once it is disabled live (same run), and what happens to a stream across
+## each switch (survived or not, its longest stall); root, ~5-10 min
 bench-wireguard: kube-binaries vm-image
 	$(GO) test -count=1 -tags privileged,vm -p 1 -timeout 30m -v -run '^TestPrivilegedWireguardThroughputOnVMs$$' ./internal/vmtest/
 

@@ -80,40 +80,16 @@ func TestPrivilegedLabFlows(t *testing.T) {
 }
 
 // enableFlowLogs turns flow logs (1 s flushes) and felix's metrics on
-// through the default FelixConfiguration, restarting the agents that exit
-// to apply them, and waits for every node's flow socket and metrics.
+// through the default FelixConfiguration (felix restarts inside
+// calico-node to apply them) and waits for every node's flow socket and
+// metrics.
 func enableFlowLogs(t *testing.T, l *Lab) {
 	calicoctlRun(t, l, "patch", "felixconfiguration", "default", "-p",
 		`{"spec":{"prometheusMetricsEnabled":true,"flowLogsLocalReporter":"Enabled","flowLogsFlushInterval":"2s"}}`)
-	ready := func(n NodeState) bool {
+	waitNodes(t, l, "the flow socket and felix's metrics", func(n NodeState) bool {
 		_, err := os.Stat(filepath.Join(FlowSocketDir(&n), collector.SocketName))
 		return err == nil && metricsServed(n)
-	}
-	var exited []string
-	for i := range l.State.Nodes {
-		n := &l.State.Nodes[i]
-		deadline := time.Now().Add(30 * time.Second)
-		for !ready(*n) {
-			if state := l.agentState(n); strings.HasPrefix(state, "not running") {
-				exited = append(exited, n.Name)
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: no flow socket or metrics 30s after the patch (agent: %q)", n.Name, l.agentState(n))
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
-	}
-	if len(exited) > 0 {
-		if err := l.Restart(context.Background(), exited, 60*time.Second); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, n := range l.State.Nodes {
-		if !ready(n) {
-			t.Fatalf("%s: no flow socket or metrics after the patch", n.Name)
-		}
-	}
+	})
 	probeUntil(t, l, allAllowed, 30*time.Second)
 }
 

@@ -39,7 +39,7 @@ func TestPrivilegedLabNftables(t *testing.T) {
 // a TCP stream from a pod of y to a pod of x on the other node (a round
 // trip every 20 ms); FelixConfiguration nftablesMode Disabled -> Enabled
 // -> Disabled. felix applies the setting at start, so each node's
-// calico-node exits and is started again (as the kubelet would); after
+// felix restarts inside calico-node (calico-node keeps running); after
 // each switch both nodes hold the new mode's rules only (nothing of the
 // other: no calico table, or no cali- chain and no cali ipset), the truth
 // table of the sample is exact on the first probe, and the stream never
@@ -58,7 +58,7 @@ func TestPrivilegedLabNftablesLiveSwitch(t *testing.T) {
 		{"Disabled", DataplaneIptables}, {"Enabled", DataplaneNftables}, {"Disabled", DataplaneIptables}} {
 		before := s.roundTrips()
 		switchStart := time.Now()
-		switchDataplane(t, l, step.setting)
+		switchDataplane(t, l, step.setting, step.mode)
 		for _, n := range l.State.Nodes {
 			if err := dataplaneHeld(n, step.mode); err != nil {
 				t.Errorf("nftablesMode %s, %s: %v", step.setting, n.Name, err)
@@ -96,25 +96,28 @@ func upLabWith(t testing.TB, o UpOptions) (*Lab, time.Time) {
 	return l, start
 }
 
-// switchDataplane patches the default FelixConfiguration's nftablesMode,
-// waits until every node's calico-node has exited to apply it and starts
-// them again together (BGP sessions come up between restarted nodes).
-func switchDataplane(t *testing.T, l *Lab, setting string) {
+// switchDataplane patches the default FelixConfiguration's nftablesMode
+// and waits until every node's felix, restarted inside calico-node to
+// apply it (felix applies it at start; calico-node keeps running, as
+// Calico's runit restarts only felix), holds mode's rules and the agents
+// are ready again.
+func switchDataplane(t *testing.T, l *Lab, setting, mode string) {
 	t.Helper()
 	calicoctlRun(t, l, "patch", "felixconfiguration", "default", "-p", fmt.Sprintf(`{"spec":{"nftablesMode":%q}}`, setting))
-	var names []string
 	for i := range l.State.Nodes {
 		n := &l.State.Nodes[i]
-		deadline := time.Now().Add(30 * time.Second)
-		for !strings.HasPrefix(l.agentState(n), "not running") {
+		deadline := time.Now().Add(60 * time.Second)
+		for err := dataplaneHeld(*n, mode); err != nil; err = dataplaneHeld(*n, mode) {
+			if state := l.agentState(n); strings.HasPrefix(state, "not running") {
+				t.Fatalf("%s: calico-node exited on nftablesMode %s (felix restarts inside it): %s", n.Name, setting, state)
+			}
 			if time.Now().After(deadline) {
-				t.Fatalf("%s: calico-node still runs 30s after nftablesMode %s (felix applies it at start)", n.Name, setting)
+				t.Fatalf("%s: not in %s mode 60s after nftablesMode %s: %v", n.Name, mode, setting, err)
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
-		names = append(names, n.Name)
 	}
-	if err := l.Restart(context.Background(), names, 90*time.Second); err != nil {
+	if err := l.waitAgentsReady(context.Background(), nil, 90*time.Second); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -298,8 +298,8 @@ func killedAgentRestart(t *testing.T, l *Lab) {
 // felixConfigurationPatch: prometheusMetricsEnabled patched into the
 // default FelixConfiguration takes effect on every node (felix's metrics
 // port answers): nothing in the agents' environment overrides it. felix
-// applies this setting at start, so calico-node exits to be restarted
-// (as the kubelet would restart its container): the lab's restart does.
+// applies this setting at start, so it restarts inside calico-node (as
+// Calico's runit restarts felix alone): calico-node keeps running.
 func felixConfigurationPatch(t *testing.T, l *Lab) {
 	for _, n := range l.State.Nodes {
 		if metricsServed(n) {
@@ -307,34 +307,27 @@ func felixConfigurationPatch(t *testing.T, l *Lab) {
 		}
 	}
 	calicoctlRun(t, l, "patch", "felixconfiguration", "default", "-p", `{"spec":{"prometheusMetricsEnabled":true}}`)
-	// Each node either serves the metrics or has exited to apply them.
-	var exited []string
+	waitNodes(t, l, "felix's metrics", metricsServed)
+	probeUntil(t, l, allAllowed, 30*time.Second)
+}
+
+// waitNodes waits up to 30 s until ready holds on every node, failing if
+// a node's calico-node exits meanwhile (felix restarts inside it).
+func waitNodes(t *testing.T, l *Lab, what string, ready func(NodeState) bool) {
+	t.Helper()
 	for i := range l.State.Nodes {
 		n := &l.State.Nodes[i]
 		deadline := time.Now().Add(30 * time.Second)
-		for !metricsServed(*n) {
+		for !ready(*n) {
 			if state := l.agentState(n); strings.HasPrefix(state, "not running") {
-				t.Logf("%s: calico-node %s", n.Name, state)
-				exited = append(exited, n.Name)
-				break
+				t.Fatalf("%s: calico-node exited after the patch (felix restarts inside it): %s", n.Name, state)
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("%s: felix's metrics not served 30s after the patch (agent: %q)", n.Name, l.agentState(n))
+				t.Fatalf("%s: %s not there 30s after the patch (agent: %q)", n.Name, what, l.agentState(n))
 			}
 			time.Sleep(200 * time.Millisecond)
 		}
 	}
-	if len(exited) > 0 {
-		if err := l.Restart(context.Background(), exited, 60*time.Second); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, n := range l.State.Nodes {
-		if !metricsServed(n) {
-			t.Errorf("%s: felix's metrics not served after the patch (and a restart)", n.Name)
-		}
-	}
-	probeUntil(t, l, allAllowed, 30*time.Second)
 }
 
 // metricsServed says whether felix's metrics port (Calico's default

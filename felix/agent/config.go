@@ -246,7 +246,28 @@ func rulesConfig(c config, s *felixconfig.Settings) rules.Config {
 	if a := s.Addr("NATOutgoingAddress"); a.IsValid() {
 		rc.NATOutgoingAddress = a.String()
 	}
+	rc.Wireguard = wireguardRules(c.wireguard)
 	return rc
+}
+
+// wireguardRules are the WireGuard settings the rules need (Calico's
+// INPUT/OUTPUT acceptance of the port, host encryption's raw mark).
+func wireguardRules(wg [2]wireguard.Config) rules.WireguardRules {
+	var r rules.WireguardRules
+	for i, c := range wg {
+		r.Interfaces = append(r.Interfaces, c.InterfaceName)
+		if !c.Enabled {
+			continue
+		}
+		if i == 0 {
+			r.Port = c.ListenPort
+		} else {
+			r.PortV6 = c.ListenPort
+		}
+		r.HostEncryption = r.HostEncryption || c.EncryptHostTraffic
+		r.Mark = uint32(c.FirewallMark)
+	}
+	return r
 }
 
 func toRulesPorts(in []felixconfig.PortSpec) []rules.ProtoPort {

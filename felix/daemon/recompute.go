@@ -261,8 +261,9 @@ func (d *Daemon) render(res *calc.Result, delta *calc.Delta) {
 	var rss []*rules.Ruleset
 	for _, r := range c.renderers {
 		rs := rules.WithNATOutgoing(r.RenderChanges(res, delta), rules.NATConfig{Pools: c.natPools, OutgoingAddress: c.rulesCfg.NATOutgoingAddress})
-		rs = rules.WithTunnelInput(rs, c.tunnels)
-		rss = append(rss, rules.WithWorkloadRPF(rs, c.rulesCfg.WorkloadIfacePrefixes))
+		rs = rules.WithWorkloadRPF(rs, c.rulesCfg.WorkloadIfacePrefixes)
+		rs = rules.WithWireguard(rs, c.rulesCfg.Wireguard, c.rulesCfg.WorkloadIfacePrefixes)
+		rss = append(rss, rules.WithTunnelInput(rs, c.tunnels))
 	}
 	if d.cfg.Report != nil {
 		// Before the dataplane can apply it: the generation SetDesired

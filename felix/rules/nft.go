@@ -359,7 +359,9 @@ func (m *parsedMatch) option(v int, t, a string, neg bool) error {
 	case "--ctstate":
 		es, err = ctExprs(a, neg)
 	case "--dst-type":
-		es, err = addrTypeExprs(a, neg)
+		es, err = addrTypeExprs(a, neg, true)
+	case "--src-type":
+		es, err = addrTypeExprs(a, neg, false)
 	case "--icmp-type", "--icmpv6-type":
 		es, err = icmpExprs(a, neg)
 	default:
@@ -649,7 +651,9 @@ func ctExprs(s string, neg bool) ([]expr.Any, error) {
 	}, nil
 }
 
-func addrTypeExprs(s string, neg bool) ([]expr.Any, error) {
+// addrTypeExprs matches the type of the destination (dst) or source
+// address as the routing table has it (LOCAL only).
+func addrTypeExprs(s string, neg, dst bool) ([]expr.Any, error) {
 	if s != "LOCAL" {
 		return nil, fmt.Errorf("address type %q", s)
 	}
@@ -658,7 +662,7 @@ func addrTypeExprs(s string, neg bool) ([]expr.Any, error) {
 		op = expr.CmpOpNeq
 	}
 	return []expr.Any{
-		&expr.Fib{Register: 1, FlagDADDR: true, ResultADDRTYPE: true},
+		&expr.Fib{Register: 1, FlagDADDR: dst, FlagSADDR: !dst, ResultADDRTYPE: true},
 		&expr.Cmp{Op: op, Register: 1, Data: binaryutil.NativeEndian.PutUint32(rtnLocal)},
 	}, nil
 }

@@ -91,6 +91,8 @@ type Config struct {
 	// non-workload interfaces holding one of its expected IPs. nil: such
 	// host endpoints are not rendered.
 	HostInterfaces map[string][]netip.Addr
+	// Wireguard is WireGuard's ports, marks and devices (WithWireguard).
+	Wireguard WireguardRules
 }
 
 // ProtoPort is a protocol ("tcp", "udp", "sctp") and port, optionally

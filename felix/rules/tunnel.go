@@ -30,8 +30,11 @@ type TunnelConfig struct {
 // the encapsulations in use: IPIP (IPv4 only) and VXLAN packets addressed
 // to this host are accepted from known nodes (cali40all-hosts-net,
 // cali40all-vxlan-net) and dropped from anyone else, so no other host can
-// inject packets into the pod network. rs is not modified; without IPIP
-// or VXLAN it is returned unchanged.
+// inject packets into the pod network. cali-OUTPUT accepts this host's
+// IPIP and VXLAN packets to those nodes (after host-to-workload traffic
+// returns, before host endpoint policy, as Calico's), so that no host
+// endpoint policy cuts the encapsulation. rs is not modified; without
+// IPIP or VXLAN it is returned unchanged.
 func WithTunnelInput(rs *Ruleset, cfg TunnelConfig) *Ruleset {
 	ipip := cfg.IPIP && rs.IPVersion == 4
 	if !ipip && !cfg.VXLAN {
@@ -54,7 +57,7 @@ func WithTunnelInput(rs *Ruleset, cfg TunnelConfig) *Ruleset {
 		}
 		return calc.SortedMembers(out)
 	}
-	var first []Rule
+	var first, outgoing []Rule
 	var sets []IPSetSpec
 	if ipip {
 		set := prefix + AllHostsSetID
@@ -62,6 +65,8 @@ func WithTunnelInput(rs *Ruleset, cfg TunnelConfig) *Ruleset {
 		first = append(first,
 			Rule{Match: "-p 4 -m set --match-set " + set + " src -m addrtype --dst-type LOCAL", Action: "-j ACCEPT", Comment: "Allow IPIP packets from Calico hosts"},
 			Rule{Match: "-p 4 -m addrtype --dst-type LOCAL", Action: "-j DROP", Comment: "Drop IPIP packets from non-Calico hosts"})
+		outgoing = append(outgoing,
+			Rule{Match: "-p 4 -m set --match-set " + set + " dst -m addrtype --src-type LOCAL", Action: "-j ACCEPT", Comment: "Allow IPIP packets to other Calico hosts"})
 	}
 	if cfg.VXLAN {
 		set := prefix + AllVXLANSetID
@@ -69,14 +74,19 @@ func WithTunnelInput(rs *Ruleset, cfg TunnelConfig) *Ruleset {
 		first = append(first,
 			Rule{Match: "-p udp -m multiport --dports " + port + " -m set --match-set " + set + " src -m addrtype --dst-type LOCAL", Action: "-j ACCEPT", Comment: "Allow VXLAN packets from allowed hosts"},
 			Rule{Match: "-p udp -m multiport --dports " + port + " -m addrtype --dst-type LOCAL", Action: "-j DROP", Comment: "Drop VXLAN packets from non-allowed hosts"})
+		outgoing = append(outgoing,
+			Rule{Match: "-p udp -m multiport --dports " + port + " -m addrtype --src-type LOCAL -m set --match-set " + set + " dst", Action: "-j ACCEPT", Comment: "Allow VXLAN packets to other allowed hosts"})
 	}
 	out := *rs
 	out.Chains = slices.Clone(rs.Chains)
 	found := false
 	for i, c := range out.Chains {
-		if c.Name == ChainFilterInput {
+		switch c.Name {
+		case ChainFilterInput:
 			out.Chains[i] = Chain{Name: c.Name, Rules: append(first, c.Rules...)}
 			found = true
+		case ChainFilterOutput:
+			out.Chains[i] = Chain{Name: c.Name, Rules: slices.Insert(slices.Clone(c.Rules), afterWorkloadReturns(c.Rules), outgoing...)}
 		}
 	}
 	if !found {

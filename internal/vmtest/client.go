@@ -149,15 +149,28 @@ func (p *Pod) ProbeSize(proto string, dst netip.Addr, size int, timeout time.Dur
 	return r.Reply, nil
 }
 
-// Stream sends a TCP stream from p to dst's sink for d and returns the
-// bytes received and the time taken.
-func (p *Pod) Stream(dst netip.Addr, d time.Duration) (int64, time.Duration, error) {
+// StreamStats are what a stream from a pod achieved.
+type StreamStats struct {
+	Bytes int64
+	Took  time.Duration
+	// MaxGap is the longest a single write into the socket took (the
+	// stream's longest stall); WriteError why the writes ended early.
+	MaxGap     time.Duration
+	WriteError string
+}
+
+// Mbits is the stream's throughput.
+func (s StreamStats) Mbits() float64 { return float64(s.Bytes) * 8 / s.Took.Seconds() / 1e6 }
+
+// Stream sends a TCP stream from p to dst's sink for d.
+func (p *Pod) Stream(dst netip.Addr, d time.Duration) (StreamStats, error) {
 	var r guest.StreamResult
 	req := guest.StreamRequest{From: p.Name, Dst: dst.String(), Millis: int(d.Milliseconds())}
 	if err := p.Node.Guest.CallTimeout(d+time.Minute, "/stream", req, &r); err != nil {
-		return 0, 0, err
+		return StreamStats{}, err
 	}
-	return r.Bytes, time.Duration(r.Micros) * time.Microsecond, nil
+	return StreamStats{Bytes: r.Bytes, Took: time.Duration(r.Micros) * time.Microsecond,
+		MaxGap: time.Duration(r.MaxGapMicros) * time.Microsecond, WriteError: r.WriteError}, nil
 }
 
 // quit asks the agent to stop; the guest then powers off.

@@ -28,6 +28,8 @@ type Options struct {
 	SubnetOf func(i int) int
 	// MemMiB is each VM's memory [default 1024].
 	MemMiB int
+	// Backend is calico-node's CALICO_NETWORKING_BACKEND [default vxlan].
+	Backend string
 }
 
 // Cluster is a datastore on the host, a segment and one VM per node.
@@ -44,6 +46,8 @@ type Cluster struct {
 	// Booted is how long the VMs took from qemu's start to every agent
 	// answering.
 	Booted time.Duration
+	// Backend is calico-node's CALICO_NETWORKING_BACKEND.
+	Backend string
 }
 
 // Start builds the image (cached) and the guest binaries, starts etcd and
@@ -66,7 +70,10 @@ func Start(t testing.TB, o Options) *Cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &Cluster{t: t, Prefix: NewPrefix(), Share: t.TempDir()}
+	if o.Backend == "" {
+		o.Backend = "vxlan"
+	}
+	c := &Cluster{t: t, Prefix: NewPrefix(), Share: t.TempDir(), Backend: o.Backend}
 	if err := BuildGuestBinaries(filepath.Join(c.Share, "bin")); err != nil {
 		t.Fatal(err)
 	}

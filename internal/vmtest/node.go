@@ -11,12 +11,13 @@ import (
 )
 
 // CalicoNodeEnv is calico-node's environment on a VM node, as a
-// calico-node DaemonSet sets it: the node's name, the backend (vxlan: no
-// BIRD, felix programs the encapsulated routes), the address autodetected
-// on the underlay, the datastore over the segment. Every path is
-// Calico's default: each VM has its own file system.
+// calico-node DaemonSet sets it: the node's name, the cluster's backend
+// (vxlan by default: no BIRD, felix programs the encapsulated routes;
+// bird: BIRD and confd too), the address autodetected on the underlay,
+// the datastore over the segment. Every path is Calico's default: each
+// VM has its own file system.
 func (n *Node) CalicoNodeEnv() []string {
-	return CalicoNodeEnv(n.Name, "vxlan", n.c.EtcdEndpoint)
+	return CalicoNodeEnv(n.Name, n.c.Backend, n.c.EtcdEndpoint)
 }
 
 // CalicoNodeEnv is calico-node's environment for node name on a VM with

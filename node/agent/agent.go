@@ -12,7 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/klog/v2"
 
 	v3 "github.com/tabbynet/tabby/api/v3"
@@ -166,16 +165,12 @@ func Run(ctx context.Context, o Options) error {
 	if cfg.Backend != startup.BackendNone {
 		alloc := ipam.New(client, ipam.Config{CacheTTL: 2 * time.Second, Logger: log})
 		run("tunnel addresses", func(ctx context.Context) error {
-			registration.KeepTunnels(ctx, client, alloc, cfg.NodeName, log)
+			registration.KeepTunnels(ctx, client, alloc, cfg.NodeName, tunnelOptions(getenv), log)
 			return nil
 		})
 	}
 	env := overlay(getenv, map[string]string{"NODENAME": cfg.NodeName, "FELIX_FELIXHOSTNAME": cfg.NodeName})
-	reg := prometheus.NewRegistry()
-	m := newMetrics(reg)
-	run("felix", func(ctx context.Context) error {
-		return felixagent.Run(ctx, felixagent.Options{Getenv: env, Logger: log.With("component", "felix"), Health: felixPort{fh, debug}, Registry: reg})
-	})
+	m := newMetrics()
 	if bird {
 		for _, dir := range []string{filepath.Dir(paths.BIRDConfig), filepath.Dir(paths.BIRDSocket)} {
 			if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -199,7 +194,7 @@ func Run(ctx context.Context, o Options) error {
 			return true, ""
 		})
 		confdRep.SetReady(false, "no configuration rendered yet")
-		reg.MustRegister(newBIRDCollector(sup, paths.BIRDSocket))
+		m.own = append(m.own, newBIRDCollector(sup, paths.BIRDSocket))
 		run("bird", sup.Run)
 		run("confd", func(ctx context.Context) error {
 			return confdagent.RunWith(ctx, []string{"-bird-config", paths.BIRDConfig, "-bird-socket", paths.BIRDSocket}, env, stderr,
@@ -215,6 +210,14 @@ func Run(ctx context.Context, o Options) error {
 		})
 		bgpRep.SetReadyFunc((&bgpChecker{socket: paths.BIRDSocket, start: start}).ready)
 	}
+	// felix starts once calico-node's collectors are all made (each run's
+	// registry holds them); it restarts in-process on a start-time setting.
+	felixLog := log.With("component", "felix")
+	run("felix", func(ctx context.Context) error {
+		return superviseFelix(ctx, func(ctx context.Context) error {
+			return felixagent.Run(ctx, felixagent.Options{Getenv: env, Logger: felixLog, Health: felixPort{fh, debug}, Registry: m.felixRegistry()})
+		}, fh, log)
+	})
 	// On Kubernetes (in a pod, or with KUBECONFIG): the CNI plugin's token
 	// and the node's NetworkUnavailable condition, as Calico's.
 	kube, err := install.KubeFromEnv(getenv, install.DefaultTokenValidity, log)

@@ -7,6 +7,9 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	felixconfig "github.com/tabbynet/tabby/felix/config"
+	"github.com/tabbynet/tabby/node/registration"
 )
 
 // Not Calico's names (Calico's paths are fixed): where BIRD's
@@ -100,4 +103,21 @@ func ipv6Supported(getenv func(string) string) bool {
 	}
 	_, err := os.Stat("/proc/sys/net/ipv6")
 	return err == nil
+}
+
+// tunnelOptions are the felix settings in calico-node's own environment
+// that shape its tunnel addresses, read as felix reads them (Calico's
+// calico-node reads FELIX_WIREGUARDHOSTENCRYPTIONENABLED from its
+// environment only; an unparsable value counts as the default, false).
+func tunnelOptions(getenv func(string) string) registration.TunnelOptions {
+	const name = "WireguardHostEncryptionEnabled"
+	env := map[string]string{}
+	if v := getenv("FELIX_" + strings.ToUpper(name)); v != "" {
+		env[name] = v
+	}
+	s, err := felixconfig.Resolve(felixconfig.Sources{Env: env})
+	if err != nil {
+		return registration.TunnelOptions{}
+	}
+	return registration.TunnelOptions{WireguardHostEncryption: s.Bool(name)}
 }

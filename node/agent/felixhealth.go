@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"sync"
+
 	felixhealth "github.com/tabbynet/tabby/felix/health"
 	"github.com/tabbynet/tabby/node/health"
 )
@@ -17,7 +19,10 @@ var felixParts = []string{"datastore", "dataplane", "routes", "settings"}
 type felixHealth struct {
 	a     *health.Aggregator
 	calc  *health.Reporter
-	parts map[string]*health.Reporter
+	parts map[string]*health.Reporter // fixed once made: read by the loops' heartbeats
+
+	mu    sync.Mutex
+	extra map[string]*health.Reporter // parts felix added
 }
 
 func newFelixHealth(a *health.Aggregator) *felixHealth {
@@ -43,11 +48,33 @@ func (f *felixHealth) Heartbeat(loop string) {
 }
 
 func (f *felixHealth) Ready(checks map[string]felixhealth.Check) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	for name, chk := range checks {
 		r, ok := f.parts[name]
-		if !ok { // a part felix added: shown all the same
-			r = f.a.Register("felix/"+name, 0)
+		if !ok { // a part felix added: shown all the same, registered once
+			if r, ok = f.extra[name]; !ok {
+				r = f.a.Register("felix/"+name, 0)
+				if f.extra == nil {
+					f.extra = map[string]*health.Reporter{}
+				}
+				f.extra[name] = r
+			}
 		}
 		r.SetReadyFunc(chk)
+	}
+}
+
+// stopped makes every part not ready, saying why, while felix is down
+// (between a stop and the next run's Ready): the stopped run's checks
+// would otherwise still answer for a dataplane nobody programs.
+func (f *felixHealth) stopped(why string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	notReady := func() (bool, string) { return false, why }
+	for _, m := range []map[string]*health.Reporter{f.parts, f.extra} {
+		for _, r := range m {
+			r.SetReadyFunc(notReady)
+		}
 	}
 }

@@ -11,20 +11,33 @@ import (
 )
 
 // metrics are calico-node's own, next to felix's on felix's metrics port
-// (FELIX_PROMETHEUSMETRICSENABLED, FELIX_PROMETHEUSMETRICSPORT).
+// (FELIX_PROMETHEUSMETRICSENABLED, FELIX_PROMETHEUSMETRICSPORT). They
+// outlive felix's runs: each run's registry (felixRegistry) holds them.
 type metrics struct {
 	confdSyncs *prometheus.CounterVec
+	// own are calico-node's collectors, added before felix first starts.
+	own []prometheus.Collector
 }
 
-func newMetrics(reg *prometheus.Registry) *metrics {
+func newMetrics() *metrics {
 	m := &metrics{confdSyncs: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "tabby_confd_syncs_total",
 		Help: "confd's renders of BIRD's configuration applied (result ok) or not (result error).",
 	}, []string{"result"})}
 	m.confdSyncs.WithLabelValues("ok")
 	m.confdSyncs.WithLabelValues("error")
-	reg.MustRegister(m.confdSyncs)
+	m.own = append(m.own, m.confdSyncs)
 	return m
+}
+
+// felixRegistry is a fresh registry for one run of felix, holding
+// calico-node's collectors: felix registers its own metrics anew on each
+// run (as a restarted felix process does), which one shared registry
+// would refuse as duplicates.
+func (m *metrics) felixRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(m.own...)
+	return reg
 }
 
 // birdCollector reports BIRD's starts and, at scrape time, its BGP

@@ -32,13 +32,18 @@ type bgpLab struct {
 	addr   string // node1's pod's TCP server
 }
 
-func newBGPLab(t *testing.T) *bgpLab {
+func newBGPLab(t *testing.T) *bgpLab { return newBGPLabWith(t, false) }
+
+// newBGPLabWith is newBGPLab with the agents in this test binary
+// (inProcess: see agent.inProcess) or the calico-node binary.
+func newBGPLabWith(t *testing.T, inProcess bool) *bgpLab {
 	c := multinode.New(t, multinode.Options{Nodes: 2, NoNodeResources: true})
 	l := &bgpLab{c: c}
 	for _, n := range c.Nodes {
 		a := newAgent(t, c, n, "CALICO_NETWORKING_BACKEND=bird", "CALICO_IPV4POOL_CIDR=10.81.0.0/16", "TABBY_BIRD_HANG_TIMEOUT=3s",
 			"FELIX_PROMETHEUSMETRICSENABLED=true",
 			"CALICO_IPV4POOL_IPIP=Never", "CALICO_IPV4POOL_VXLAN=Never", "CALICO_IPV4POOL_NAT_OUTGOING=false")
+		a.inProcess = inProcess
 		a.start()
 		l.agents = append(l.agents, a)
 	}

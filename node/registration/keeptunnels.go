@@ -17,7 +17,7 @@ import (
 // switch encapsulation and as felix publishes or withdraws its WireGuard
 // key. A
 // failure is logged and retried after retry. It returns when ctx ends.
-func KeepTunnels(ctx context.Context, c datastore.Client, alloc *ipam.Allocator, node string, log *slog.Logger) {
+func KeepTunnels(ctx context.Context, c datastore.Client, alloc *ipam.Allocator, node string, o TunnelOptions, log *slog.Logger) {
 	if log == nil {
 		log = slog.Default()
 	}
@@ -44,7 +44,7 @@ func KeepTunnels(ctx context.Context, c datastore.Client, alloc *ipam.Allocator,
 		if !w.synced() {
 			continue
 		}
-		if err := EnsureTunnelAddrs(ctx, c, alloc, node); err != nil && ctx.Err() == nil {
+		if err := EnsureTunnelAddrs(ctx, c, alloc, node, o); err != nil && ctx.Err() == nil {
 			log.Error("tunnel addresses", "node", node, "error", err)
 			retryC = time.After(retry)
 		}

@@ -18,14 +18,18 @@ import (
 // VXLAN gives the node a VXLAN tunnel address, switched to IPIP swaps it
 // for an IPIP one, and switched to Never releases it -- all live; a
 // WireGuard public key on the Node gives the WireGuard device an address,
-// withdrawn it is released.
+// withdrawn it is released; with host encryption none is given (and one
+// held is released).
 func TestPrivilegedKeepTunnels(t *testing.T) {
 	c := multinode.New(t, multinode.Options{Nodes: 1})
 	n := c.Nodes[0]
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	pool := c.CreatePool("p", "10.73.0.0/16", multinode.PoolOptions{})
-	go func() { KeepTunnels(ctx, c.Client, ipam.New(c.Client, ipam.Config{}), n.Name, nil); close(done) }()
+	go func() {
+		KeepTunnels(ctx, c.Client, ipam.New(c.Client, ipam.Config{}), n.Name, TunnelOptions{}, nil)
+		close(done)
+	}()
 	t.Cleanup(func() { cancel(); <-done })
 	node := func() *v3.Node {
 		r, err := c.Client.Get(context.Background(), datastore.Key{Kind: v3.KindNode, Name: n.Name})
@@ -94,5 +98,25 @@ func TestPrivilegedKeepTunnels(t *testing.T) {
 		if len(h.(*v3.IPAMHandle).Spec.Block) > 0 {
 			t.Errorf("handle %s still holds addresses", h.GetName())
 		}
+	}
+
+	// Host encryption (FELIX_WIREGUARDHOSTENCRYPTIONENABLED, as Calico's
+	// calico-node reads it): no device address; one held is released.
+	cancel()
+	<-done
+	bg := context.Background()
+	alloc := ipam.New(c.Client, ipam.Config{})
+	setKey("jH/ZVp1Lc0PmfDpWZk0Hx1IctNiG2F6DyEjA3Ba2xWk=")
+	if err := EnsureTunnelAddrs(bg, c.Client, alloc, n.Name, TunnelOptions{}); err != nil || node().Spec.Wireguard == nil {
+		t.Fatalf("a WireGuard address without host encryption: %v, %+v", err, node().Spec.Wireguard)
+	}
+	if err := EnsureTunnelAddrs(bg, c.Client, alloc, n.Name, TunnelOptions{WireguardHostEncryption: true}); err != nil {
+		t.Fatal(err)
+	}
+	if w := node().Spec.Wireguard; w != nil {
+		t.Errorf("with host encryption the Node keeps a WireGuard address: %+v", w)
+	}
+	if ips, err := alloc.IPsByHandle(bg, WireguardHandle(n.Name)); len(ips) != 0 {
+		t.Errorf("with host encryption %s holds %v (%v)", WireguardHandle(n.Name), ips, err)
 	}
 }

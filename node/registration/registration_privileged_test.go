@@ -75,7 +75,7 @@ func TestPrivilegedRegistration(t *testing.T) {
 	// Tunnel addresses.
 	alloc := ipam.New(c.Client, ipam.Config{})
 	pool := c.CreatePool("vx", "10.71.0.0/16", multinode.PoolOptions{VXLAN: v3.VXLANModeAlways, IPIP: v3.IPIPModeNever})
-	if err := EnsureTunnelAddrs(ctx, c.Client, alloc, n.Name); err != nil {
+	if err := EnsureTunnelAddrs(ctx, c.Client, alloc, n.Name, TunnelOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	r, _ := c.Client.Get(ctx, datastore.Key{Kind: v3.KindNode, Name: n.Name})
@@ -88,7 +88,7 @@ func TestPrivilegedRegistration(t *testing.T) {
 		t.Errorf("an IPIP address without an IPIP pool: %s", node.Spec.BGP.IPv4IPIPTunnelAddr)
 	}
 	// Idempotent.
-	if err := EnsureTunnelAddrs(ctx, c.Client, alloc, n.Name); err != nil {
+	if err := EnsureTunnelAddrs(ctx, c.Client, alloc, n.Name, TunnelOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if again, _ := alloc.IPsByHandle(ctx, VXLANHandle(n.Name)); len(again) != 1 || again[0] != ips[0] {
@@ -98,7 +98,7 @@ func TestPrivilegedRegistration(t *testing.T) {
 	if _, err := c.Client.Update(ctx, pool); err != nil {
 		t.Fatal(err)
 	}
-	if err := EnsureTunnelAddrs(ctx, c.Client, alloc, n.Name); err != nil {
+	if err := EnsureTunnelAddrs(ctx, c.Client, alloc, n.Name, TunnelOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	r, _ = c.Client.Get(ctx, datastore.Key{Kind: v3.KindNode, Name: n.Name})

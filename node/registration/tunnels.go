@@ -39,11 +39,22 @@ func VXLANV6Handle(node string) string { return "vxlan-v6-tunnel-addr-" + node }
 func WireguardHandle(node string) string   { return "wireguard-tunnel-addr-" + node }
 func WireguardV6Handle(node string) string { return "wireguard-v6-tunnel-addr-" + node }
 
+// TunnelOptions are calico-node's settings that shape its tunnel
+// addresses.
+type TunnelOptions struct {
+	// WireguardHostEncryption is FELIX_WIREGUARDHOSTENCRYPTIONENABLED in
+	// calico-node's own environment (Calico's calico-node reads only that,
+	// not the FelixConfiguration): the WireGuard devices get no address
+	// from a pool (one held is released); they use the node's own.
+	WireguardHostEncryption bool
+}
+
 // tunnelKind is one kind of tunnel address.
 type tunnelKind struct {
-	v6       bool
-	handle   func(string) string
-	attrType string
+	v6        bool
+	wireguard bool
+	handle    func(string) string
+	attrType  string
 	// needed says whether a pool wants this kind of tunnel.
 	needed func(*v3.IPPool) bool
 	// nodeNeeds, when set, says whether the node wants it at all.
@@ -83,7 +94,7 @@ var tunnelKinds = []tunnelKind{{
 // Calico's calico-node allocates it: from any enabled pool of that
 // version, once felix runs WireGuard there (the Node has a public key).
 func wireguardKind(v6 bool) tunnelKind {
-	k := tunnelKind{v6: v6, handle: WireguardHandle, attrType: AttributeTypeWireguard,
+	k := tunnelKind{v6: v6, wireguard: true, handle: WireguardHandle, attrType: AttributeTypeWireguard,
 		needed: func(*v3.IPPool) bool { return true },
 		nodeNeeds: func(n *v3.Node) bool {
 			return n.Status != nil && n.Status.WireguardPublicKey != ""
@@ -129,12 +140,13 @@ func setWireguardAddr(n *v3.Node, a string, v6 bool) {
 // EnsureTunnelAddrs gives the node an IPIP, a VXLAN and/or an IPv6 VXLAN
 // tunnel address when an enabled pool of that IP version uses that
 // encapsulation, and WireGuard device addresses while the Node has a
-// WireGuard public key of that version (spec.wireguard) (allocated from such
-// a pool under Calico's handle) and releases it when none does; the
+// WireGuard public key of that version (spec.wireguard) and host
+// encryption is off (allocated from such a pool under Calico's handle)
+// and releases it when none does; the
 // Node's bgp.ipv4IPIPTunnelAddr, ipv4VXLANTunnelAddr, vxlanTunnelMACAddr,
 // ipv6VXLANTunnelAddr and vxlanTunnelMACAddrV6 follow. An address already recorded that is still in
 // a pool of its kind is kept.
-func EnsureTunnelAddrs(ctx context.Context, c datastore.Client, alloc *ipam.Allocator, nodeName string) error {
+func EnsureTunnelAddrs(ctx context.Context, c datastore.Client, alloc *ipam.Allocator, nodeName string, o TunnelOptions) error {
 	list, err := c.List(ctx, v3.KindIPPool, datastore.ListOptions{})
 	if err != nil {
 		return fmt.Errorf("listing IP pools: %w", err)
@@ -150,6 +162,9 @@ func EnsureTunnelAddrs(ctx context.Context, c datastore.Client, alloc *ipam.Allo
 			}
 			pools = append(pools, p.Name)
 			cidrs = append(cidrs, cidr)
+		}
+		if k.wireguard && o.WireguardHostEncryption {
+			pools, cidrs = nil, nil // the device uses the node's own address
 		}
 		if err := ensureTunnel(ctx, c, alloc, nodeName, k, pools, cidrs); err != nil {
 			return err

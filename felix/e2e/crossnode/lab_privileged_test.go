@@ -81,7 +81,7 @@ func newLabThen(t testing.TB, o multinode.Options, pools map[string]multinode.Po
 		if _, err := registration.Register(ctx, c.Client, rc, env); err != nil {
 			t.Fatal(err)
 		}
-		if err := registration.EnsureTunnelAddrs(ctx, c.Client, alloc, n.Name); err != nil {
+		if err := registration.EnsureTunnelAddrs(ctx, c.Client, alloc, n.Name, registration.TunnelOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -111,8 +111,13 @@ type StreamRequest struct {
 }
 
 // StreamResult is what the sink received and how long the stream took
-// (from connect to the sink's answer).
+// (from connect to the sink's answer); MaxGapMicros is the longest time
+// one write into the socket took (the stream stalled: the socket's
+// buffer stayed full), WriteError why writing ended early ("" when it
+// ran its time).
 type StreamResult struct {
-	Bytes  int64 `json:"bytes"`
-	Micros int64 `json:"micros"`
+	Bytes        int64  `json:"bytes"`
+	Micros       int64  `json:"micros"`
+	MaxGapMicros int64  `json:"maxGapMicros"`
+	WriteError   string `json:"writeError,omitempty"`
 }

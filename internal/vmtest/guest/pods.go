@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -313,8 +314,16 @@ func (a *Agent) Stream(r StreamRequest) (StreamResult, error) {
 		defer c.Close()
 		buf := make([]byte, 128<<10)
 		_ = c.SetWriteDeadline(start.Add(time.Duration(r.Millis) * time.Millisecond))
+		last := time.Now()
 		for {
-			if _, err := c.Write(buf); err != nil {
+			_, err := c.Write(buf)
+			now := time.Now()
+			res.MaxGapMicros = max(res.MaxGapMicros, now.Sub(last).Microseconds())
+			last = now
+			if err != nil {
+				if !errors.Is(err, os.ErrDeadlineExceeded) {
+					res.WriteError = err.Error()
+				}
 				break
 			}
 		}
