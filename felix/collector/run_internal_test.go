@@ -166,5 +166,8 @@ func TestLoopFlowEndsAfterItsPackets(t *testing.T) {
 			t.Errorf("the flow of the packet sent at %s ends at %s, before it", at.Format("15:04:05.000000"), f.EndTime.Format("15:04:05.000000"))
 		}
 	}
-	t.Logf("%d flows, %d ending before their packet", len(flows), late); for _, f := range flows { t.Log(f.EndTime.Sub(sent[f.DestPort-1000])) }
+	t.Logf("%d flows, %d ending before their packet", len(flows), late)
+	for _, f := range flows {
+		t.Log(f.EndTime.Sub(sent[f.DestPort-1000]))
+	}
 }
