@@ -506,8 +506,8 @@ func decidingHits(rep traceReport) []hopHit {
 			continue
 		case h.Stage != "policy" && h.Stage != "forward" && h.Stage != "preDNAT":
 			continue
-		case !workload && h.Verdict != "Allow" && h.Verdict != "Deny":
-			continue
+		case !workload && h.Verdict != "Deny" && !(h.Verdict == "Allow" && hasDecision(h.Tiers, h.Profiles)):
+			continue // no policy decided (a forward chain with none lets the packet on): nothing logged
 		}
 		hh := hopHit{node: h.Node, reporter: "Src", ingress: h.Direction == "ingress", flow: workload}
 		if hh.ingress {
@@ -521,6 +521,27 @@ func decidingHits(rep traceReport) []hopHit {
 		out = append(out, hh)
 	}
 	return out
+}
+
+// hasDecision says whether a policy, a tier's end or a profile decided
+// in a chain's trace.
+func hasDecision(tiers []traceTier, profiles []traceMatch) bool {
+	for _, t := range tiers {
+		for _, p := range t.Policies {
+			if p.Match != nil && (p.Match.Action == "Allow" || p.Match.Action == "Deny") {
+				return true
+			}
+		}
+		if t.EndOfTier == "Deny" {
+			return true
+		}
+	}
+	for _, p := range profiles {
+		if p.Match != nil && (p.Match.Action == "Allow" || p.Match.Action == "Deny") {
+			return true
+		}
+	}
+	return false
 }
 
 // decided is the verdict of one chain's trace as a flow log hit.
