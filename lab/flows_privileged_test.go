@@ -65,6 +65,7 @@ func TestPrivilegedLabFlows(t *testing.T) {
 	enableFlowLogs(t, l)
 	serveHosts(t, l)
 	n := 0
+	var slowest time.Duration // the longest a flow took to be on its node's socket
 	for _, s := range flowSetups() {
 		t.Run(s.name, func(t *testing.T) {
 			docs := []byte(s.docs(l))
@@ -85,11 +86,12 @@ func TestPrivilegedLabFlows(t *testing.T) {
 			time.Sleep(flowFlush)
 			for _, p := range s.probes {
 				n++
-				checkFlow(t, l, p)
+				slowest = max(slowest, checkFlow(t, l, p))
 			}
 		})
 	}
-	t.Logf("%d setups, %d probed pairs, %s with the lab's up", len(flowSetups()), n, time.Since(start).Round(time.Second))
+	t.Logf("%d setups, %d probed pairs, %s with the lab's up; the slowest flow was on its node's socket %s after its probe began (flush interval %s)",
+		len(flowSetups()), n, time.Since(start).Round(time.Second), slowest.Round(time.Millisecond), flowFlush)
 	downAndCheck(t, l)
 }
 
@@ -335,8 +337,9 @@ func podOf(t *testing.T, l *Lab, key string) PodState {
 // of the node, naming that workload's own policies; a host endpoint's
 // chain (its applyOnForward, preDNAT or normal policy) gives no flow, so
 // for those hops the test checks the rule's counters grew and that no
-// flow names the host endpoint's policy.
-func checkFlow(t *testing.T, l *Lab, p flowProbe) {
+// flow names the host endpoint's policy. It returns how long the slowest
+// of the probe's flows took to be on its node's socket.
+func checkFlow(t *testing.T, l *Lab, p flowProbe) time.Duration {
 	t.Helper()
 	desc := fmt.Sprintf("%s -> %s %s", p.from, p.to, p.port)
 	rep := traceFlow(t, l, p)
@@ -357,12 +360,14 @@ func checkFlow(t *testing.T, l *Lab, p flowProbe) {
 		t.Logf("%s: the trace's deciding hits: %+v", desc, hops)
 	}
 	flowDeny := false
+	var slowest time.Duration
 	for _, h := range hops {
 		if !h.flow {
 			continue
 		}
 		flowDeny = flowDeny || h.enforced.Action == "Deny"
 		f := waitForFlow(t, l, h, p, sent)
+		slowest = max(slowest, time.Since(sent))
 		if f == nil {
 			var seen []string
 			for _, f := range nodeFlows(t, l, h.node) {
@@ -398,6 +403,7 @@ func checkFlow(t *testing.T, l *Lab, p flowProbe) {
 	if hostHits > 0 {
 		t.Logf("%s: %d host endpoint verdicts: counted, in no flow (as Calico)", desc, hostHits)
 	}
+	return slowest
 }
 
 // checkHostHits checks that no flow names the host endpoint hops' policies
