@@ -46,7 +46,7 @@ func BenchmarkPrivilegedFlowLogsTwoNodes(b *testing.B) {
 		if _, err := registration.Register(ctx, c.Client, registration.Config{NodeName: n.Name, IPv4Method: "interface=eth0"}, env); err != nil {
 			b.Fatal(err)
 		}
-		if err := registration.EnsureTunnelAddrs(ctx, c.Client, alloc, n.Name); err != nil {
+		if err := registration.EnsureTunnelAddrs(ctx, c.Client, alloc, n.Name, registration.TunnelOptions{}); err != nil {
 			b.Fatal(err)
 		}
 	}
