@@ -100,9 +100,13 @@ bench-felix:
 
 ## bench-flowlogs: flow logs (issue 26, root): TCP throughput between two
 ## pods of a node with flow logs off and on (alternating rounds, same run)
-## and the collector's CPU at 1,000 new connections/s
+## and the collector's CPU at 1,000 new connections/s; then between pods
+## of two nodes, the real felix on each over etcd (ABBA rounds)
 bench-flowlogs:
-	$(GO) test -tags privileged -run '^$$' -bench PrivilegedFlowLogs -benchtime 1x ./felix/e2e/
+	@uptime
+	$(GO) test -tags privileged -run '^$$' -bench 'PrivilegedFlowLogs$$' -benchtime 1x ./felix/e2e/
+	$(GO) test -tags privileged,integration -run '^$$' -bench PrivilegedFlowLogsTwoNodes -benchtime 1x ./felix/e2e/
+	@uptime
 
 ## bench-goldmane: the flow page's first load with 10,000 flows in
 ## Debian's headless Chromium (navigation to every row painted, the list

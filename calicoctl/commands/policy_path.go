@@ -8,6 +8,8 @@ import (
 
 	v3 "github.com/tabbynet/tabby/api/v3"
 	"github.com/tabbynet/tabby/felix/calc"
+	"github.com/tabbynet/tabby/felix/infra"
+	"github.com/tabbynet/tabby/felix/routes"
 	"github.com/tabbynet/tabby/felix/rules"
 )
 
@@ -44,20 +46,25 @@ const (
 // rules.TraceChain):
 //   - from a workload: its egress chain (cali-fw-); to its own host, then
 //     felix's endpoint-to-host action (host endpoint policy does not
-//     apply); leaving its node, that node's all-interfaces host endpoint's
-//     applyOnForward egress chain;
+//     apply); leaving its node, the applyOnForward egress chain of the
+//     host endpoint of the interface it leaves through, or of the node's
+//     all-interfaces one;
 //   - from a host (host endpoint): to its own workloads always allowed;
 //     otherwise its doNotTrack (raw) and normal egress chains;
-//   - to a workload from elsewhere than its node: the node's
-//     all-interfaces host endpoint's preDNAT (mangle) and applyOnForward
-//     ingress chains, then the workload's ingress chain (cali-tw-);
+//   - to a workload from elsewhere than its node: the host endpoint's
+//     preDNAT (mangle) and applyOnForward ingress chains (and a named
+//     interface's doNotTrack chain) of the interface the flow comes in
+//     through, or the node's all-interfaces one, then the workload's
+//     ingress chain (cali-tw-);
 //   - to a host endpoint: its doNotTrack, preDNAT and normal ingress
 //     chains.
 //
 // Host endpoints on named interfaces police forwarded traffic only when
-// the flow crosses that interface, which the routes decide: notes say
-// so instead of guessing.
-func tracePath(objs []any, from, to traceEnd, endpointToHost string) ([]hopSpec, []string) {
+// the flow crosses that interface, which the routes decide: between
+// workloads (or a workload and a host endpoint) of two nodes the trace
+// works it out as felix's routes do (see crossing); otherwise a note
+// says so instead of guessing.
+func tracePath(objs []any, cl *infra.Cluster, from, to traceEnd, endpointToHost string) ([]hopSpec, []string) {
 	var hops []hopSpec
 	var notes []string
 	sameNode := from.node() != "" && from.node() == to.node()
@@ -75,7 +82,7 @@ func tracePath(objs []any, from, to traceEnd, endpointToHost string) ([]hopSpec,
 					" after the workload's egress policy; host endpoint policy does not apply"}), notes
 		}
 		if !sameNode {
-			h, n := forwardHops(objs, from.node(), false)
+			h, n := forwardHops(objs, cl, from.node(), to, to.addr, false)
 			hops, notes = append(hops, h...), append(notes, n...)
 		}
 	case from.hep != nil:
@@ -88,7 +95,7 @@ func tracePath(objs []any, from, to traceEnd, endpointToHost string) ([]hopSpec,
 	switch {
 	case to.wep != nil:
 		if !sameNode {
-			h, n := forwardHops(objs, to.node(), true)
+			h, n := forwardHops(objs, cl, to.node(), from, to.addr, true)
 			hops, notes = append(hops, h...), append(notes, n...)
 		}
 		hops = append(hops, workloadHop(to, true))
@@ -143,40 +150,107 @@ func hostHops(h *v3.HostEndpoint, ingress bool) []hopSpec {
 	return append(hops, hop)
 }
 
-// forwardHops are the chains of node's all-interfaces host endpoint for
-// traffic forwarded into (ingress) or out of the node, and notes on its
-// host endpoints of named interfaces, which are not traced.
-func forwardHops(objs []any, node string, ingress bool) ([]hopSpec, []string) {
-	var star *v3.HostEndpoint
-	var named []string
+// forwardHops are the chains of the host endpoint of node that polices
+// the flow forwarded out of (ingress false) or into node, to or from the
+// remote end: the named host endpoint of the interface the flow crosses
+// (see crossing), else node's all-interfaces ("*") one, as felix's
+// dispatch chains pick them. Named host endpoints the trace cannot place
+// on the flow's way get a note instead of a guess.
+func forwardHops(objs []any, cl *infra.Cluster, node string, remote traceEnd, dst netip.Addr, ingress bool) ([]hopSpec, []string) {
+	var star, hit *v3.HostEndpoint
+	var named []*v3.HostEndpoint
 	for _, o := range objs {
 		if h, ok := o.(*v3.HostEndpoint); ok && h.Spec.Node == node {
 			if h.Spec.InterfaceName == "*" {
 				star = h
-			} else {
-				named = append(named, h.Name)
+			} else if h.Spec.InterfaceName != "" {
+				named = append(named, h)
 			}
 		}
 	}
+	dev, where, known := crossing(cl, node, remote, dst)
 	var notes []string
 	if len(named) > 0 {
-		sort.Strings(named)
-		notes = append(notes, fmt.Sprintf("node %s has host endpoints on named interfaces (%s): their preDNAT and applyOnForward policy applies when the flow crosses their interface, which this trace does not know", node, strings.Join(named, ", ")))
+		for _, h := range named {
+			if known && (h.Spec.InterfaceName == dev || dev == "" && holds(h.Spec.ExpectedIPs, where)) {
+				hit = h
+			}
+		}
+		if hit == nil {
+			var names []string
+			for _, h := range named {
+				names = append(names, h.Name)
+			}
+			sort.Strings(names)
+			why := "which this trace does not know (the other end is no endpoint of a node in an IP pool)"
+			if known {
+				why = "and this flow crosses " + crossingName(dev, where) + ", which none of them names (by interfaceName, or expectedIPs holding the address)"
+			}
+			notes = append(notes, fmt.Sprintf("node %s has host endpoints on named interfaces (%s): their preDNAT and applyOnForward policy applies when the flow crosses their interface, %s", node, strings.Join(names, ", "), why))
+		}
 	}
-	if star == nil {
+	h, suffix := hit, ""
+	switch {
+	case hit != nil:
+		suffix = hit.Spec.InterfaceName
+	case star != nil:
+		h, suffix = star, rules.AllInterfaces
+	default:
 		return nil, notes
 	}
-	base := hopSpec{node: node, endpoint: star.Name, ref: calc.EndpointRef{Kind: calc.Host, Key: star.Name}, ingress: ingress}
+	base := hopSpec{node: node, endpoint: h.Name, ref: calc.EndpointRef{Kind: calc.Host, Key: h.Name}, ingress: ingress}
 	if !ingress {
-		base.kind, base.stage, base.chain = rules.TraceForward, stageForward, rules.PrefixToHostEpFwd+rules.AllInterfaces
+		base.kind, base.stage, base.chain = rules.TraceForward, stageForward, rules.PrefixToHostEpFwd+suffix
 		return []hopSpec{base}, notes
 	}
 	base.group = "forward:" + node
+	var hops []hopSpec
+	if hit != nil { // as Calico: no untracked policy on "*"
+		raw := base
+		raw.kind, raw.stage, raw.chain = rules.TraceUntracked, stageUntracked, "raw "+rules.PrefixFromHostEp+suffix
+		hops = append(hops, raw)
+	}
 	pre := base
-	pre.kind, pre.stage, pre.chain, pre.failsafe = rules.TracePreDNAT, stagePreDNAT, "mangle "+rules.PrefixFromHostEp+rules.AllInterfaces, rules.DefaultFailsafeInbound()
+	pre.kind, pre.stage, pre.chain, pre.failsafe = rules.TracePreDNAT, stagePreDNAT, "mangle "+rules.PrefixFromHostEp+suffix, rules.DefaultFailsafeInbound()
 	fwd := base
-	fwd.kind, fwd.stage, fwd.chain = rules.TraceForward, stageForward, rules.PrefixFromHostEpFwd+rules.AllInterfaces
-	return []hopSpec{pre, fwd}, notes
+	fwd.kind, fwd.stage, fwd.chain = rules.TraceForward, stageForward, rules.PrefixFromHostEpFwd+suffix
+	return append(hops, pre, fwd), notes
+}
+
+// crossing is the interface of node a flow to dst between node and the
+// remote end crosses, as felix's routes send it (routes.Via): a tunnel
+// device (dev), or the underlay ("" and where, node's own address, which
+// the interface holds). known is false when the remote end is no
+// endpoint of another node or the Nodes and pools do not say.
+func crossing(cl *infra.Cluster, node string, remote traceEnd, dst netip.Addr) (dev string, where netip.Addr, known bool) {
+	if cl == nil || remote.node() == "" || remote.node() == node {
+		return "", netip.Addr{}, false
+	}
+	me, ok := cl.Node(node)
+	peer, ok2 := cl.Node(remote.node())
+	if !ok || !ok2 {
+		return "", netip.Addr{}, false
+	}
+	v6 := dst.Is6()
+	mine, theirs := me.Fam(v6), peer.Fam(v6)
+	if !mine.Addr.IsValid() || !theirs.Addr.IsValid() {
+		return "", netip.Addr{}, false
+	}
+	pl, inPool := cl.PoolOf(netip.PrefixFrom(dst, dst.BitLen()))
+	switch {
+	case inPool:
+		dev = routes.Via(pl, mine, theirs, v6)
+	case remote.hep == nil:
+		return "", netip.Addr{}, false
+	}
+	return dev, mine.Addr.Addr(), true
+}
+
+func crossingName(dev string, where netip.Addr) string {
+	if dev != "" {
+		return dev
+	}
+	return "the interface holding the node's address " + where.String()
 }
 
 // tiersFor is the hop's tiers of the endpoint (and its profiles, for the

@@ -24,7 +24,7 @@ func traceFlow(s *policySnapshot, fromSpec, toSpec string, pkt rules.Packet) (*T
 		return nil, err
 	}
 	pkt.Src, pkt.Dst = from.addr, to.addr
-	path, notes := tracePath(s.objs, from, to, s.endpointToHost)
+	path, notes := tracePath(s.objs, s.cluster, from, to, s.endpointToHost)
 	staged, err := s.stagedPolicies()
 	if err != nil {
 		return nil, err

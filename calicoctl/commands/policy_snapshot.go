@@ -10,6 +10,7 @@ import (
 	v3 "github.com/tabbynet/tabby/api/v3"
 	"github.com/tabbynet/tabby/datastore"
 	"github.com/tabbynet/tabby/felix/calc"
+	"github.com/tabbynet/tabby/felix/infra"
 	"github.com/tabbynet/tabby/felix/staged"
 )
 
@@ -22,6 +23,9 @@ type policySnapshot struct {
 	// endpointToHost is FelixConfiguration defaultEndpointToHostAction
 	// (Drop, Accept or Return; Drop when unset).
 	endpointToHost string
+	// cluster is the Nodes and IP pools as felix reads them: which
+	// interface a forwarded flow crosses (nil: not known).
+	cluster *infra.Cluster
 }
 
 // policyKinds are the kinds of felix's policy calculation (felix's
@@ -41,6 +45,7 @@ var stagedKinds = []string{
 // could allow what the cluster denies.
 func loadPolicySnapshot(ctx context.Context, c datastore.Client) (*policySnapshot, error) {
 	s := &policySnapshot{endpointToHost: "Drop"}
+	var err error
 	for _, kind := range append(append([]string{}, policyKinds...), stagedKinds...) {
 		l, err := c.List(ctx, kind, datastore.ListOptions{})
 		if err != nil {
@@ -53,6 +58,9 @@ func loadPolicySnapshot(ctx context.Context, c datastore.Client) (*policySnapsho
 			s.add(r)
 		}
 	}
+	if s.cluster, err = loadCluster(ctx, c); err != nil {
+		return nil, err
+	}
 	fc, err := c.Get(ctx, datastore.Key{Kind: v3.KindFelixConfiguration, Name: "default"})
 	switch {
 	case err == nil:
@@ -63,6 +71,28 @@ func loadPolicySnapshot(ctx context.Context, c datastore.Client) (*policySnapsho
 		return nil, fmt.Errorf("reading FelixConfiguration default: %w", err)
 	}
 	return s, nil
+}
+
+// loadCluster reads the Nodes and IP pools (felix/infra, as felix's
+// routes read them).
+func loadCluster(ctx context.Context, c datastore.Client) (*infra.Cluster, error) {
+	var pools []*v3.IPPool
+	var nodes []*v3.Node
+	for _, kind := range []string{v3.KindIPPool, v3.KindNode} {
+		l, err := c.List(ctx, kind, datastore.ListOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("listing %s: %w", kind, err)
+		}
+		for _, r := range l.Items {
+			switch r := r.(type) {
+			case *v3.IPPool:
+				pools = append(pools, r)
+			case *v3.Node:
+				nodes = append(nodes, r)
+			}
+		}
+	}
+	return infra.Derive(pools, nodes), nil
 }
 
 // add files one resource: staged policies apart, the rest as felix's

@@ -21,6 +21,10 @@ type Resolver interface {
 	// flow reported at a workload of node, false when the reporting end
 	// is no workload of node (see pending.go).
 	Pending(node string, ingress bool, t Tuple) ([]PolicyHit, bool)
+	// Reporter is what a flow reported at node keeps of a path logged
+	// for tuple t, false when node reports no flow for it (see
+	// attribute.go).
+	Reporter(node string, ingress bool, t Tuple) (Attribution, bool)
 }
 
 // Aggregator gathers verdicts and connection counts per flow key for one
@@ -56,8 +60,10 @@ type dirTuple struct {
 }
 
 type conn struct {
-	key            FlowKey
-	hits           []PolicyHit
+	key FlowKey
+	// hits are the flow's (attributed); counted the whole path, for the
+	// rule counters.
+	hits, counted  []PolicyHit
 	packets, bytes uint64
 }
 
@@ -93,24 +99,42 @@ func (a *Aggregator) Add(ingress bool, p Packet) {
 		return
 	}
 	delete(a.paths, k)
-	hits := a.hits(path)
-	key := a.key(p.Tuple, ingress, v.Action, hits)
-	f := a.flow(key, hits, k)
+	counted := a.hits(path)
+	attr, report := a.resolve.Reporter(a.node, ingress, p.Tuple)
+	hits, report := attributedIf(counted, attr, report)
 	if v.Action == "Deny" {
-		f.Packets++
-		f.Bytes += uint64(p.Bytes)
-		a.counters.add(hits, ingress, 1, uint64(p.Bytes), 0)
+		a.counters.add(counted, ingress, 1, uint64(p.Bytes), 0)
+		if report {
+			f := a.flow(a.key(p.Tuple, ingress, v.Action, hits), hits, k)
+			f.Packets++
+			f.Bytes += uint64(p.Bytes)
+		}
 		return
 	}
 	// Allow: the connection's first packet. Its counts come from
 	// conntrack; a repeated first packet (a retransmitted SYN before
-	// the entry was confirmed) is the same connection.
+	// the entry was confirmed) is the same connection. A path that is
+	// no flow of this node (a host endpoint's chain) counts its
+	// connection only.
+	if !report {
+		a.counters.add(counted, ingress, 0, 0, 1)
+		return
+	}
+	key := a.key(p.Tuple, ingress, v.Action, hits)
+	f := a.flow(key, hits, k)
 	if c, ok := a.conns[k]; ok && c.key == key {
 		return
 	}
 	f.ConnectionsStarted++
-	a.conns[k] = &conn{key: key, hits: hits}
-	a.counters.add(hits, ingress, 0, 0, 1)
+	a.conns[k] = &conn{key: key, hits: hits, counted: counted}
+	a.counters.add(counted, ingress, 0, 0, 1)
+}
+
+func attributedIf(hits []PolicyHit, a Attribution, report bool) ([]PolicyHit, bool) {
+	if !report {
+		return nil, false
+	}
+	return attributed(hits, a)
 }
 
 // hits turns a path's verdicts into policy hits, naming tiers.
@@ -194,7 +218,7 @@ func (a *Aggregator) Conntrack(byTuple map[Tuple]Conn) {
 		c.packets, c.bytes = e.Packets, e.Bytes
 		f.Packets += dp
 		f.Bytes += db
-		a.counters.add(c.hits, k.ingress, dp, db, 0)
+		a.counters.add(c.counted, k.ingress, dp, db, 0)
 	}
 }
 

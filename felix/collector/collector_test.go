@@ -78,6 +78,10 @@ func (f fakeResolver) Pending(string, bool, collector.Tuple) ([]collector.Policy
 	return nil, false
 }
 
+func (f fakeResolver) Reporter(string, bool, collector.Tuple) (collector.Attribution, bool) {
+	return collector.Attribution{All: true}, true
+}
+
 // TestAggregator: a denied connection's retransmissions are one flow with
 // every packet counted; an allowed connection is one flow whose counts
 // come from conntrack (deltas, under the tuple after DNAT), live until it

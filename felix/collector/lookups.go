@@ -32,6 +32,11 @@ type Lookups struct {
 	// inputs what the pending evaluation reads (pending.go).
 	keyByIP map[netip.Addr]datastore.Key
 	inputs  policyInputs
+	// generation counts updates; attrs are the workloads' chains as
+	// Reporter worked them out since the last update (under attrMu).
+	generation uint64
+	attrMu     sync.Mutex
+	attrs      map[attributionKey]Attribution
 }
 
 // owner is what a shortened prefix may stand for: a policy's or
@@ -52,7 +57,8 @@ var LookupKinds = []string{v3.KindWorkloadEndpoint, v3.KindHostEndpoint, v3.Kind
 func NewLookups() *Lookups {
 	return &Lookups{byIP: map[netip.Addr]Endpoint{}, ipsOf: map[datastore.Key][]netip.Addr{},
 		nets: map[datastore.Key][]netip.Prefix{}, netNames: map[datastore.Key]Endpoint{}, tiers: map[datastore.Key]string{},
-		owners: map[datastore.Key]owner{}, keyByIP: map[netip.Addr]datastore.Key{}, inputs: newPolicyInputs()}
+		owners: map[datastore.Key]owner{}, keyByIP: map[netip.Addr]datastore.Key{}, inputs: newPolicyInputs(),
+		attrs: map[attributionKey]Attribution{}}
 }
 
 // FollowServices makes the pending evaluation follow Kubernetes
@@ -72,6 +78,10 @@ func (l *Lookups) OnStatusUpdated(datastore.SyncStatus) {}
 func (l *Lookups) OnUpdates(ups []datastore.Update) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.generation++
+	l.attrMu.Lock()
+	clear(l.attrs)
+	l.attrMu.Unlock()
 	for _, u := range ups {
 		l.forget(u.Key)
 		l.inputs.update(u)

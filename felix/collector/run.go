@@ -132,9 +132,11 @@ func loop(ctx context.Context, cfg Config, srcs []packetSource, ct connDumper) e
 			m.created.Add(float64(agg.Created - created))
 		case <-poll.C:
 			dump()
-		case now := <-flush.C:
+		case <-flush.C:
 			dump()
-			flows := agg.Flush(now)
+			// The interval ends now, not at the tick: packets taken
+			// after the tick fired (while the loop was busy) are in it.
+			flows := agg.Flush(time.Now())
 			m.flushed.Add(float64(len(flows)))
 			if cfg.DebugTrace {
 				for _, f := range flows {

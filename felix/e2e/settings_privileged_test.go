@@ -44,7 +44,7 @@ type realFelix struct {
 	restarts              atomic.Int32
 }
 
-func freeLoopbackPort(t *testing.T) int {
+func freeLoopbackPort(t testing.TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -56,7 +56,7 @@ func freeLoopbackPort(t *testing.T) int {
 
 // startRealFelix runs felix with the common settings of these tests plus
 // vars (FELIX_* and others), until the test ends.
-func startRealFelix(t *testing.T, etcdURL string, nodeNS ns.NetNS, vars map[string]string) *realFelix {
+func startRealFelix(t testing.TB, etcdURL string, nodeNS ns.NetNS, vars map[string]string) *realFelix {
 	t.Helper()
 	return startRealFelixWith(t, etcdURL, nodeNS, vars, false)
 }
@@ -64,7 +64,7 @@ func startRealFelix(t *testing.T, etcdURL string, nodeNS ns.NetNS, vars map[stri
 // startRealFelixWith is startRealFelix; with supervise, felix is started
 // again whenever it stops with agent.ErrConfigChanged (as calico-node
 // restarts it), counted in restarts.
-func startRealFelixWith(t *testing.T, etcdURL string, nodeNS ns.NetNS, vars map[string]string, supervise bool) *realFelix {
+func startRealFelixWith(t testing.TB, etcdURL string, nodeNS ns.NetNS, vars map[string]string, supervise bool) *realFelix {
 	t.Helper()
 	f := &realFelix{done: make(chan error, 1), logs: &testlog.Buffer{}, logFile: filepath.Join(t.TempDir(), "felix.log"),
 		healthPort: freeLoopbackPort(t), metricsPt: freeLoopbackPort(t)}
@@ -149,7 +149,7 @@ func etcdClient(t *testing.T, e *testservers.Etcd) datastore.Client {
 	return c
 }
 
-func nsRun(t *testing.T, n ns.NetNS, name string, args ...string) string {
+func nsRun(t testing.TB, n ns.NetNS, name string, args ...string) string {
 	t.Helper()
 	out, err := dataplane.ExecRunner{NetnsPath: n.Path()}.Run(context.Background(), name, args, nil)
 	if err != nil {
@@ -158,7 +158,7 @@ func nsRun(t *testing.T, n ns.NetNS, name string, args ...string) string {
 	return string(out)
 }
 
-func putFelixConfig(t *testing.T, c datastore.Client, name string, spec v3.FelixConfigurationSpec) {
+func putFelixConfig(t testing.TB, c datastore.Client, name string, spec v3.FelixConfigurationSpec) {
 	t.Helper()
 	ctx := context.Background()
 	fc := &v3.FelixConfiguration{TypeMeta: metav1.TypeMeta{Kind: v3.KindFelixConfiguration, APIVersion: "projectcalico.org/v3"},

@@ -187,10 +187,9 @@ func (c *computation) addRouteTo(dst netip.Prefix, node string, pl infra.Pool) {
 	if !mine.Addr.IsValid() {
 		return // this node has no address of that version (reported by the Manager)
 	}
-	same := mine.Addr.Contains(theirs.Addr.Addr())
 	r := Route{Dst: dst, Node: node}
-	switch {
-	case wants(string(pl.VXLAN), same):
+	switch via := Via(pl, mine, theirs, v6); {
+	case via == vxlanDev(v6):
 		if *c.vtep(v6) == nil {
 			return
 		}
@@ -199,7 +198,7 @@ func (c *computation) addRouteTo(dst netip.Prefix, node string, pl infra.Pool) {
 			return
 		}
 		r.Gw, r.Dev, r.OnLink = theirs.VTEP, vxlanDev(v6), true
-	case wants(string(pl.IPIP), same):
+	case via == IPIPDevice:
 		if !c.d.IPIP.IsValid() {
 			return
 		}
@@ -247,6 +246,24 @@ func vxlanDev(v6 bool) string {
 		return VXLANDeviceV6
 	}
 	return VXLANDevice
+}
+
+// Via is the device felix's routes carry traffic to an address of pool
+// pl on node peer through from node me (their addresses of one IP
+// version): the VXLAN or IPIP device when the pool encapsulates towards
+// peer, "" when the packet goes over the underlay to peer's address
+// (BGP's route, or felix's for CrossSubnet within a subnet). calicoctl's
+// policy trace reads it to know which interface a forwarded flow
+// crosses.
+func Via(pl infra.Pool, me, peer infra.Family, v6 bool) string {
+	same := me.Addr.Contains(peer.Addr.Addr())
+	switch {
+	case wants(string(pl.VXLAN), same):
+		return vxlanDev(v6)
+	case wants(string(pl.IPIP), same):
+		return IPIPDevice
+	}
+	return ""
 }
 
 // wants says whether a pool mode encapsulates towards a node on (same)
