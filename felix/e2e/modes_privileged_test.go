@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"slices"
 	"strings"
@@ -151,12 +152,35 @@ func nftSetHas(tb testing.TB, run dataplane.Runner, set, ip string) (bool, error
 	}
 	_, err = conn.Execute(msg)
 	if errors.Is(err, unix.ENOENT) {
-		if interval, ierr := nftIntervalSet(er.NetnsPath, set); ierr == nil && interval {
+		if interval, ierr := nftIntervalSetCached(er.NetnsPath, set); ierr == nil && interval {
 			return nftSetDumpHas(er.NetnsPath, set, key)
 		}
 		return false, nil
 	}
 	return err == nil, err
+}
+
+// nftIntervalSetCached is nftIntervalSet, asked once per namespace and
+// set while the probe's socket lives: a probe that waits for an element to
+// appear or go must cost one request per poll, as the ipset probe does
+// (asking the kernel for the set's type took a socket of its own each
+// time, which the scale bench counted as felix's latency).
+func nftIntervalSetCached(path, set string) (bool, error) {
+	nftProbes.Lock()
+	v, ok := nftProbes.interval[path+"/"+set]
+	nftProbes.Unlock()
+	if ok {
+		return v, nil
+	}
+	v, err := nftIntervalSet(path, set)
+	if err == nil {
+		nftProbes.Lock()
+		if nftProbes.byPath[path] != nil {
+			nftProbes.interval[path+"/"+set] = v
+		}
+		nftProbes.Unlock()
+	}
+	return v, err
 }
 
 // nftIntervalSet says whether set is an interval set (whose hosts the
@@ -202,8 +226,9 @@ func nftSetDumpHas(path, set string, key net.IP) (bool, error) {
 // benchmark that opened it ends.
 var nftProbes = struct {
 	sync.Mutex
-	byPath map[string]*netlink.Conn
-}{byPath: map[string]*netlink.Conn{}}
+	byPath   map[string]*netlink.Conn
+	interval map[string]bool // by path/set (a set keeps its type while the socket lives)
+}{byPath: map[string]*netlink.Conn{}, interval: map[string]bool{}}
 
 func nftProbe(tb testing.TB, path string) (*netlink.Conn, error) {
 	nftProbes.Lock()
@@ -225,6 +250,7 @@ func nftProbe(tb testing.TB, path string) (*netlink.Conn, error) {
 		nftProbes.Lock()
 		defer nftProbes.Unlock()
 		delete(nftProbes.byPath, path)
+		maps.DeleteFunc(nftProbes.interval, func(k string, _ bool) bool { return strings.HasPrefix(k, path+"/") })
 		_ = c.Close()
 	})
 	return c, nil
