@@ -63,18 +63,19 @@ type nftDriver struct {
 
 // nftWritten is what the driver last committed for one family.
 type nftWritten struct {
-	chains map[nftChainKey]nftChainState // shared between applies while unchanged: never modified
+	// tables are the chains per iptables table (a base chain by its
+	// hook's name), each shared with the next apply while its rendered
+	// chains are the very same.
+	tables map[string]*nftTableState
 	sets   map[string]*nftSetState
-	// tables are the rendered tables the chains were planned from: an
-	// apply whose tables are the very same (a change of set members only)
-	// plans no chain.
-	tables []rules.NamedTable
 }
 
-// nftChainKey names a chain as the renderer does: its iptables table and
-// chain (a base chain by its hook's name). Keying by these, not by the
-// nftables name, spares a string per chain and lookup on every apply.
-type nftChainKey struct{ table, chain string }
+// nftTableState is what the driver committed of one iptables table's
+// chains; never modified once committed.
+type nftTableState struct {
+	rendered rules.TableRules // what the chains were planned from
+	chains   map[string]nftChainState
+}
 
 type nftChainState struct {
 	name   string      // the nftables chain name
@@ -247,7 +248,11 @@ func (n *nftDriver) programmed(table, name string) (hashes []string, ok bool) {
 	if w == nil {
 		return nil, false
 	}
-	st, there := w.chains[nftChainKey{table, name}]
+	t := w.tables[table]
+	if t == nil {
+		return nil, false
+	}
+	st, there := t.chains[name]
 	if !there {
 		return nil, false
 	}
@@ -260,22 +265,20 @@ func (n *nftDriver) plan(v int, rs *rules.Ruleset) (*nftFamilyPlan, error) {
 	p := &nftFamilyPlan{v: v, table: &nftables.Table{Family: nftFamily(v), Name: rules.NftTable},
 		reset: old == nil, setDel: map[string][]nftables.SetElement{}, setAdd: map[string][]nftables.SetElement{}}
 	if old == nil {
-		old = &nftWritten{chains: map[nftChainKey]nftChainState{}, sets: map[string]*nftSetState{}}
+		old = &nftWritten{tables: map[string]*nftTableState{}, sets: map[string]*nftSetState{}}
 	}
-	tables := rs.Tables()
-	p.next = &nftWritten{sets: make(map[string]*nftSetState, len(old.sets)), tables: tables}
+	p.next = &nftWritten{tables: make(map[string]*nftTableState, len(old.tables)), sets: make(map[string]*nftSetState, len(old.sets))}
 	if err := n.planSets(p, old, rs); err != nil {
 		return nil, err
 	}
-	if !p.reset && sameTables(old.tables, tables) {
-		p.next.chains = old.chains
-	} else {
-		p.next.chains = make(map[nftChainKey]nftChainState, len(old.chains))
-		if err := n.planChains(p, old, tables); err != nil {
+	for _, t := range rs.Tables() {
+		if err := n.planTable(p, old.tables[t.Name], t); err != nil {
 			return nil, err
 		}
-		for key, st := range old.chains {
-			if _, ok := p.next.chains[key]; !ok {
+	}
+	for name, ot := range old.tables {
+		if p.next.tables[name] == nil {
+			for _, st := range ot.chains {
 				p.staleCh = append(p.staleCh, st.name)
 			}
 		}
@@ -365,65 +368,80 @@ func (n *nftDriver) planSets(p *nftFamilyPlan, old *nftWritten, rs *rules.Rulese
 	return nil
 }
 
-// planChains plans the chains whose rules changed, base chains (the
-// hooks) included.
-func (n *nftDriver) planChains(p *nftFamilyPlan, old *nftWritten, tables []rules.NamedTable) error {
-	for _, t := range tables {
-		for i := range t.Chains {
-			c := &t.Chains[i]
-			n.planChain(p, old, t.Name, c.Name, c, nil)
-		}
-		bases := map[string]*rules.Chain{}
-		var order []string
-		for _, h := range t.Hooks {
-			bc := bases[h.Base]
-			if bc == nil {
-				bc = &rules.Chain{Name: h.Base}
-				bases[h.Base] = bc
-				order = append(order, h.Base)
-			}
-			bc.Rules = append(bc.Rules, rules.Rule{Action: "-j " + h.Target})
-		}
-		for _, base := range order {
-			spec, err := nftBaseChainFor(t.Name, base)
-			if err != nil {
-				return err
-			}
-			n.planChain(p, old, t.Name, base, bases[base], &spec)
+// planTable plans the chains of table t whose rules changed, base chains
+// (the hooks) included, and the removal of its chains no longer rendered.
+// A table whose rendered chains are the very same as old's (a change of
+// set members only, or of other tables) is kept as it is without a look
+// at its chains.
+func (n *nftDriver) planTable(p *nftFamilyPlan, old *nftTableState, t rules.NamedTable) error {
+	if !p.reset && old != nil && sameTableRules(old.rendered, t.TableRules) {
+		p.next.tables[t.Name] = old
+		return nil
+	}
+	if old == nil {
+		old = &nftTableState{chains: map[string]nftChainState{}}
+	}
+	next := &nftTableState{rendered: t.TableRules, chains: make(map[string]nftChainState, len(old.chains))}
+	p.next.tables[t.Name] = next
+	for i := range t.Chains {
+		c := &t.Chains[i]
+		n.planChain(p, old, next, t.Name, c.Name, c, nil)
+	}
+	if err := n.planHooks(p, old, next, t); err != nil {
+		return err
+	}
+	for name, st := range old.chains {
+		if _, ok := next.chains[name]; !ok {
+			p.staleCh = append(p.staleCh, st.name)
 		}
 	}
 	return nil
 }
 
-// sameTables says whether b holds the very same rendered chains and hooks
-// as a (the renderer hands out the same rule slices for chains it did not
-// change; see sameChains).
-func sameTables(a, b []rules.NamedTable) bool {
-	if len(a) != len(b) {
+// planHooks plans table t's base chains: one per hook, jumping to the
+// hooks' targets in order.
+func (n *nftDriver) planHooks(p *nftFamilyPlan, old, next *nftTableState, t rules.NamedTable) error {
+	bases := map[string]*rules.Chain{}
+	var order []string
+	for _, h := range t.Hooks {
+		bc := bases[h.Base]
+		if bc == nil {
+			bc = &rules.Chain{Name: h.Base}
+			bases[h.Base] = bc
+			order = append(order, h.Base)
+		}
+		bc.Rules = append(bc.Rules, rules.Rule{Action: "-j " + h.Target})
+	}
+	for _, base := range order {
+		spec, err := nftBaseChainFor(t.Name, base)
+		if err != nil {
+			return err
+		}
+		n.planChain(p, old, next, t.Name, base, bases[base], &spec)
+	}
+	return nil
+}
+
+// sameTableRules says whether b holds the very same rendered chains and
+// hooks as a (the renderer hands out the same rule slices for chains it
+// did not change; see sameChains).
+func sameTableRules(a, b rules.TableRules) bool {
+	if !slices.Equal(a.Hooks, b.Hooks) {
 		return false
 	}
-	for i := range a {
-		if a[i].Name != b[i].Name || !slices.Equal(a[i].Hooks, b[i].Hooks) {
-			return false
-		}
-		if (len(a[i].Chains) > 0 || len(b[i].Chains) > 0) && !sameChains(a[i].Chains, b[i].Chains) {
-			return false
-		}
-	}
-	return true
+	return len(a.Chains) == 0 && len(b.Chains) == 0 || sameChains(a.Chains, b.Chains)
 }
 
 // planChain plans chain c of iptables table table, named chain there
 // (a base chain: its hook's name, base its layout).
-func (n *nftDriver) planChain(p *nftFamilyPlan, old *nftWritten, table, chain string, c *rules.Chain, base *nftBaseChain) {
-	key := nftChainKey{table, chain}
-	prev, had := old.chains[key]
+func (n *nftDriver) planChain(p *nftFamilyPlan, old, next *nftTableState, table, chain string, c *rules.Chain, base *nftBaseChain) {
+	prev, had := old.chains[chain]
 	var first *rules.Rule
 	if len(c.Rules) > 0 {
 		first = &c.Rules[0]
 	}
 	if had && base == nil && first != nil && prev.first == first && prev.n == len(c.Rules) {
-		p.next.chains[key] = prev
+		next.chains[chain] = prev
 		return
 	}
 	hashed := c.Hashed()
@@ -432,7 +450,7 @@ func (n *nftDriver) planChain(p *nftFamilyPlan, old *nftWritten, table, chain st
 		hashes[i] = h.Hash
 	}
 	if had && slices.Equal(prev.hashes, hashes) {
-		p.next.chains[key] = nftChainState{name: prev.name, hashes: hashes, first: first, n: len(c.Rules), failClosed: prev.failClosed}
+		next.chains[chain] = nftChainState{name: prev.name, hashes: hashes, first: first, n: len(c.Rules), failClosed: prev.failClosed}
 		return
 	}
 	name := rules.NftChainName(table, chain)
@@ -457,7 +475,7 @@ func (n *nftDriver) planChain(p *nftFamilyPlan, old *nftWritten, table, chain st
 	if len(errs) > 0 {
 		slices.SortStableFunc(out, func(a, b rules.NftIndexedRule) int { return a.Index - b.Index })
 	}
-	p.next.chains[key] = nftChainState{name: name, hashes: hashes, first: first, n: len(c.Rules), failClosed: len(errs) > 0}
+	next.chains[chain] = nftChainState{name: name, hashes: hashes, first: first, n: len(c.Rules), failClosed: len(errs) > 0}
 	for _, r := range out {
 		w.rules = append(w.rules, nftRuleOut{hash: hashes[r.Index], nr: r.Rule})
 	}
