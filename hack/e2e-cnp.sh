@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Runs kubernetes-sigs/network-policy-api's ClusterNetworkPolicy
+# conformance suite (hack/build-cnp-conformance.sh, cached) against a fresh
+# `make cluster`, once per datastore, and always brings the cluster down.
+# With etcd the suite's CRD (manifests/crds, tabby-etcd.yaml installs none)
+# is applied first, and kube-controllers mirrors the policies into etcd.
+# Prints each run's "N passed, N failed, N skipped" and duration, the skips
+# with their reasons, then the total as its last line. Exits non-zero if
+# any test failed.
+#
+# Usage: hack/e2e-cnp.sh  (root; from the repository's root)
+# Environment:
+#   E2E_DATASTORES  datastores to run on (default "kubernetes etcdv3")
+#   CNP_RUN         a -test.run pattern (default: every test)
+#   CLUSTER_ARGS    extra `tabby-lab cluster up` flags
+#   TABBY_CLUSTER_STATE  the cluster's state folder (default
+#                   /run/tabby-cluster-cnp)
+set -euo pipefail
+export TABBY_CLUSTER_STATE=${TABBY_CLUSTER_STATE:-/run/tabby-cluster-cnp}
+datastores=${E2E_DATASTORES:-kubernetes etcdv3}
+t0=$(date +%s)
+hack/install-packages.sh
+hack/build-kube-binaries.sh node >/dev/null
+suite=$(hack/build-cnp-conformance.sh | tail -1)
+make --no-print-directory build image >/dev/null
+go build -o bin/ github.com/containernetworking/plugins/plugins/main/loopback
+echo "builds: $(($(date +%s) - t0))s"
+trap 'bin/tabby-lab cluster down >/dev/null' EXIT
+passed=0 failed=0 skipped=0 rc=0
+for ds in $datastores; do
+	bin/tabby-lab cluster down >/dev/null
+	t1=$(date +%s)
+	# shellcheck disable=SC2086 # word splitting of the args is wanted
+	bin/tabby-lab cluster up --datastore "$ds" ${CLUSTER_ARGS:-}
+	eval "$(bin/tabby-lab cluster env)"
+	if [[ $ds == etcdv3 ]]; then
+		kubectl apply --server-side -f manifests/crds/policy.networking.k8s.io_clusternetworkpolicies.yaml
+	fi
+	log="$TABBY_CLUSTER_STATE/cnp-conformance-$ds.log"
+	t2=$(date +%s)
+	(cd "$TABBY_CLUSTER_STATE" && "$suite" -test.v -test.timeout 90m -test.run "TestConformance/${CNP_RUN:-}") 2>&1 | tee "$log" || true
+	p=$(grep -cE '^\s+--- PASS: TestConformance/' "$log" || true)
+	f=$(grep -cE '^\s+--- FAIL: TestConformance/' "$log" || true)
+	s=$(grep -cE '^\s+--- SKIP: TestConformance/' "$log" || true)
+	# The suite's own setup failing fails TestConformance with no subtest:
+	# one failure.
+	if ((f == 0)) && ! grep -qE '^(--- PASS: TestConformance|PASS$)' "$log"; then
+		echo "cnp conformance on $ds: the suite failed outside its tests (see $log)"
+		f=1
+	fi
+	((f == 0)) || rc=1
+	passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
+	echo "cnp conformance on $ds: $p passed, $f failed, $s skipped in $(($(date +%s) - t2))s ($(($(date +%s) - t1))s with the cluster up)"
+	grep -A1 -E '^\s+--- SKIP: TestConformance/' "$log" | grep -vE '^(--|\s+--- SKIP)' | sort | uniq -c | sed 's/^/  skipped: /' || true
+done
+echo "duration: $(($(date +%s) - t0))s"
+echo "$passed passed, $failed failed, $skipped skipped"
+exit $rc
