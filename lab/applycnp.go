@@ -35,7 +35,10 @@ func (l *Lab) applyCNP(ctx context.Context, raw []byte, del bool) (PolicyRef, er
 	}
 	ref := PolicyRef{Kind: v3.KindGlobalNetworkPolicy, Name: gnp.Name}
 	if l.State.Datastore != DatastoreKubernetes {
-		ref.synced = gnp.Spec
+		// As kube-controllers stores it (mirror.ClusterPolicy).
+		spec := gnp.Spec
+		spec.Ingress, spec.Egress = v3.SplitMixedNets(spec.Ingress), v3.SplitMixedNets(spec.Egress)
+		ref.synced = spec
 	}
 	if l.State.Kubeconfig == "" {
 		return PolicyRef{}, fmt.Errorf("ClusterNetworkPolicy %s: the lab runs on etcd: no Kubernetes API to store it in", cnp.Name)
