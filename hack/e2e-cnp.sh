@@ -41,6 +41,13 @@ for ds in $datastores; do
 	eval "$(bin/tabby-lab cluster env)"
 	if [[ $ds == etcdv3 ]]; then
 		kubectl apply --server-side -f manifests/crds/policy.networking.k8s.io_clusternetworkpolicies.yaml
+		# kube-controllers, started before the CRD, looks for it again
+		# every minute: wait until it mirrors a probe policy.
+		kubectl wait --for condition=established --timeout=60s crd/clusternetworkpolicies.policy.networking.k8s.io
+		echo '{"apiVersion":"policy.networking.k8s.io/v1alpha2","kind":"ClusterNetworkPolicy","metadata":{"name":"mirror-probe"},"spec":{"tier":"Baseline","priority":1,"subject":{"namespaces":{"matchLabels":{"none":"none"}}},"ingress":[{"action":"Accept","from":[{"namespaces":{}}]}]}}' | kubectl apply -f -
+		for _ in $(seq 120); do bin/calicoctl get globalnetworkpolicy kcnp.mirror-probe >/dev/null 2>&1 && break; sleep 1; done
+		bin/calicoctl get globalnetworkpolicy kcnp.mirror-probe
+		kubectl delete clusternetworkpolicy mirror-probe
 	fi
 	log="$TABBY_CLUSTER_STATE/cnp-conformance-$ds.log"
 	t2=$(date +%s)

@@ -326,6 +326,7 @@ func TestPrivilegedClusterEtcd(t *testing.T) {
 	t.Run("tabby-lab-verbs", func(t *testing.T) { c.checkVerbs(t, ctx) })
 	t.Run("cluster-netpol", func(t *testing.T) {
 		c.policyPods(t, ctx)
+		c.waitMirroringCNPs(t, ctx)
 		c.checkClusterPolicies(t, ctx)
 		c.checkServicesRefused(t, ctx)
 	})

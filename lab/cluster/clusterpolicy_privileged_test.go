@@ -282,6 +282,40 @@ func (c *Cluster) checkServicesMatch(t *testing.T, ctx context.Context) {
 	t.Logf("services-match cases in %s", time.Since(start).Round(time.Second))
 }
 
+// waitMirroringCNPs waits (up to 2 min) until kube-controllers, started
+// before the CRD was installed, mirrors ClusterNetworkPolicies: it looks
+// for the CRD again every minute.
+func (c *Cluster) waitMirroringCNPs(t *testing.T, ctx context.Context) {
+	const probe = `apiVersion: policy.networking.k8s.io/v1alpha2
+kind: ClusterNetworkPolicy
+metadata: {name: mirror-probe}
+spec: {tier: Baseline, priority: 1, subject: {namespaces: {matchLabels: {none: none}}}, ingress: [{action: Accept, from: [{namespaces: {}}]}]}
+`
+	start := time.Now()
+	for {
+		if _, err := c.Kubectl(ctx, "apply", "-f", writeTemp(t, probe)); err == nil {
+			break
+		} else if time.Since(start) > time.Minute {
+			t.Fatal(err) // the CRD is not served
+		}
+		time.Sleep(time.Second)
+	}
+	for {
+		_, err := c.calicoctl(ctx, "get", "globalnetworkpolicy", "kcnp.mirror-probe")
+		if err == nil {
+			break
+		}
+		if time.Since(start) > 2*time.Minute {
+			t.Fatalf("kube-controllers mirrors no ClusterNetworkPolicy 2 min after its CRD: %v", err)
+		}
+		time.Sleep(time.Second)
+	}
+	t.Logf("kube-controllers mirrors ClusterNetworkPolicies (%s after the probe)", time.Since(start).Round(time.Second))
+	if _, err := c.Kubectl(ctx, "delete", "clusternetworkpolicy", "mirror-probe"); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // checkServicesRefused (etcd): as documented (README), a services match
 // needs the Kubernetes datastore: the write is refused, naming it, and
 // nothing changes.
