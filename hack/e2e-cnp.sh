@@ -49,12 +49,15 @@ for ds in $datastores; do
 		bin/calicoctl get globalnetworkpolicy kcnp.mirror-probe
 		kubectl delete clusternetworkpolicy mirror-probe
 	fi
-	log="$TABBY_CLUSTER_STATE/cnp-conformance-$ds.log"
+	mkdir -p bin/e2e-cnp
+	log="bin/e2e-cnp/$ds.log"
 	t2=$(date +%s)
 	(cd "$TABBY_CLUSTER_STATE" && "$suite" -test.v -test.timeout 90m -test.run "TestConformance/${CNP_RUN:-}") 2>&1 | tee "$log" || true
-	p=$(grep -cE '^\s+--- PASS: TestConformance/' "$log" || true)
-	f=$(grep -cE '^\s+--- FAIL: TestConformance/' "$log" || true)
-	s=$(grep -cE '^\s+--- SKIP: TestConformance/' "$log" || true)
+	# Tests are TestConformance's subtests (4 spaces in); their cases
+	# (8 spaces) are counted apart.
+	p=$(grep -cE '^    --- PASS: TestConformance/' "$log" || true)
+	f=$(grep -cE '^    --- FAIL: TestConformance/' "$log" || true)
+	s=$(grep -cE '^    --- SKIP: TestConformance/' "$log" || true)
 	# The suite's own setup failing fails TestConformance with no subtest:
 	# one failure.
 	if ((f == 0)) && ! grep -qE '^(--- PASS: TestConformance|PASS$)' "$log"; then
@@ -63,8 +66,13 @@ for ds in $datastores; do
 	fi
 	((f == 0)) || rc=1
 	passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
-	echo "cnp conformance on $ds: $p passed, $f failed, $s skipped in $(($(date +%s) - t2))s ($(($(date +%s) - t1))s with the cluster up)"
-	grep -A1 -E '^\s+--- SKIP: TestConformance/' "$log" | grep -vE '^(--|\s+--- SKIP)' | sort | uniq -c | sed 's/^/  skipped: /' || true
+	echo "cnp conformance on $ds: $p passed, $f failed, $s skipped in $(($(date +%s) - t2))s ($(($(date +%s) - t1))s with the cluster up; log $log)"
+	echo "  their cases: $(grep -cE '^        --- PASS' "$log" || true) passed, $(grep -cE '^        --- FAIL' "$log" || true) failed"
+	# A skipped test's reason is the first line it logged.
+	awk '/^=== RUN +TestConformance\/[^\/]+$/ {split($3, a, "/"); cur = a[2]; next}
+		/^=== / {cur = ""}
+		cur != "" && !(cur in why) && /^    [a-z_]+\.go:[0-9]+: / {sub(/^    [a-z_]+\.go:[0-9]+: /, ""); why[cur] = $0}
+		/^    --- SKIP: TestConformance\// {split($3, a, "/"); print "  skipped " a[2] ": " why[a[2]]}' "$log"
 	nosctp=$(grep -c 'SCTP poke not run' "$log" || true)
 	((nosctp == 0)) || echo "  SCTP pokes not run: $nosctp, in $(awk '/^=== RUN +TestConformance\/[^\/]+$/ {split($3, a, "/"); cur = a[2]} /SCTP poke not run/ {n[cur]++} END {for (k in n) printf "%s ", k}' "$log")"
 done
