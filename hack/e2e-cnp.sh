@@ -11,7 +11,7 @@
 # Usage: hack/e2e-cnp.sh  (root; from the repository's root)
 # Environment:
 #   E2E_DATASTORES  datastores to run on (default "kubernetes etcdv3")
-#   CNP_RUN         a -test.run pattern (default: every test)
+#   CNP_RUN         a regexp of the tests to run, e.g. "CNPAdminTierGress|CNPAdminTierPriorityField" (default: every test)
 #   CLUSTER_ARGS    extra `tabby-lab cluster up` flags
 #   TABBY_CLUSTER_STATE  the cluster's state folder (default
 #                   /run/tabby-cluster-cnp)
@@ -52,7 +52,7 @@ for ds in $datastores; do
 	mkdir -p bin/e2e-cnp
 	log="bin/e2e-cnp/$ds.log"
 	t2=$(date +%s)
-	(cd "$TABBY_CLUSTER_STATE" && "$suite" -test.v -test.timeout 90m -test.run "TestConformance/${CNP_RUN:-}") 2>&1 | tee "$log" || true
+	(cd "$TABBY_CLUSTER_STATE" && "$suite" -test.v -test.timeout 90m -test.run "TestConformance/(${CNP_RUN:-.*})") 2>&1 | tee "$log" || true
 	# Tests are TestConformance's subtests (4 spaces in); their cases
 	# (8 spaces) are counted apart.
 	p=$(grep -cE '^    --- PASS: TestConformance/' "$log" || true)
