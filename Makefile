@@ -3,7 +3,7 @@ GO ?= go
 BIN := bin
 CONTROLLER_GEN := $(GO) tool controller-gen
 
-.PHONY: all build image test-prereqs test test-privileged test-integration kube-binaries test-all bench bench-cni bench-felix bench-flowlogs bench-goldmane bench-scale bench-scale-calc bench-trace lab demo lint generate fuzz clean vm-image test-vm cluster cluster-down bench-cluster bench-wireguard e2e-netpol
+.PHONY: all build image test-prereqs test test-privileged test-integration kube-binaries test-all bench bench-cni bench-felix bench-flowlogs bench-goldmane bench-scale bench-scale-calc bench-trace lab demo lint generate fuzz clean vm-image test-vm cluster cluster-down bench-cluster bench-wireguard e2e-netpol e2e-cnp
 
 all: build
 
@@ -197,6 +197,15 @@ bench-cluster:
 ## TABBY_CLUSTER_STATE)
 e2e-netpol:
 	hack/e2e-cluster.sh
+
+## e2e-cnp: kubernetes-sigs/network-policy-api's ClusterNetworkPolicy
+## conformance suite (built from the module proxy at go.mod's version by
+## hack/build-cnp-conformance.sh, cached) on a fresh cluster per datastore,
+## each brought down at the end; prints "N passed, N failed, N skipped" per
+## datastore and in all, the skips' reasons and the duration
+## (hack/e2e-cnp.sh: E2E_DATASTORES, CNP_RUN, TABBY_CLUSTER_STATE)
+e2e-cnp:
+	hack/e2e-cnp.sh
 
 ## demo: the lab (make lab) tells the demo's story now; the old one-node
 ## demo stays runnable

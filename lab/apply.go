@@ -15,6 +15,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	cnpv1 "sigs.k8s.io/network-policy-api/apis/v1alpha2"
 	"sigs.k8s.io/yaml"
 
 	v3 "github.com/tabbynet/tabby/api/v3"
@@ -46,9 +47,10 @@ func splitDocuments(b []byte) ([]document, error) {
 		d.raw = []byte(part)
 		switch {
 		case d.APIVersion == "networking.k8s.io/v1" && d.Kind == "NetworkPolicy":
+		case d.APIVersion == cnpv1.GroupVersion.String() && d.Kind == "ClusterNetworkPolicy":
 		case d.APIVersion == v3.GroupVersion:
 		default:
-			return nil, fmt.Errorf("document %d: %s %s: the lab applies projectcalico.org/v3 resources and networking.k8s.io/v1 NetworkPolicies", len(out)+1, d.APIVersion, d.Kind)
+			return nil, fmt.Errorf("document %d: %s %s: the lab applies projectcalico.org/v3 resources, networking.k8s.io/v1 NetworkPolicies and %s ClusterNetworkPolicies", len(out)+1, d.APIVersion, d.Kind, cnpv1.GroupVersion)
 		}
 		out = append(out, d)
 	}
@@ -72,7 +74,9 @@ func stripComments(s string) string {
 // Calico v3 resources through the project's calicoctl, Kubernetes
 // NetworkPolicies through the Kubernetes API, or in etcd mode converted
 // and stored as kube-controllers' policy controller stores them
-// (knp.default.<name>). It returns what felix will read of them (with the
+// (knp.default.<name>), and ClusterNetworkPolicies through the Kubernetes
+// API (felix reads them as kcnp.<name>; in etcd mode kube-controllers
+// mirrors them). It returns what felix will read of them (with the
 // versions written), for WaitProgrammed.
 func (l *Lab) Apply(ctx context.Context, data []byte, del bool) ([]PolicyRef, error) {
 	docs, err := splitDocuments(data)
@@ -93,6 +97,14 @@ func (l *Lab) Apply(ctx context.Context, data []byte, del bool) ([]PolicyRef, er
 			}
 			continue
 		}
+		if d.Kind == "ClusterNetworkPolicy" {
+			ref, err := l.applyCNP(ctx, d.raw, del)
+			if err != nil {
+				return nil, err
+			}
+			refs = append(refs, ref)
+			continue
+		}
 		var np networkingv1.NetworkPolicy
 		if err := yaml.UnmarshalStrict(d.raw, &np); err != nil {
 			return nil, fmt.Errorf("NetworkPolicy: %w", err)
@@ -106,7 +118,7 @@ func (l *Lab) Apply(ctx context.Context, data []byte, del bool) ([]PolicyRef, er
 		}
 		ref := PolicyRef{Kind: v3.KindNetworkPolicy, Namespace: pol.Namespace, Name: pol.Name}
 		if l.State.KubeControllers && l.State.Datastore != DatastoreKubernetes {
-			ref.synced = &pol.Spec
+			ref.synced = pol.Spec
 		}
 		refs = append(refs, ref)
 	}

@@ -44,9 +44,10 @@ type PolicyRef struct {
 	// Version is the resourceVersion written (read back after the
 	// write); empty for a delete.
 	Version string
-	// synced, when set, is the spec kube-controllers stores the policy
-	// with (State.KubeControllers on etcd): read back waits for it.
-	synced *v3.NetworkPolicySpec
+	// synced, when set, is the spec (v3.NetworkPolicySpec or
+	// v3.GlobalNetworkPolicySpec) kube-controllers stores the policy with
+	// (State.KubeControllers on etcd): read back waits for it.
+	synced any
 }
 
 func (r PolicyRef) String() string {
@@ -85,7 +86,7 @@ func (l *Lab) readBack(ctx context.Context, refs []PolicyRef) error {
 		deadline := time.Now().Add(syncTimeout)
 		for {
 			o, err := c.Get(ctx, refs[i].key())
-			if err == nil && refs[i].synced != nil && !equality.Semantic.DeepEqual(o.(*v3.NetworkPolicy).Spec, *refs[i].synced) {
+			if err == nil && refs[i].synced != nil && !equality.Semantic.DeepEqual(policySpec(o), refs[i].synced) {
 				err = errors.New("kube-controllers has not stored it as written yet")
 			}
 			if err == nil {
@@ -101,6 +102,17 @@ func (l *Lab) readBack(ctx context.Context, refs []PolicyRef) error {
 			case <-time.After(100 * time.Millisecond):
 			}
 		}
+	}
+	return nil
+}
+
+// policySpec is a policy's spec (nil for other kinds).
+func policySpec(o v3.Resource) any {
+	switch p := o.(type) {
+	case *v3.NetworkPolicy:
+		return p.Spec
+	case *v3.GlobalNetworkPolicy:
+		return p.Spec
 	}
 	return nil
 }

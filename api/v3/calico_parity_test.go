@@ -63,6 +63,10 @@ spec:
 			`spec.ingress[0].destination.notNets[0]: "0.0.0.0/0": catch-all CIDR in negation creates logical contradiction (matches no traffic)`},
 		{"catch-all notNets", gnp + "{action: Allow, source: {notNets: [\"::0/0\"]}}", "catch-all CIDR in negation"},
 		{"catch-all notNets", gnp + "{action: Allow, source: {notNets: [\"0:0:0::/0\"]}}", "catch-all CIDR in negation"},
+		// One IP version per rule (validateRule); read all the same.
+		{"one IP version per rule", gnp + "{action: Deny, destination: {nets: [0.0.0.0/0, 10.0.0.0/8]}}", ""},
+		{"one IP version per rule", gnp + "{action: Deny, destination: {nets: [\"0.0.0.0/0\", \"::/0\"]}}",
+			`spec.ingress[0].destination.nets[1]: "::/0" is IPv6 but the rule also matches IPv4 nets`},
 		// IPReservation items have format "cidr".
 		{"IPReservation cidr format", "apiVersion: projectcalico.org/v3\nkind: IPReservation\nmetadata: {name: r}\nspec: {reservedCIDRs: [10.0.0.1/32, 10.1.0.5/24]}", ""},
 		{"IPReservation cidr format", "apiVersion: projectcalico.org/v3\nkind: IPReservation\nmetadata: {name: r}\nspec: {reservedCIDRs: [10.0.0.1]}",

@@ -201,12 +201,11 @@ func (f *ICMPFields) validate(p Path, errs *ErrorList) {
 	}
 }
 
-// checkNets: every net is a valid, correctly masked CIDR (or bare IP); the
-// nets agree with ipVersion, and one rule never mixes IPv4 and IPv6.
-// (Calico's write-time rules, no bare IP and no catch-all notNets, are in
+// checkNets: every net is a valid, correctly masked CIDR (or bare IP) and
+// the nets agree with ipVersion. (Calico's write-time rules, no bare IP,
+// no catch-all notNets and no rule mixing IPv4 and IPv6 nets, are in
 // WriteRules.)
 func (r *Rule) checkNets(p Path, errs *ErrorList) {
-	seen := map[int]bool{}
 	for _, l := range []struct {
 		path Path
 		nets []string
@@ -226,10 +225,7 @@ func (r *Rule) checkNets(p Path, errs *ErrorList) {
 			}
 			if r.IPVersion != nil && (*r.IPVersion == 4 || *r.IPVersion == 6) && v != *r.IPVersion {
 				errs.Addf(l.path.Index(i), "%q is IPv%d but the rule's ipVersion is %d", n, v, *r.IPVersion)
-			} else if seen[10-v] { // 10-4 == 6, 10-6 == 4: the other version
-				errs.Addf(l.path.Index(i), "%q is IPv%d but the rule also matches IPv%d nets: use one rule per IP version", n, v, 10-v)
 			}
-			seen[v] = true
 		}
 	}
 }

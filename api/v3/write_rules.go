@@ -60,8 +60,13 @@ func WriteRules(r Resource) ErrorList {
 
 // writeRules are Calico's rule checks beyond Rule.validate: protocol
 // names spelled exactly, ports only for TCP, UDP and SCTP, port names by
-// Kubernetes' rules, nets written as CIDRs, and no catch-all notNets.
+// Kubernetes' rules, nets written as CIDRs, no catch-all notNets, and no
+// rule mixing IPv4 and IPv6 nets. (Calico's own conversion of a
+// ClusterNetworkPolicy writes such a rule for networks of both versions,
+// and its felix matches each IP version's nets in that version's chains:
+// so does Tabby's.)
 func (r *Rule) writeRules(p Path, errs *ErrorList) {
+	r.oneIPVersion(p, errs)
 	for _, pr := range []struct {
 		name  string
 		proto *numorstring.Protocol
@@ -107,6 +112,29 @@ func (r *Rule) writeRules(p Path, errs *ErrorList) {
 					errs.Addf(np, "%q: catch-all CIDR in negation creates logical contradiction (matches no traffic)", n)
 				}
 			}
+		}
+	}
+}
+
+// oneIPVersion: a rule's nets (both sides, negated or not) are all IPv4 or
+// all IPv6.
+func (r *Rule) oneIPVersion(p Path, errs *ErrorList) {
+	seen := map[int]bool{}
+	for _, l := range []struct {
+		path Path
+		nets []string
+	}{
+		{p.Child("source").Child("nets"), r.Source.Nets},
+		{p.Child("source").Child("notNets"), r.Source.NotNets},
+		{p.Child("destination").Child("nets"), r.Destination.Nets},
+		{p.Child("destination").Child("notNets"), r.Destination.NotNets},
+	} {
+		for i, n := range l.nets {
+			v := netVersion(n)
+			if seen[10-v] { // 10-4 == 6, 10-6 == 4: the other version
+				errs.Addf(l.path.Index(i), "%q is IPv%d but the rule also matches IPv%d nets: use one rule per IP version", n, v, 10-v)
+			}
+			seen[v] = true
 		}
 	}
 }

@@ -127,8 +127,10 @@ func ServiceAccounts(inf cache.SharedIndexInformer, period time.Duration) Spec {
 // GlobalNetworkPolicies "kcnp.<name>" in tier kube-admin or kube-baseline,
 // converted as the Kubernetes datastore serves them (Calico reads them
 // only in that datastore; Tabby mirrors them as it mirrors
-// NetworkPolicies). A rule that cannot be converted fails closed in the
-// written policy.
+// NetworkPolicies), but for a rule mixing IPv4 and IPv6 nets (Calico's
+// conversion of networks of both versions), stored as one rule per
+// version (v3.SplitMixedNets): etcd's write checks refuse the mixed rule.
+// A rule that cannot be converted fails closed in the written policy.
 func ClusterPolicy(inf cache.SharedIndexInformer, period time.Duration) Spec {
 	return Spec{
 		Name: "clusterpolicy", Informer: inf, Kind: v3.KindGlobalNetworkPolicy, Period: period,
@@ -148,6 +150,8 @@ func ClusterPolicy(inf cache.SharedIndexInformer, period time.Duration) Spec {
 			if pol == nil {
 				return nil, err
 			}
+			// etcd's write checks refuse Calico's mixed-version rule.
+			pol.Spec.Ingress, pol.Spec.Egress = v3.SplitMixedNets(pol.Spec.Ingress), v3.SplitMixedNets(pol.Spec.Egress)
 			return pol, err
 		},
 	}

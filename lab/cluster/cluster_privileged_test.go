@@ -26,8 +26,9 @@ import (
 // and kube-proxy on three nodes over two subnets, Tabby installed by
 // kubectl apply with the Kubernetes datastore) and checks, on pods the
 // scheduler places through the API: connectivity across nodes in each
-// pool mode, a NetworkPolicy, natOutgoing, address release on delete and
-// a DaemonSet image roll under a live TCP stream.
+// pool mode, a NetworkPolicy, natOutgoing, address release on delete, a
+// DaemonSet image roll under a live TCP stream, and ClusterNetworkPolicies
+// and services matches through tabby-lab's apply and probe.
 func TestPrivilegedCluster(t *testing.T) {
 	c := testCluster(t, Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
@@ -53,6 +54,11 @@ func TestPrivilegedCluster(t *testing.T) {
 	t.Run("delete-releases-address", func(t *testing.T) { c.checkDeleteReleases(t, ctx) })
 	t.Run("roll-image", func(t *testing.T) { c.checkRoll(t, ctx, pods[0], pods[1]) })
 	t.Run("tabby-lab-verbs", func(t *testing.T) { c.checkVerbs(t, ctx) })
+	t.Run("cluster-netpol", func(t *testing.T) {
+		c.policyPods(t, ctx)
+		c.checkClusterPolicies(t, ctx)
+		c.checkServicesMatch(t, ctx)
+	})
 	t.Run("bgp", func(t *testing.T) { c.checkPoolMode(t, ctx, pods, "Never") })
 }
 
@@ -290,12 +296,19 @@ func (c *Cluster) checkRoll(t *testing.T, ctx context.Context, server, client *c
 // calico-node, the CNI plugin and calicoctl on etcd (the control plane's),
 // kube-controllers syncing Kubernetes policies, namespaces, pods and
 // nodes into it. Pods on different nodes (and subnets) reach each other,
-// a NetworkPolicy (through kube-controllers) is enforced, and a deleted
-// pod's address is released.
+// a NetworkPolicy (through kube-controllers) is enforced, a deleted
+// pod's address is released, ClusterNetworkPolicies (mirrored by
+// kube-controllers) are enforced as on the Kubernetes datastore and a
+// services match is refused.
 func TestPrivilegedClusterEtcd(t *testing.T) {
 	c := testCluster(t, Options{Datastore: DatastoreEtcd, Manifest: filepath.Join(repoRoot(), "manifests", "tabby-etcd.yaml")})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
+	// tabby-etcd.yaml installs no CRDs: ClusterNetworkPolicies need
+	// network-policy-api's (kube-controllers finds it within a minute).
+	if _, err := c.Kubectl(ctx, "apply", "--server-side", "-f", filepath.Join(repoRoot(), "manifests", "crds", "policy.networking.k8s.io_clusternetworkpolicies.yaml")); err != nil {
+		t.Fatal(err)
+	}
 	kc, err := c.Client()
 	if err != nil {
 		t.Fatal(err)
@@ -311,6 +324,12 @@ func TestPrivilegedClusterEtcd(t *testing.T) {
 	t.Run("networkpolicy", func(t *testing.T) { c.checkNetworkPolicy(t, ctx, pods) })
 	t.Run("delete-releases-address", func(t *testing.T) { c.checkDeleteReleases(t, ctx) })
 	t.Run("tabby-lab-verbs", func(t *testing.T) { c.checkVerbs(t, ctx) })
+	t.Run("cluster-netpol", func(t *testing.T) {
+		c.policyPods(t, ctx)
+		c.waitMirroringCNPs(t, ctx)
+		c.checkClusterPolicies(t, ctx)
+		c.checkServicesRefused(t, ctx)
+	})
 }
 
 // checkVerbs runs `tabby-lab cluster` env, status, apply, probe and
@@ -322,13 +341,11 @@ func TestPrivilegedClusterEtcd(t *testing.T) {
 func (c *Cluster) checkVerbs(t *testing.T, ctx context.Context) {
 	lab := func(args ...string) string {
 		t.Helper()
-		cmd := exec.CommandContext(ctx, filepath.Join(c.Bin, "tabby-lab"), append([]string{"cluster"}, args...)...)
-		cmd.Env = append(cmd.Environ(), "TABBY_CLUSTER_STATE="+c.Dir, "TABBY_KUBE_BIN="+c.KubeBin)
-		out, err := cmd.CombinedOutput()
+		out, err := c.tabbyLab(ctx, args...)
 		if err != nil {
-			t.Fatalf("tabby-lab cluster %s: %v\n%s", strings.Join(args, " "), err, out)
+			t.Fatal(err)
 		}
-		return string(out)
+		return out
 	}
 	env := lab("env")
 	sh := exec.CommandContext(ctx, "sh", "-c", env+"kubectl get nodes -o name && calicoctl get nodes")
@@ -376,4 +393,15 @@ spec:
 	if got := verdicts(); got != "t/a2:true t/a3:true" {
 		t.Errorf("probe once delete returned: %s", got)
 	}
+}
+
+// tabbyLab runs `tabby-lab cluster <args>` on the cluster, as a user would.
+func (c *Cluster) tabbyLab(ctx context.Context, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, filepath.Join(c.Bin, "tabby-lab"), append([]string{"cluster"}, args...)...)
+	cmd.Env = append(cmd.Environ(), "TABBY_CLUSTER_STATE="+c.Dir, "TABBY_KUBE_BIN="+c.KubeBin)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("tabby-lab cluster %s: %w\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out), nil
 }

@@ -34,7 +34,7 @@ func TestWriteImageReproducible(t *testing.T) {
 			_ = os.Chtimes(src, time.Now().Add(time.Hour), time.Now().Add(time.Hour))
 		}
 		p := filepath.Join(dir, name)
-		if err := writeImage(p, []string{"example/x:1"}, []imageFile{{path: "tmp", mode: 0o1777}, {path: "prog", src: src, mode: 0o755}}, []string{"/prog"}); err != nil {
+		if err := writeImage(p, []string{"example/x:1"}, []imageFile{{path: "tmp", mode: 0o1777}, {path: "prog", src: src, mode: 0o755}}, []string{"/prog"}, nil); err != nil {
 			t.Fatal(err)
 		}
 		b, err := os.ReadFile(p)
@@ -48,5 +48,22 @@ func TestWriteImageReproducible(t *testing.T) {
 	}
 	if !bytes.Contains(outs[0], []byte(`"RepoTags":["example/x:1"]`)) {
 		t.Error("manifest.json does not name the image")
+	}
+}
+
+// TestLddPaths: the libraries ldd lists with a path (not the vdso) and
+// the dynamic loader.
+func TestLddPaths(t *testing.T) {
+	out := "\tlinux-vdso.so.1 (0x00007ffd)\n\tlibtinfo.so.6 => /lib/x86_64-linux-gnu/libtinfo.so.6 (0x00007f7e)\n" +
+		"\tlibc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x00007f7e)\n\t/lib64/ld-linux-x86-64.so.2 (0x00007f7e)\n"
+	got := lddPaths(out)
+	want := []string{"/lib/x86_64-linux-gnu/libtinfo.so.6", "/lib/x86_64-linux-gnu/libc.so.6", "/lib64/ld-linux-x86-64.so.2"}
+	if len(got) != len(want) {
+		t.Fatalf("%q, want %q", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("%q, want %q", got, want)
+		}
 	}
 }

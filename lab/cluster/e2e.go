@@ -24,6 +24,9 @@ import (
 const (
 	E2EAgnhostImage = "registry.k8s.io/e2e-test-images/agnhost:2.66.1"
 	e2ePauseImage   = "registry.k8s.io/pause:3.10.2"
+	// CNPAgnhostImage is the agnhost the network-policy-api conformance
+	// suite's pods name (its conformance/base/manifests.yaml at v0.2.0).
+	CNPAgnhostImage = "registry.k8s.io/e2e-test-images/agnhost:2.45"
 )
 
 // E2E selections: the ginkgo focus and skip of `make e2e-netpol`.

@@ -10,7 +10,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -33,7 +35,7 @@ type imageFile struct {
 // `ctr images import` and `docker load` take): the layer, its config and
 // manifest.json, every time stamp zero so the same files give the same
 // image.
-func writeImage(out string, refs []string, files []imageFile, entrypoint []string) error {
+func writeImage(out string, refs []string, files []imageFile, entrypoint, cmd []string) error {
 	layer, err := layerTar(files)
 	if err != nil {
 		return err
@@ -41,7 +43,7 @@ func writeImage(out string, refs []string, files []imageFile, entrypoint []strin
 	diffID := sha256.Sum256(layer)
 	cfg, err := json.Marshal(map[string]any{
 		"architecture": "amd64", "os": "linux", "created": time.Unix(0, 0).UTC(),
-		"config": map[string]any{"Entrypoint": entrypoint, "Env": []string{"PATH=/"}},
+		"config": map[string]any{"Entrypoint": entrypoint, "Cmd": cmd, "Env": []string{"PATH=/"}},
 		"rootfs": map[string]any{"type": "layers", "diff_ids": []string{"sha256:" + hex.EncodeToString(diffID[:])}},
 	})
 	if err != nil {
@@ -119,21 +121,67 @@ func addFile(tw *tar.Writer, h *tar.Header, src string) error {
 }
 
 // writeSupportImages writes the pause and agnhost image tarballs into the
-// state folder and returns their paths. Each is also tagged with the name
+// state folder and returns their paths. Each is also tagged with the names
 // the upstream e2e tests ask for (e2e.go), so they run without a registry.
+// agnhost runs `pause` unless told otherwise and holds /bin/bash (this
+// machine's, with the libraries it loads) as upstream's image does: the
+// network-policy-api conformance pods start their servers with
+// `/bin/bash -c` and their clients with no command.
 func (c *Cluster) writeSupportImages() ([]string, error) {
 	dir := filepath.Join(c.Dir, "images")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
 	pause, agn := filepath.Join(dir, "pause.tar"), filepath.Join(dir, "agnhost.tar")
-	if err := writeImage(pause, []string{pauseImage, e2ePauseImage}, []imageFile{{path: "pause", src: filepath.Join(c.Bin, "tabby-pause"), mode: 0o755}}, []string{"/pause"}); err != nil {
+	if err := writeImage(pause, []string{pauseImage, e2ePauseImage}, []imageFile{{path: "pause", src: filepath.Join(c.Bin, "tabby-pause"), mode: 0o755}}, []string{"/pause"}, nil); err != nil {
 		return nil, fmt.Errorf("pause image: %w", err)
 	}
-	if err := writeImage(agn, []string{AgnhostImage, E2EAgnhostImage}, []imageFile{{path: "tmp", mode: 0o1777}, {path: "agnhost", src: filepath.Join(c.KubeBin, "agnhost"), mode: 0o755}}, []string{"/agnhost"}); err != nil {
+	bash, err := programFiles("/bin/bash")
+	if err != nil {
+		return nil, fmt.Errorf("agnhost image: %w", err)
+	}
+	files := append([]imageFile{{path: "tmp", mode: 0o1777}, {path: "agnhost", src: filepath.Join(c.KubeBin, "agnhost"), mode: 0o755}}, bash...)
+	if err := writeImage(agn, []string{AgnhostImage, E2EAgnhostImage, CNPAgnhostImage}, files, []string{"/agnhost"}, []string{"pause"}); err != nil {
 		return nil, fmt.Errorf("agnhost image: %w", err)
 	}
 	return []string{pause, agn}, nil
+}
+
+// programFiles are a dynamically linked program of this machine and the
+// libraries it loads (as ldd lists them), at their paths, with the
+// folders holding them.
+func programFiles(prog string) ([]imageFile, error) {
+	out, err := exec.Command("ldd", prog).Output()
+	if err != nil {
+		return nil, fmt.Errorf("ldd %s: %w", prog, err)
+	}
+	paths := append([]string{prog}, lddPaths(string(out))...)
+	var files []imageFile
+	dirs := map[string]bool{}
+	for _, p := range paths {
+		var parents []imageFile
+		for d := filepath.Dir(p); d != "/" && !dirs[d]; d = filepath.Dir(d) {
+			dirs[d] = true
+			parents = append([]imageFile{{path: d[1:], mode: 0o755}}, parents...)
+		}
+		files = append(append(files, parents...), imageFile{path: p[1:], src: p, mode: 0o755})
+	}
+	return files, nil
+}
+
+// lddPaths are the absolute paths of ldd's output ("name => path (addr)"
+// or "path (addr)"; the kernel's vdso has none).
+func lddPaths(out string) []string {
+	var paths []string
+	for _, l := range strings.Split(out, "\n") {
+		f := strings.Fields(l)
+		if len(f) >= 3 && f[1] == "=>" && strings.HasPrefix(f[2], "/") {
+			paths = append(paths, f[2])
+		} else if len(f) >= 1 && strings.HasPrefix(f[0], "/") {
+			paths = append(paths, f[0])
+		}
+	}
+	return paths
 }
 
 // importImages imports the image tarballs into node n's containerd, in
