@@ -73,7 +73,9 @@ type Config struct {
 	IPVersions []int
 	Dataplane  Dataplane
 	// Debounce is how long a computation waits for updates arriving
-	// together (default 2ms); see pacer.
+	// together (default 1ms: the events of one watch response arrive
+	// within microseconds of each other; every millisecond more is added
+	// to an isolated change's latency); see pacer.
 	Debounce time.Duration
 	// HeartbeatInterval is the longest Run's loop goes without a turn
 	// (and a Heartbeat) [default 10s].
@@ -131,7 +133,7 @@ func New(cfg Config) *Daemon {
 		cfg.IPVersions = []int{4}
 	}
 	if cfg.Debounce == 0 {
-		cfg.Debounce = 2 * time.Millisecond
+		cfg.Debounce = time.Millisecond
 	}
 	if cfg.HeartbeatInterval == 0 {
 		cfg.HeartbeatInterval = 10 * time.Second
