@@ -3,7 +3,7 @@ GO ?= go
 BIN := bin
 CONTROLLER_GEN := $(GO) tool controller-gen
 
-.PHONY: all build image test-prereqs test test-privileged test-integration kube-binaries test-all bench bench-cni bench-felix bench-flowlogs bench-goldmane bench-scale bench-scale-calc bench-trace lab demo lint generate fuzz clean vm-image test-vm cluster cluster-down bench-cluster bench-wireguard e2e-netpol e2e-cnp
+.PHONY: all build image test-prereqs test test-privileged test-integration kube-binaries test-all bench bench-cni bench-felix bench-flowlogs bench-goldmane bench-scale bench-scale-starts bench-scale-calc bench-trace lab demo lint generate fuzz clean vm-image test-vm cluster cluster-down bench-cluster bench-wireguard e2e-netpol e2e-cnp
 
 all: build
 
@@ -130,6 +130,12 @@ bench-goldmane:
 ## calculation in-process (the Engine: one change, first load).
 bench-scale:
 	$(GO) test -tags privileged,integration -run '^$$' -bench PrivilegedScale -benchtime 1x -timeout 90m ./felix/e2e/
+
+## bench-scale-starts: start -> ready in both dataplane modes under the
+## same conditions (one etcd at 150,000 remote endpoints, cold starts
+## alternating iptables/nftables ABBA, TABBY_SCALE_STARTS pairs)
+bench-scale-starts:
+	$(GO) test -tags privileged,integration -run '^$$' -bench PrivilegedScaleStarts -benchtime 1x -timeout 60m ./felix/e2e/
 
 bench-scale-calc:
 	TABBY_BENCH_SCALE=1 $(GO) test -run '^$$' -bench 'ScaleEngine(Endpoint|Policy)Change' -benchtime 20x ./felix/calc/

@@ -94,7 +94,7 @@ type nftSetState struct {
 	// hostsOnly: every member is a host address (units = members).
 	hostsOnly bool
 	// units are an interval or ip,port set's elements; nil for a host
-	// set (a plain hash set, see isHostSet), whose elements are its
+	// or ip,port set (a plain hash set, see isPlainSet), whose elements are its
 	// members one to one.
 	units nftUnitMap
 	obj   *nftables.Set
@@ -210,6 +210,10 @@ var errNftRetype = errors.New("the set must become an interval set")
 // ~10^5 elements.
 func isHostSet(set *nftables.Set) bool { return !set.Interval && !set.Concatenation }
 
+// isPlainSet says whether set holds one element per member with no
+// intervals: a host set or an ip,port set.
+func isPlainSet(set *nftables.Set) bool { return !set.Interval }
+
 // kernelElements are elems as set takes them: a host set has no interval
 // ends.
 func kernelElements(set *nftables.Set, elems []nftables.SetElement) []nftables.SetElement {
@@ -310,26 +314,26 @@ func (n *nftDriver) planSets(p *nftFamilyPlan, old *nftWritten, rs *rules.Rulese
 		if prev != nil && prev.typ != spec.Type {
 			return fmt.Errorf("set %s changed type", spec.Name) // names carry the type
 		}
-		if prev != nil && isHostSet(prev.obj) {
+		if prev != nil && isPlainSet(prev.obj) {
 			ch, exact := rs.IPSetChanges[spec.Name]
 			exact = exact && version != 0 && prev.version == ch.Since
-			del, add, ok := hostSetChange(prev.members, spec.Members, ch, exact)
+			del, add, ok := plainSetChange(prev.members, spec.Members, plainElement(spec.Type), ch, exact)
 			if !ok {
 				// A hash set cannot hold a network: the table is rebuilt
 				// (in the same transaction) with an interval set instead.
 				return fmt.Errorf("set %s: %w", spec.Name, errNftRetype)
 			}
 			p.setDel[name], p.setAdd[name] = del, add
-			p.next.sets[name] = &nftSetState{typ: spec.Type, members: spec.Members, version: version, hostsOnly: true, obj: prev.obj}
+			p.next.sets[name] = &nftSetState{typ: spec.Type, members: spec.Members, version: version, hostsOnly: prev.hostsOnly, obj: prev.obj}
 			continue
 		}
-		if prev == nil && spec.Type == calc.HashNet && allHosts(spec.Members) {
+		if prev == nil && (spec.Type == calc.HashIPPort || spec.Type == calc.HashNet && allHosts(spec.Members)) {
 			keyType, _, err := nftSetType(string(spec.Type), p.v)
 			if err != nil {
 				return err
 			}
-			st := &nftSetState{typ: spec.Type, members: spec.Members, version: version, hostsOnly: true,
-				obj: &nftables.Set{Table: p.table, Name: name, KeyType: keyType}}
+			st := &nftSetState{typ: spec.Type, members: spec.Members, version: version, hostsOnly: spec.Type == calc.HashNet,
+				obj: &nftables.Set{Table: p.table, Name: name, KeyType: keyType, Concatenation: spec.Type == calc.HashIPPort}}
 			p.newSets = append(p.newSets, st)
 			p.next.sets[name] = st
 			continue
@@ -499,8 +503,8 @@ func (n *nftDriver) encode(p *nftFamilyPlan) error {
 		}
 		add := func(c []nftables.SetElement) error { return n.conn.SetAddElements(st.obj, c) }
 		write := func() error { return unitChunks(st.units, add) }
-		if isHostSet(st.obj) {
-			write = func() error { return hostChunks(st.members, add) }
+		if isPlainSet(st.obj) {
+			write = func() error { return plainChunks(st.members, plainElement(st.typ), add) }
 		}
 		if err := write(); err != nil {
 			return fmt.Errorf("set %s: %w", st.obj.Name, err)

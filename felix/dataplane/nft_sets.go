@@ -179,13 +179,14 @@ func unitChunks(units nftUnitMap, f func([]nftables.SetElement) error) error {
 	return f(buf)
 }
 
-// hostChunks is unitChunks for a host set: its members' addresses.
-func hostChunks(members calc.MemberList, f func([]nftables.SetElement) error) error {
+// plainChunks is unitChunks for a plain set (see isPlainSet): one
+// element per member, as elem makes it.
+func plainChunks(members calc.MemberList, elem memberElement, f func([]nftables.SetElement) error) error {
 	buf := make([]nftables.SetElement, 0, min(members.Len(), nftElemChunk))
 	for m := range members.All() {
-		e, ok := hostElement(m)
+		e, ok := elem(m)
 		if !ok {
-			return fmt.Errorf("set member %q is not a host address", m)
+			return fmt.Errorf("set member %q does not fit the set", m)
 		}
 		if buf = append(buf, e); len(buf) == nftElemChunk {
 			if err := f(buf); err != nil {
@@ -198,6 +199,25 @@ func hostChunks(members calc.MemberList, f func([]nftables.SetElement) error) er
 		return nil
 	}
 	return f(buf)
+}
+
+// memberElement is the element of member m in a plain set; ok is false
+// for a member such a set cannot hold (a network in a host set) or a
+// malformed one.
+type memberElement func(m string) (nftables.SetElement, bool)
+
+// plainElement is how a plain set of type typ holds a member.
+func plainElement(typ calc.IPSetType) memberElement {
+	if typ == calc.HashIPPort {
+		return ipPortElement
+	}
+	return hostElement
+}
+
+// ipPortElement is the element of an ip,port member.
+func ipPortElement(m string) (nftables.SetElement, bool) {
+	k, err := rules.NftIPPortKey(m)
+	return nftables.SetElement{Key: k}, err == nil
 }
 
 // hostElement is the element of host address member m of a host set;
@@ -220,22 +240,22 @@ func allHosts(members calc.MemberList) bool {
 	return true
 }
 
-// hostSetChange is what to delete from and add to a host set holding old
-// to make it hold new: from the renderer's change ch when exact (ch is
-// since old's version; each removed member is in old) and otherwise by
-// comparing the two sorted lists. ok is false when new holds a member
-// that is not a host address (the set must become an interval set).
-func hostSetChange(old, new calc.MemberList, ch rules.IPSetChange, exact bool) (del, add []nftables.SetElement, ok bool) {
-	if exact && hostPatch(old, ch, &del, &add) {
+// plainSetChange is what to delete from and add to a plain set holding
+// old to make it hold new: from the renderer's change ch when exact (ch
+// is since old's version; each removed member is in old) and otherwise by
+// comparing the two sorted lists. ok is false when new holds a member the
+// set cannot (a network in a host set: it must become an interval set).
+func plainSetChange(old, new calc.MemberList, elem memberElement, ch rules.IPSetChange, exact bool) (del, add []nftables.SetElement, ok bool) {
+	if exact && plainPatch(old, elem, ch, &del, &add) {
 		return del, add, true
 	}
 	del, add = nil, nil
 	for m, inOld := range sortedDiff(old, new) {
-		e, isHost := hostElement(m)
+		e, fits := elem(m)
 		switch {
-		case inOld && isHost:
+		case inOld && fits:
 			del = append(del, e)
-		case !inOld && !isHost:
+		case !inOld && !fits:
 			return nil, nil, false
 		case !inOld:
 			add = append(add, e)
@@ -244,18 +264,18 @@ func hostSetChange(old, new calc.MemberList, ch rules.IPSetChange, exact bool) (
 	return del, add, true
 }
 
-// hostPatch turns an exact change into elements; false when the change
-// does not fit old (a removed member old lacks, a network).
-func hostPatch(old calc.MemberList, ch rules.IPSetChange, del, add *[]nftables.SetElement) bool {
+// plainPatch turns an exact change into elements; false when the change
+// does not fit old (a removed member old lacks) or the set (a network).
+func plainPatch(old calc.MemberList, elem memberElement, ch rules.IPSetChange, del, add *[]nftables.SetElement) bool {
 	for _, m := range ch.Removed {
-		e, ok := hostElement(m)
+		e, ok := elem(m)
 		if !ok || !old.Has(m) {
 			return false
 		}
 		*del = append(*del, e)
 	}
 	for _, m := range ch.Added {
-		e, ok := hostElement(m)
+		e, ok := elem(m)
 		if !ok {
 			return false
 		}

@@ -113,7 +113,7 @@ func TestNftChunksKeepIntervals(t *testing.T) {
 		}
 	}
 	check("interval set", 2*len(members), true, func(f func([]nftables.SetElement) error) error { return unitChunks(units, f) })
-	check("host set", len(members), false, func(f func([]nftables.SetElement) error) error { return hostChunks(list, f) })
+	check("host set", len(members), false, func(f func([]nftables.SetElement) error) error { return plainChunks(list, hostElement, f) })
 	check("inChunks", 2*len(members), true, func(f func([]nftables.SetElement) error) error {
 		var all []nftables.SetElement
 		_ = unitChunks(units, func(c []nftables.SetElement) error { all = append(all, c...); return nil })
@@ -121,7 +121,7 @@ func TestNftChunksKeepIntervals(t *testing.T) {
 	})
 }
 
-// TestNftHostSetChange: a host set's change from the renderer's exact
+// TestNftHostSetChange: a plain (host) set's change from the renderer's exact
 // change or, without one, from comparing the lists: the same elements;
 // a network asks for an interval set.
 func TestNftHostSetChange(t *testing.T) {
@@ -137,20 +137,29 @@ func TestNftHostSetChange(t *testing.T) {
 		return out
 	}
 	for _, exact := range []bool{true, false} {
-		del, add, ok := hostSetChange(old, next, ch, exact)
+		del, add, ok := plainSetChange(old, next, hostElement, ch, exact)
 		if !ok || !slices.Equal(keys(del), []string{"[10 0 0 5]"}) || !slices.Equal(keys(add), []string{"[10 0 0 3]"}) {
 			t.Errorf("exact %v: ok %v, del %v, add %v", exact, ok, keys(del), keys(add))
 		}
 	}
 	// A change that does not fit the old list is not trusted.
-	if del, add, ok := hostSetChange(old, next, rules.IPSetChange{Removed: []string{"10.0.0.9"}}, true); !ok || len(del) != 1 || len(add) != 1 {
+	if del, add, ok := plainSetChange(old, next, hostElement, rules.IPSetChange{Removed: []string{"10.0.0.9"}}, true); !ok || len(del) != 1 || len(add) != 1 {
 		t.Errorf("a misfit change: ok %v, %d deleted, %d added", ok, len(del), len(add))
 	}
-	if _, _, ok := hostSetChange(old, calc.Members("10.0.0.1", "10.1.0.0/16"), rules.IPSetChange{}, false); ok {
+	if _, _, ok := plainSetChange(old, calc.Members("10.0.0.1", "10.1.0.0/16"), hostElement, rules.IPSetChange{}, false); ok {
 		t.Error("a network went into a host set")
 	}
+	ipPorts := calc.Members("10.0.0.1,tcp:80", "10.0.0.2,udp:53")
+	del, add, ok := plainSetChange(ipPorts, calc.Members("10.0.0.1,tcp:80", "10.0.0.3,tcp:8080"), ipPortElement,
+		rules.IPSetChange{Added: []string{"10.0.0.3,tcp:8080"}, Removed: []string{"10.0.0.2,udp:53"}}, true)
+	if !ok || len(del) != 1 || len(add) != 1 {
+		t.Errorf("ip,port change: ok %v, %d deleted, %d added", ok, len(del), len(add))
+	}
+	if _, _, ok := plainSetChange(ipPorts, calc.Members("10.0.0.1,bogus"), ipPortElement, rules.IPSetChange{}, false); ok {
+		t.Error("a malformed ip,port member accepted")
+	}
 	withNet := calc.Members("10.0.0.1", "10.0.0.2", "10.0.0.5", "10.2.0.0/16")
-	if _, _, ok := hostSetChange(old, withNet, rules.IPSetChange{Added: []string{"10.2.0.0/16"}}, true); ok {
+	if _, _, ok := plainSetChange(old, withNet, hostElement, rules.IPSetChange{Added: []string{"10.2.0.0/16"}}, true); ok {
 		t.Error("a network patched into a host set")
 	}
 }
