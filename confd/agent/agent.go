@@ -181,7 +181,7 @@ func RunWith(ctx context.Context, args []string, getenv func(string) string, std
 	if typha, err := typhaSettings(getenv); err != nil {
 		return err
 	} else if typha.Enabled() {
-		if syncer, err = typhaSyncer(client, typha, nodeName, log, callbacks(d)); err != nil {
+		if syncer, err = TyphaSyncer(client, typha, nodeName, log, callbacks(d)); err != nil {
 			return err
 		}
 		log.Info("following the datastore through Typha", "addr", typha.Addr, "service", typha.K8sServiceName)
@@ -193,10 +193,10 @@ func RunWith(ctx context.Context, args []string, getenv func(string) string, std
 	return nil
 }
 
-// typhaSyncer is confd's syncer through Typha: its "bgp" stream, confd's
+// TyphaSyncer is confd's syncer through Typha: its "bgp" stream, confd's
 // kinds, resynced on a reconnection without a delete and re-add of
 // unchanged objects (typha/syncclient).
-func typhaSyncer(c datastore.Client, t discovery.Settings, node string, log *slog.Logger, cb datastore.SyncerCallbacks) (datastore.Syncer, error) {
+func TyphaSyncer(c datastore.Client, t discovery.Settings, node string, log *slog.Logger, cb datastore.SyncerCallbacks) (datastore.Syncer, error) {
 	var kube kubernetes.Interface
 	if kc, ok := c.(*kdd.Client); ok {
 		kube = kc.Kubernetes()
