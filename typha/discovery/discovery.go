@@ -35,6 +35,8 @@ type Settings struct {
 	ReadTimeout    time.Duration
 	WriteTimeout   time.Duration
 	TLS            tlsconfig.Files
+	// Dial, if set, is syncclient.Config.Dial (tests).
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // Enabled reports whether the settings name a Typha.
@@ -124,7 +126,7 @@ func (s Settings) Config(kube kubernetes.Interface, c Client) (syncclient.Config
 		return syncclient.Config{}, err
 	}
 	cfg := syncclient.Config{SyncerType: c.SyncerType, Kinds: c.Kinds, Lean: c.Lean, Hostname: c.Hostname, Info: c.Info,
-		Addrs: addrs, ReadTimeout: s.ReadTimeout, WriteTimeout: s.WriteTimeout, Log: c.Log}
+		Addrs: addrs, ReadTimeout: s.ReadTimeout, WriteTimeout: s.WriteTimeout, Log: c.Log, Dial: s.Dial}
 	if s.TLS.Set() {
 		if cfg.TLS, err = tlsconfig.Client(s.TLS); err != nil {
 			return syncclient.Config{}, fmt.Errorf("Typha TLS (TyphaCertFile, TyphaKeyFile, TyphaCAFile, TyphaCN/TyphaURISAN): %w", err)

@@ -50,6 +50,9 @@ type Config struct {
 	ReadTimeout, WriteTimeout time.Duration
 	// DialTimeout bounds a connection attempt (10s).
 	DialTimeout time.Duration
+	// Dial, if set, opens the TCP connections instead of a net.Dialer
+	// (tests map discovered names to loopback addresses with it).
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 	Backoff     datastore.Backoff
 	Log         *slog.Logger
 }
@@ -164,12 +167,22 @@ func (c *Client) session(ctx context.Context, addr string) (streamed bool, _ err
 }
 
 func (c *Client) dial(ctx context.Context, addr string) (net.Conn, error) {
-	d := &net.Dialer{Timeout: c.cfg.DialTimeout, KeepAlive: 30 * time.Second}
-	if c.cfg.TLS != nil {
-		td := &tls.Dialer{NetDialer: d, Config: c.cfg.TLS}
-		return td.DialContext(ctx, "tcp", addr)
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.DialTimeout)
+	defer cancel()
+	dial := (&net.Dialer{KeepAlive: 30 * time.Second}).DialContext
+	if c.cfg.Dial != nil {
+		dial = c.cfg.Dial
 	}
-	return d.DialContext(ctx, "tcp", addr)
+	nc, err := dial(ctx, "tcp", addr)
+	if err != nil || c.cfg.TLS == nil {
+		return nc, err
+	}
+	tc := tls.Client(nc, c.cfg.TLS)
+	if err := tc.HandshakeContext(ctx); err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("TLS handshake with Typha %s: %w", addr, err)
+	}
+	return tc, nil
 }
 
 func sleep(ctx context.Context, d time.Duration) {
