@@ -16,7 +16,7 @@ type process struct {
 	t    testing.TB
 	name string
 	args []string
-	dir  string // working folder ("" = inherit)
+	dir  string   // working folder ("" = inherit)
 	env  []string // environment ("" = inherit)
 	log  string
 	cmd  *exec.Cmd

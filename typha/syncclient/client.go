@@ -52,9 +52,9 @@ type Config struct {
 	DialTimeout time.Duration
 	// Dial, if set, opens the TCP connections instead of a net.Dialer
 	// (tests map discovered names to loopback addresses with it).
-	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
-	Backoff     datastore.Backoff
-	Log         *slog.Logger
+	Dial    func(ctx context.Context, network, addr string) (net.Conn, error)
+	Backoff datastore.Backoff
+	Log     *slog.Logger
 }
 
 // Client is a datastore.Syncer over Typha.

@@ -110,7 +110,11 @@ func TestResyncDeliversOnlyChanges(t *testing.T) {
 	addrs := []string{a.addr}
 	rec := newRecorder()
 	cl := syncclient.New(syncclient.Config{SyncerType: syncproto.SyncerTypeFelix, Hostname: "n1",
-		Addrs: func(context.Context) ([]string, error) { mu.Lock(); defer mu.Unlock(); return append([]string(nil), addrs...), nil }}, rec)
+		Addrs: func(context.Context) ([]string, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			return append([]string(nil), addrs...), nil
+		}}, rec)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); cl.Run(ctx) }()

@@ -69,7 +69,7 @@ func Client(f Files) (*tls.Config, error) {
 	// The chain is verified in VerifyPeerCertificate, against the CA and
 	// the required name, instead of the dialled host name.
 	return &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert},
-		InsecureSkipVerify: true, //nolint:gosec // verified below
+		InsecureSkipVerify:    true, //nolint:gosec // verified below
 		VerifyPeerCertificate: checkName(f.CN, f.URISAN, pool, x509.ExtKeyUsageServerAuth)}, nil
 }
 
