@@ -127,8 +127,12 @@ func (s Settings) Config(kube kubernetes.Interface, c Client) (syncclient.Config
 	}
 	cfg := syncclient.Config{SyncerType: c.SyncerType, Kinds: c.Kinds, Lean: c.Lean, Hostname: c.Hostname, Info: c.Info,
 		Addrs: addrs, ReadTimeout: s.ReadTimeout, WriteTimeout: s.WriteTimeout, Log: c.Log, Dial: s.Dial}
-	if s.TLS.Set() {
-		if cfg.TLS, err = tlsconfig.Client(s.TLS); err != nil {
+	files, dropped := s.TLS.Existing()
+	if len(dropped) > 0 && c.Log != nil {
+		c.Log.Warn("ignoring Typha certificate settings naming missing files (as Calico's felix)", "settings", dropped)
+	}
+	if files.Set() {
+		if cfg.TLS, err = tlsconfig.Client(files); err != nil {
 			return syncclient.Config{}, fmt.Errorf("Typha TLS (TyphaCertFile, TyphaKeyFile, TyphaCAFile, TyphaCN/TyphaURISAN): %w", err)
 		}
 	}

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
+
+	"github.com/tabbynet/tabby/typha/tlsconfig"
 )
 
 func TestSliceAddrs(t *testing.T) {
@@ -42,5 +44,20 @@ func TestAddr(t *testing.T) {
 	}
 	if _, err := (Settings{K8sServiceName: "calico-typha"}).Addrs(nil); err != ErrNeedsKubernetes {
 		t.Errorf("service without Kubernetes: %v", err)
+	}
+}
+
+// TestMissingCertificateFiles: certificate settings naming missing files
+// are ignored (the manifests' optional Secret, as Calico's felix); with a
+// name to check, TLS is still required and fails.
+func TestMissingCertificateFiles(t *testing.T) {
+	s := Settings{Addr: "typha:5473", TLS: tlsconfig.Files{CertFile: "/nonexistent/tls.crt", KeyFile: "/nonexistent/tls.key", CAFile: "/nonexistent/ca.crt"}}
+	cfg, err := s.Config(nil, Client{})
+	if err != nil || cfg.TLS != nil {
+		t.Errorf("missing files: %v, TLS %v", err, cfg.TLS != nil)
+	}
+	s.TLS.CN = "typha-server"
+	if _, err := s.Config(nil, Client{}); err == nil {
+		t.Error("a Typha CN with missing certificate files accepted")
 	}
 }

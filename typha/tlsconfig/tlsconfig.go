@@ -27,6 +27,29 @@ func (f Files) Set() bool {
 	return f.CertFile+f.KeyFile+f.CAFile+f.CN+f.URISAN != ""
 }
 
+// Existing returns f without the files that do not exist, and the
+// settings dropped: Calico's felix reads its Typha certificate settings as
+// files that must exist and ignores one naming a missing file (the
+// manifests mount the node's certificate from an optional Secret). A
+// name to check (CN, URISAN) still requires TLS, which then fails for the
+// missing file.
+func (f Files) Existing() (Files, []string) {
+	var dropped []string
+	for _, p := range []struct {
+		name string
+		path *string
+	}{{"CertFile", &f.CertFile}, {"KeyFile", &f.KeyFile}, {"CAFile", &f.CAFile}} {
+		if *p.path == "" {
+			continue
+		}
+		if _, err := os.Stat(*p.path); errors.Is(err, os.ErrNotExist) {
+			dropped = append(dropped, p.name+"="+*p.path)
+			*p.path = ""
+		}
+	}
+	return f, dropped
+}
+
 func (f Files) load() (tls.Certificate, *x509.CertPool, error) {
 	if f.CertFile == "" || f.KeyFile == "" || f.CAFile == "" {
 		return tls.Certificate{}, nil, errors.New("TLS needs a certificate, a key and a CA file")
