@@ -41,16 +41,21 @@ func TestPrivilegedClusterTypha(t *testing.T) {
 		d, err := kc.AppsV1().Deployments("kube-system").Get(ctx, "calico-typha", metav1.GetOptions{})
 		return err == nil && d.Status.AvailableReplicas == 2
 	})
+	var typhaLines []string // calico-node's lines about Typha, for failures
 	connected := func() (felix, confd int) {
 		out, err := c.Kubectl(ctx, "-n", "kube-system", "logs", "-l", "k8s-app=calico-node", "-c", "calico-node", "--tail=-1")
 		if err != nil {
 			t.Fatalf("calico-node logs: %v", err)
 		}
+		typhaLines = typhaLines[:0]
 		for _, l := range strings.Split(out, "\n") {
+			if strings.Contains(l, "Typha") {
+				typhaLines = append(typhaLines, l)
+			}
 			if strings.Contains(l, "connected to Typha") {
-				if strings.Contains(l, "syncer=felix") {
+				if strings.Contains(l, `syncer="felix"`) {
 					felix++
-				} else if strings.Contains(l, "syncer=bgp") {
+				} else if strings.Contains(l, `syncer="bgp"`) {
 					confd++
 				}
 			}
@@ -60,7 +65,7 @@ func TestPrivilegedClusterTypha(t *testing.T) {
 	eventuallyC(t, time.Minute, "every felix and confd connected to Typha", func() bool {
 		f, cd := connected()
 		return f >= len(c.State.Nodes) && cd >= len(c.State.Nodes)
-	})
+	}, func() string { return strings.Join(typhaLines, "\n") })
 	if _, err := c.Kubectl(ctx, "create", "namespace", "t"); err != nil {
 		t.Fatal(err)
 	}
@@ -91,12 +96,16 @@ func TestPrivilegedClusterTypha(t *testing.T) {
 	c.checkNetworkPolicy(t, ctx, pods)
 }
 
-func eventuallyC(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+func eventuallyC(t *testing.T, timeout time.Duration, what string, cond func() bool, explain ...func() string) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s: %s", timeout, what)
+			var why string
+			for _, e := range explain {
+				why += e()
+			}
+			t.Fatalf("timed out after %s: %s\n%s", timeout, what, why)
 		}
 		time.Sleep(time.Second)
 	}

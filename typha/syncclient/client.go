@@ -109,9 +109,9 @@ func (c *Client) Run(ctx context.Context) {
 	var delay time.Duration
 	for ctx.Err() == nil {
 		addr, err := c.pick(ctx, last)
+		streamed := false
 		if err == nil {
 			last = addr
-			var streamed bool
 			streamed, err = c.session(ctx, addr)
 			if streamed {
 				delay = 0 // it worked for a while: reconnect at once
@@ -120,7 +120,11 @@ func (c *Client) Run(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		c.cfg.Log.Warn("lost the connection to Typha; reconnecting", "typha", last, "error", err)
+		if streamed {
+			c.cfg.Log.Warn("lost the connection to Typha; reconnecting", "typha", last, "error", err)
+		} else {
+			c.cfg.Log.Warn("cannot reach Typha; retrying", "typha", last, "error", err)
+		}
 		if delay == 0 {
 			delay = c.cfg.Backoff.Initial
 			sleep(ctx, time.Duration(rand.Int64N(int64(delay)))) // spread a replica's clients
