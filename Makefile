@@ -114,9 +114,9 @@ bench-goldmane:
 
 ## bench-typha: Typha fan-out (issue 33) on a real kube-apiserver: 1,000
 ## simulated nodes (felix's and confd's own syncer clients) through 3 Typha
-## processes, then direct (100 nodes: 1,000 direct are too heavy here;
-## TABBY_BENCH_TYPHA_NODES / TABBY_BENCH_TYPHA_DIRECT change them), same
-## run: API server watches, CPU and memory, a policy change to every felix
+## processes, then 1,000 direct (~2 min at load 5; the direct phase holds
+## ~22,000 watches: TABBY_BENCH_TYPHA_DIRECT=300 on a busy machine,
+## TABBY_BENCH_TYPHA_NODES likewise), same run: API server watches, CPU and memory, a policy change to every felix
 ## (p50/p99), a new node's time to in-sync, Typha's memory per connection
 bench-typha: kube-binaries
 	$(GO) test -tags integration -run '^$$' -bench TyphaFanout -benchtime 1x -timeout 30m ./typha/e2e/

@@ -27,11 +27,12 @@ import (
 // NewTyphaSyncer, confd's kdd syncer / agent.TyphaSyncer) delivering to a
 // recorder, against one real kube-apiserver; first through 3 Typha
 // processes, then direct, in the same run. TABBY_BENCH_TYPHA_NODES (1000)
-// and TABBY_BENCH_TYPHA_DIRECT (100: 1,000 direct nodes hold ~20,000
-// watches, too heavy for this shared 2-core machine) size the two.
+// and TABBY_BENCH_TYPHA_DIRECT (1000: ~22,000 watches, 2.5 GiB and a
+// minute of CPU in the API server; lower it on a busy machine) size the
+// two.
 func BenchmarkTyphaFanout(b *testing.B) {
 	for range b.N {
-		runFanout(b, envInt("TABBY_BENCH_TYPHA_NODES", 1000), envInt("TABBY_BENCH_TYPHA_DIRECT", 100))
+		runFanout(b, envInt("TABBY_BENCH_TYPHA_NODES", 1000), envInt("TABBY_BENCH_TYPHA_DIRECT", 1000))
 	}
 }
 
