@@ -8,7 +8,7 @@
 #
 #   CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o bin/ \
 #     ./cni-plugin/cmd/... ./node/cmd/calico-node ./kubecontrollers/cmd/... \
-#     ./calicoctl ./goldmane/cmd/goldmane github.com/containernetworking/plugins/plugins/meta/portmap
+#     ./calicoctl ./goldmane/cmd/goldmane ./typha/cmd/typha github.com/containernetworking/plugins/plugins/meta/portmap
 #   docker build -t docker.io/tabbynet/tabby:$(cat VERSION) .
 #
 # portmap (chained after calico in 10-calico.conflist) is built from the
@@ -36,6 +36,9 @@ COPY bin/calico-node bin/install-cni bin/kube-controllers bin/check-status bin/c
 
 # The flow aggregator and its page (Calico's Goldmane and Whisker).
 COPY bin/goldmane /usr/bin/
+
+# Typha: the datastore's fan-out to the nodes (the calico-typha Deployment).
+COPY bin/typha /usr/bin/
 
 # BIRD's control socket and Calico's state live on host paths the
 # DaemonSet mounts (/var/run/calico, /var/lib/calico).

@@ -3,7 +3,7 @@ GO ?= go
 BIN := bin
 CONTROLLER_GEN := $(GO) tool controller-gen
 
-.PHONY: all build image test-prereqs test test-privileged test-integration kube-binaries test-all bench bench-cni bench-felix bench-flowlogs bench-goldmane bench-scale bench-scale-starts bench-scale-calc bench-trace lab demo lint generate fuzz clean vm-image test-vm cluster cluster-down bench-cluster bench-wireguard e2e-netpol e2e-cnp
+.PHONY: all build image test-prereqs test test-privileged test-integration kube-binaries test-all bench bench-cni bench-felix bench-flowlogs bench-goldmane bench-typha bench-scale bench-scale-starts bench-scale-calc bench-trace lab demo lint generate fuzz clean vm-image test-vm cluster cluster-down bench-cluster bench-wireguard e2e-netpol e2e-cnp
 
 all: build
 
@@ -116,6 +116,15 @@ bench-goldmane:
 	@uptime
 	$(GO) test -run '^$$' -bench 'PageFirstLoad10k' -benchtime 5x ./goldmane/web/
 	$(GO) test -run '^$$' -bench 'ListGRPC10k|StoreList10k' -benchtime 20x ./goldmane/web/
+
+## bench-typha: Typha fan-out (issue 33) on a real kube-apiserver: 1,000
+## simulated nodes (felix's and confd's own syncer clients) through 3 Typha
+## processes, then 1,000 direct (~2 min at load 5; the direct phase holds
+## ~22,000 watches: TABBY_BENCH_TYPHA_DIRECT=300 on a busy machine,
+## TABBY_BENCH_TYPHA_NODES likewise), same run: API server watches, CPU and memory, a policy change to every felix
+## (p50/p99), a new node's time to in-sync, Typha's memory per connection
+bench-typha: kube-binaries
+	$(GO) test -tags integration -run '^$$' -bench TyphaFanout -benchtime 1x -timeout 30m ./typha/e2e/
 
 ## bench-scale: felix at cluster scale (issue 15, root): the real
 ## cmd/felix over a real etcd loaded with the synthetic cluster (1,000

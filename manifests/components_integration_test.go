@@ -4,10 +4,12 @@ package manifests
 
 import (
 	"context"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -33,6 +35,9 @@ import (
 	"github.com/tabbynet/tabby/kubecontrollers/status"
 	"github.com/tabbynet/tabby/node/agent"
 	"github.com/tabbynet/tabby/node/startup"
+	typhadaemon "github.com/tabbynet/tabby/typha/daemon"
+	"github.com/tabbynet/tabby/typha/discovery"
+	"github.com/tabbynet/tabby/typha/syncclient"
 )
 
 // inSync records when a syncer has delivered its snapshot.
@@ -164,6 +169,43 @@ func TestIntegrationComponentsRunWithManifestRBAC(t *testing.T) {
 		// Tunnel addresses from IPAM.
 		if _, err := ipam.New(c, ipam.Config{}).AutoAssign(ctx, ipam.AutoAssignArgs{Num4: 1, HandleID: "ipip-tunnel-addr-node-a", Hostname: "node-a", Use: v3.IPPoolAllowedUseTunnel}); err != nil {
 			t.Fatalf("assigning the tunnel address: %v", err)
+		}
+	})
+
+	t.Run(typhaSA, func(t *testing.T) {
+		c, ctx := as(t, typhaSA)
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		tctx, tcancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() {
+			done <- typhadaemon.Run(tctx, typhadaemon.Options{Client: c, Listener: l, Log: slog.New(slog.DiscardHandler)})
+		}()
+		defer func() { tcancel(); <-done }()
+		// Typha's streams in sync as calico-typha: clients get InSync.
+		for st := range typhadaemon.Streams(c) {
+			synced := make(inSync, 1)
+			cl := syncclient.New(syncclient.Config{SyncerType: st, Log: slog.New(slog.DiscardHandler),
+				Addrs: func(context.Context) ([]string, error) { return []string{l.Addr().String()}, nil }}, synced)
+			cctx, ccancel := context.WithCancel(ctx)
+			go cl.Run(cctx)
+			select {
+			case <-synced:
+			case <-ctx.Done():
+				t.Fatalf("Typha's %s stream never got in sync as calico-typha", st)
+			}
+			ccancel()
+		}
+		// calico-node finds Typha through the Service's EndpointSlices.
+		node, _ := as(t, nodeSA)
+		addrs, err := discovery.Settings{K8sServiceName: "calico-typha"}.Addrs(node.Kubernetes())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := addrs(ctx); err == nil || strings.Contains(err.Error(), "forbidden") {
+			t.Errorf("calico-node looking up calico-typha: %v (want: no ready endpoint)", err)
 		}
 	})
 

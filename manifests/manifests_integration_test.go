@@ -5,6 +5,7 @@ package manifests
 import (
 	"bytes"
 	"context"
+	"maps"
 
 	"os"
 	"os/exec"
@@ -28,12 +29,14 @@ import (
 	"github.com/tabbynet/tabby/felix/daemon"
 	"github.com/tabbynet/tabby/felix/staged"
 	"github.com/tabbynet/tabby/internal/testservers"
+	typhadaemon "github.com/tabbynet/tabby/typha/daemon"
 )
 
 const (
 	nodeSA  = "calico-node"
 	cniSA   = "calico-cni-plugin"
 	kcSA    = "calico-kube-controllers"
+	typhaSA = "calico-typha"
 	tabbyNS = "kube-system"
 )
 
@@ -183,7 +186,13 @@ func needsKDD(t *testing.T, c *kdd.Client) map[string][]access {
 	kc = append(kc, each([]string{"get", "list", "watch", "create", "update"}, crd(v3.KindKubeControllersConfiguration))...)
 	kc = append(kc, access{verb: "update", gvr: crd(v3.KindKubeControllersConfiguration), subresource: "status"})
 	kc = append(kc, leaseUse()...)
-	return map[string][]access{nodeSA: node, cniSA: cni, kcSA: kc}
+
+	// Typha: every stream's syncer lists and watches, nothing else.
+	var typha []access
+	for _, kinds := range typhadaemon.Streams(c) {
+		typha = append(typha, watched(t, c, kinds...)...)
+	}
+	return map[string][]access{nodeSA: node, cniSA: cni, kcSA: kc, typhaSA: typha}
 }
 
 func leaseUse() []access {
@@ -262,7 +271,7 @@ func TestIntegrationManifestRBAC(t *testing.T) {
 			}
 			checkNoGrantWithoutNeed(t, name, needs)
 			kube := kubernetes.NewForConfigOrDie(rc)
-			for _, sa := range []string{nodeSA, cniSA, kcSA} {
+			for _, sa := range slices.Sorted(maps.Keys(needs)) {
 				t.Run(sa, func(t *testing.T) {
 					if len(needs[sa]) == 0 {
 						t.Fatal("no needs listed")

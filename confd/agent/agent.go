@@ -20,6 +20,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/client-go/kubernetes"
+
 	"github.com/tabbynet/tabby/confd"
 	"github.com/tabbynet/tabby/confd/bird"
 	"github.com/tabbynet/tabby/datastore"
@@ -27,6 +29,9 @@ import (
 	"github.com/tabbynet/tabby/datastore/etcd/etcdlib"
 	"github.com/tabbynet/tabby/datastore/kdd"
 	"github.com/tabbynet/tabby/lib/calicolog"
+	"github.com/tabbynet/tabby/typha/discovery"
+	"github.com/tabbynet/tabby/typha/syncclient"
+	"github.com/tabbynet/tabby/typha/syncproto"
 )
 
 // options are the command line flags.
@@ -173,9 +178,33 @@ func RunWith(ctx context.Context, args []string, getenv func(string) string, std
 		d = confd.NewDaemon(cfg, drv)
 		syncer = datastore.NewWatchSyncer(client, confd.Kinds, callbacks(d), datastore.DefaultBackoff)
 	}
+	if typha, err := typhaSettings(getenv); err != nil {
+		return err
+	} else if typha.Enabled() {
+		if syncer, err = TyphaSyncer(client, typha, nodeName, log, callbacks(d)); err != nil {
+			return err
+		}
+		log.Info("following the datastore through Typha", "addr", typha.Addr, "service", typha.K8sServiceName)
+	}
 	log.Info("confd starting", "node", nodeName, "datastore", spec.DatastoreType,
 		"birdConfig", drv.Path(), "birdSocket", o.birdSocket)
 	d.RunSyncer(ctx, syncer)
 	log.Info("confd stopped")
 	return nil
+}
+
+// TyphaSyncer is confd's syncer through Typha: its "bgp" stream, confd's
+// kinds, resynced on a reconnection without a delete and re-add of
+// unchanged objects (typha/syncclient).
+func TyphaSyncer(c datastore.Client, t discovery.Settings, node string, log *slog.Logger, cb datastore.SyncerCallbacks) (datastore.Syncer, error) {
+	var kube kubernetes.Interface
+	if kc, ok := c.(*kdd.Client); ok {
+		kube = kc.Kubernetes()
+	}
+	cfg, err := t.Config(kube, discovery.Client{SyncerType: syncproto.SyncerTypeBGP, Kinds: confd.Kinds,
+		Hostname: node, Info: "confd", Log: log})
+	if err != nil {
+		return nil, err
+	}
+	return syncclient.New(cfg, cb), nil
 }

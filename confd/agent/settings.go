@@ -4,10 +4,14 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	v3 "github.com/tabbynet/tabby/api/v3"
 	"github.com/tabbynet/tabby/datastore"
+	"github.com/tabbynet/tabby/typha/discovery"
+	"github.com/tabbynet/tabby/typha/tlsconfig"
 )
 
 // confdSettings are the environment variables Calico's confd reads (in
@@ -27,20 +31,46 @@ var confdSettings = []struct {
 }
 
 // typhaPrefixes are where Calico's confd reads its Typha settings from
-// (CONFD_TYPHAADDR, FELIX_TYPHAK8SSERVICENAME, ...).
+// (CONFD_TYPHAADDR, FELIX_TYPHAK8SSERVICENAME, ...): for each setting the
+// first prefix that has it wins.
 var typhaPrefixes = []string{"CONFD_", "FELIX_", "CALICO_"}
 
-// typhaVars are Calico's Typha settings, without the prefix.
-var typhaVars = []string{"TYPHAADDR", "TYPHAK8SSERVICENAME", "TYPHAK8SNAMESPACE", "TYPHAREADTIMEOUT", "TYPHAWRITETIMEOUT",
-	"TYPHAKEYFILE", "TYPHACERTFILE", "TYPHACAFILE", "TYPHACN", "TYPHAURISAN"}
-
-// typhaTLSVar: a Typha client certificate setting.
-func typhaTLSVar(v string) bool {
-	switch v {
-	case "TYPHAKEYFILE", "TYPHACERTFILE", "TYPHACAFILE", "TYPHACN", "TYPHAURISAN":
-		return true
+// typhaSettings are confd's Typha settings; confd follows Typha when they
+// name one (Enabled).
+func typhaSettings(getenv func(string) string) (discovery.Settings, error) {
+	get := func(v string) string {
+		for _, p := range typhaPrefixes {
+			if val := strings.TrimSpace(getenv(p + v)); val != "" {
+				if strings.EqualFold(val, "none") {
+					return ""
+				}
+				return val
+			}
+		}
+		return ""
 	}
-	return false
+	secs := func(v string, def time.Duration) (time.Duration, error) {
+		raw := get(v)
+		if raw == "" {
+			return def, nil
+		}
+		f, err := strconv.ParseFloat(raw, 64)
+		if err != nil || f <= 0 {
+			return 0, fmt.Errorf("%s=%q: want a positive number of seconds", v, raw)
+		}
+		return time.Duration(f * float64(time.Second)), nil
+	}
+	s := discovery.Settings{Addr: get("TYPHAADDR"), K8sServiceName: get("TYPHAK8SSERVICENAME"), K8sNamespace: get("TYPHAK8SNAMESPACE"),
+		TLS: tlsconfig.Files{CertFile: get("TYPHACERTFILE"), KeyFile: get("TYPHAKEYFILE"), CAFile: get("TYPHACAFILE"),
+			CN: get("TYPHACN"), URISAN: get("TYPHAURISAN")}}
+	var err error
+	if s.ReadTimeout, err = secs("TYPHAREADTIMEOUT", 30*time.Second); err != nil {
+		return s, err
+	}
+	if s.WriteTimeout, err = secs("TYPHAWRITETIMEOUT", 10*time.Second); err != nil {
+		return s, err
+	}
+	return s, nil
 }
 
 // refusedSettings lists the refused settings that are set, with reasons.
@@ -49,20 +79,6 @@ func refusedSettings(getenv func(string) string) [][2]string {
 	for _, s := range confdSettings {
 		if s.reason != "" && getenv(s.name) != "" {
 			out = append(out, [2]string{s.name, s.reason})
-		}
-	}
-	set := func(name string) bool { v := getenv(name); return v != "" && !strings.EqualFold(v, "none") }
-	for _, p := range typhaPrefixes {
-		// The client certificate settings do nothing without a Typha to
-		// reach (and felix uses FELIX_TYPHA*FILE for the flow
-		// aggregator, as Calico's).
-		addr := set(p+"TYPHAADDR") || set(p+"TYPHAK8SSERVICENAME")
-		for _, v := range typhaVars {
-			val := getenv(p + v)
-			if !set(p+v) || (v == "TYPHAK8SNAMESPACE" && val == "kube-system") || (!addr && typhaTLSVar(v)) {
-				continue
-			}
-			out = append(out, [2]string{p + v, "Tabby has no Typha: confd watches the datastore directly"})
 		}
 	}
 	return out

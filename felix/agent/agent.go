@@ -300,7 +300,14 @@ func runFelix(ctx context.Context, r felixRun) error {
 	defer stopServers()
 	log.Info("felix starting", "node", cfg.hostname, "datastore", r.datastoreType, "ipv6", cfg.ipv6)
 	cb, extra := startFlowLogs(ctx, r, d)
-	return d.Run(ctx, daemon.NewSyncer(r.client, cb, extra...))
+	syncer := daemon.NewSyncer(r.client, cb, extra...)
+	if cfg.typha.Enabled() {
+		if syncer, err = daemon.NewTyphaSyncer(r.client, cfg.typha, cfg.hostname, log, cb, extra...); err != nil {
+			return err
+		}
+		log.Info("following the datastore through Typha", "addr", cfg.typha.Addr, "service", cfg.typha.K8sServiceName, "namespace", cfg.typha.K8sNamespace)
+	}
+	return d.Run(ctx, syncer)
 }
 
 // newDataplane makes the iptables/ipset dataplane (and the endpoint

@@ -10,6 +10,8 @@ import (
 	felixconfig "github.com/tabbynet/tabby/felix/config"
 	"github.com/tabbynet/tabby/felix/rules"
 	"github.com/tabbynet/tabby/felix/wireguard"
+	"github.com/tabbynet/tabby/typha/discovery"
+	"github.com/tabbynet/tabby/typha/tlsconfig"
 )
 
 // config is what the wiring needs of felix's resolved settings
@@ -69,6 +71,8 @@ type config struct {
 	markDrop      uint32
 	// wireguard is the WireGuard configuration per IP version.
 	wireguard [2]wireguard.Config
+	// typha: follow the datastore through Typha when it names one.
+	typha discovery.Settings
 }
 
 // fromSettings derives the wiring's configuration. The only error is a
@@ -113,6 +117,10 @@ func fromSettings(s *felixconfig.Settings, getenv func(string) string) (config, 
 		flowFlush:   s.Duration("FlowLogsFlushInterval"),
 		flowDebug:   s.Bool("FlowLogsCollectorDebugTrace"),
 		flowPending: s.String("FlowLogsPolicyEvaluationMode") == "Continuous",
+		typha: discovery.Settings{Addr: s.String("TyphaAddr"), K8sServiceName: s.String("TyphaK8sServiceName"),
+			K8sNamespace: s.String("TyphaK8sNamespace"), ReadTimeout: s.Duration("TyphaReadTimeout"),
+			WriteTimeout: s.Duration("TyphaWriteTimeout"), TLS: tlsconfig.Files{CertFile: s.String("TyphaCertFile"),
+				KeyFile: s.String("TyphaKeyFile"), CAFile: s.String("TyphaCAFile"), CN: s.String("TyphaCN"), URISAN: s.String("TyphaURISAN")}},
 	}
 	c.flowLogs = c.flowLocal || c.goldmane.server != ""
 	if c.hostname == "" {

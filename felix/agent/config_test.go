@@ -9,6 +9,7 @@ import (
 
 	v3 "github.com/tabbynet/tabby/api/v3"
 	felixconfig "github.com/tabbynet/tabby/felix/config"
+	"github.com/tabbynet/tabby/felix/daemon"
 	"github.com/tabbynet/tabby/felix/rules"
 )
 
@@ -178,5 +179,32 @@ func TestGoldmaneSettings(t *testing.T) {
 	}
 	if p := s.Problems; len(p) > 0 {
 		t.Errorf("honoured Goldmane settings reported: %v", p)
+	}
+}
+
+// TestTyphaSettings: Calico's Typha settings are read (none reported as a
+// problem), "none" is unset, and a Service without the Kubernetes
+// datastore is refused when the syncer is made.
+func TestTyphaSettings(t *testing.T) {
+	c, s, err := load(t, map[string]string{"NODENAME": "n", "FELIX_TYPHAK8SSERVICENAME": "calico-typha",
+		"FELIX_TYPHAK8SNAMESPACE": "calico-system", "FELIX_TYPHAREADTIMEOUT": "5", "FELIX_TYPHACN": "typha-server",
+		"FELIX_TYPHACAFILE": "/ca.crt"}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ty := c.typha
+	if !ty.Enabled() || ty.K8sServiceName != "calico-typha" || ty.K8sNamespace != "calico-system" || ty.ReadTimeout != 5*time.Second ||
+		ty.WriteTimeout != 10*time.Second || ty.TLS.CN != "typha-server" || ty.TLS.CAFile != "/ca.crt" {
+		t.Errorf("typha settings %+v", ty)
+	}
+	if p := s.Problems; len(p) > 0 {
+		t.Errorf("honoured Typha settings reported: %v", p)
+	}
+	if _, err := daemon.NewTyphaSyncer(nil, ty, "n", nil, nil); err == nil {
+		t.Error("a Typha Service without the Kubernetes datastore accepted")
+	}
+	c, _, _ = load(t, map[string]string{"NODENAME": "n", "FELIX_TYPHAK8SSERVICENAME": "none"}, nil, nil)
+	if c.typha.Enabled() {
+		t.Errorf("typhaK8sServiceName none: %+v", c.typha)
 	}
 }

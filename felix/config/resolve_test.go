@@ -76,7 +76,13 @@ func TestProblems(t *testing.T) {
 			}},
 		{"allowed values of refused settings pass", Sources{Env: map[string]string{"BPFENABLED": "false", "USAGEREPORTINGENABLED": "false",
 			"NFTABLESMODE": "Auto", "TYPHAK8SSERVICENAME": "none", "WIREGUARDMTU": "0"}}, nil, false, nil},
-		{"typha refused", Sources{Env: map[string]string{"TYPHAADDR": "typha:5473"}}, []string{"TyphaAddr/refused"}, false, nil},
+		{"typha honoured", Sources{Env: map[string]string{"TYPHAADDR": "typha:5473", "TYPHACN": "typha-server"}}, nil, false,
+			func(s *Settings) string {
+				if s.String("TyphaAddr") != "typha:5473" || s.String("TyphaCN") != "typha-server" {
+					return "Typha settings not read: " + s.String("TyphaAddr") + " " + s.String("TyphaCN")
+				}
+				return ""
+			}},
 		{"status reporting off (calico-node's default FelixConfiguration) passes, on is refused",
 			Sources{Global: &v3.FelixConfigurationSpec{ReportingInterval: &metav1.Duration{}}, Env: map[string]string{"REPORTINGINTERVALSECS": ""}}, nil, false, nil},
 		{"status reporting on is refused", Sources{Env: map[string]string{"REPORTINGINTERVALSECS": "30"}}, []string{"ReportingIntervalSecs/refused"}, false, nil},

@@ -6,7 +6,6 @@ const (
 	rBPFOnly = "used only by the eBPF dataplane, which Tabby does not have: felix programs iptables"
 	rWG      = "WireGuard devices run with the kernel's default (non-threaded) NAPI, and felix exports no WireGuard metrics"
 	rNFTOnly = "felix's nftables dataplane accepts for allowed and drops denied packets, with Calico's default marks, and does not offload flows"
-	rTypha   = "Tabby has no Typha: felix watches the datastore directly"
 	rXDP     = "XDP is not implemented: untracked (doNotTrack) policy runs in the iptables raw table"
 	rOStack  = "OpenStack support is not implemented"
 	rDebug   = "felix's debugging hooks are not implemented"
@@ -57,18 +56,19 @@ var Params = []Param{
 	h("EtcdCertFile", "", KindString, "").local(),
 	h("EtcdCaFile", "", KindString, "").local(),
 	h("EtcdEndpoints", "", KindString, "").local(),
-	r("TyphaAddr", "", KindString, "", rTypha).local(),
-	r("TyphaK8sServiceName", "", KindString, "", rTypha).local(),
-	r("TyphaK8sNamespace", "", KindString, "kube-system", rTypha).local().nz(),
-	r("TyphaReadTimeout", "", KindSeconds, "30", rTypha).local(),
-	r("TyphaWriteTimeout", "", KindSeconds, "10", rTypha).local(),
-	// Typha's client certificate is felix's for the Goldmane flow server
-	// too (Calico's): honoured for that (Tabby has no Typha).
+	// Typha (typha/): felix follows the datastore through it when
+	// TyphaAddr or TyphaK8sServiceName is set. Its client certificate is
+	// felix's for the Goldmane flow server too (Calico's).
+	h("TyphaAddr", "", KindString, "").local(),
+	h("TyphaK8sServiceName", "", KindString, "").local(),
+	h("TyphaK8sNamespace", "", KindString, "kube-system").local().nz(),
+	h("TyphaReadTimeout", "", KindSeconds, "30").local(),
+	h("TyphaWriteTimeout", "", KindSeconds, "10").local(),
 	h("TyphaKeyFile", "", KindString, "").local(),
 	h("TyphaCertFile", "", KindString, "").local(),
 	h("TyphaCAFile", "", KindString, "").local(),
-	r("TyphaCN", "", KindString, "", rTypha).local(),
-	r("TyphaURISAN", "", KindString, "", rTypha).local(),
+	h("TyphaCN", "", KindString, "").local(),
+	h("TyphaURISAN", "", KindString, "").local(),
 
 	// Dataplane choice.
 	r("UseInternalDataplaneDriver", "UseInternalDataplaneDriver", KindBool, "true", "felix always programs the dataplane itself"),

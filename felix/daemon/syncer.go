@@ -1,11 +1,17 @@
 package daemon
 
 import (
+	"log/slog"
 	"slices"
+
+	"k8s.io/client-go/kubernetes"
 
 	v3 "github.com/tabbynet/tabby/api/v3"
 	"github.com/tabbynet/tabby/datastore"
 	"github.com/tabbynet/tabby/datastore/kdd"
+	"github.com/tabbynet/tabby/typha/discovery"
+	"github.com/tabbynet/tabby/typha/syncclient"
+	"github.com/tabbynet/tabby/typha/syncproto"
 )
 
 // NewSyncer returns the syncer felix follows the datastore with: over the
@@ -40,4 +46,23 @@ func SyncKinds(c datastore.Client) []string {
 func FollowsServices(c datastore.Client) bool {
 	_, ok := c.(*kdd.Client)
 	return ok
+}
+
+// NewTyphaSyncer returns the syncer felix follows Typha with when its
+// settings name one (TyphaAddr, TyphaK8sServiceName): Typha's felix
+// stream, of which cb receives SyncKinds(c) and the extra kinds, lean as
+// NewSyncer's, resynced on a reconnection without a delete and re-add of
+// unchanged objects (typha/syncclient). The Service is looked up with c's
+// Kubernetes client (the Kubernetes datastore).
+func NewTyphaSyncer(c datastore.Client, t discovery.Settings, hostname string, log *slog.Logger, cb datastore.SyncerCallbacks, extra ...string) (datastore.Syncer, error) {
+	var kube kubernetes.Interface
+	if kc, ok := c.(*kdd.Client); ok {
+		kube = kc.Kubernetes()
+	}
+	cfg, err := t.Config(kube, discovery.Client{SyncerType: syncproto.SyncerTypeFelix,
+		Kinds: append(slices.Clone(SyncKinds(c)), extra...), Lean: true, Hostname: hostname, Info: "felix", Log: log})
+	if err != nil {
+		return nil, err
+	}
+	return syncclient.New(cfg, cb), nil
 }

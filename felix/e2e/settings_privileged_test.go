@@ -269,7 +269,7 @@ func TestPrivilegedFelixSettingsHonoured(t *testing.T) {
 	}
 }
 
-// TestPrivilegedFelixSettingsRefused: refused settings (the Typha address
+// TestPrivilegedFelixSettingsRefused: refused settings (a debug log filter
 // from the environment) are logged at ERROR with what runs instead and exported as
 // tabby_felix_config_problems, while felix programs iptables and is
 // ready; a refused value set later is reported the same way without a
@@ -281,7 +281,7 @@ func TestPrivilegedFelixSettingsRefused(t *testing.T) {
 	c := etcdClient(t, e)
 	putFelixConfig(t, c, "default", v3.FelixConfigurationSpec{BPFEnabled: new(true)})
 	nodeNS := newNode(t)
-	f := startRealFelix(t, e.Endpoint(), nodeNS, map[string]string{"FELIX_TYPHAADDR": "typha:5473",
+	f := startRealFelix(t, e.Endpoint(), nodeNS, map[string]string{"FELIX_LOGDEBUGFILENAMEREGEX": "calc",
 		"FELIX_USAGEREPORTINGENABLED": "false"})
 	defer func() {
 		if t.Failed() {
@@ -304,7 +304,7 @@ func TestPrivilegedFelixSettingsRefused(t *testing.T) {
 		t.Errorf("no ERROR saying why felix is not ready")
 	}
 	for _, want := range []struct{ setting, source, says string }{
-		{"TyphaAddr", "environment", "no Typha"},
+		{"LogDebugFilenameRegex", "environment", "cannot be filtered by source file"},
 		{"BPFEnabled", "FelixConfiguration default", "eBPF dataplane is not implemented"},
 	} {
 		if !regexp.MustCompile(`\[ERROR\]\[\d+\] felix/\S+ \d+: felix setting refused .*reason="[^"]*` + want.says + `.*setting="` + want.setting + `"`).MatchString(logs) {

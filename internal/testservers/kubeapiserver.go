@@ -101,6 +101,14 @@ func (k *KubeAPIServer) URL() string { return k.url }
 // Kubeconfig is the path of an admin kubeconfig for this server.
 func (k *KubeAPIServer) Kubeconfig() string { return k.kubeconfig }
 
+// Pid is the API server's process id (0 when stopped).
+func (k *KubeAPIServer) Pid() int {
+	if k.proc.cmd == nil {
+		return 0
+	}
+	return k.proc.cmd.Process.Pid
+}
+
 // Stop stops the API server (its etcd keeps running).
 func (k *KubeAPIServer) Stop() { k.proc.stop() }
 

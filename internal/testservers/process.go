@@ -16,7 +16,8 @@ type process struct {
 	t    testing.TB
 	name string
 	args []string
-	dir  string // working folder ("" = inherit)
+	dir  string   // working folder ("" = inherit)
+	env  []string // environment ("" = inherit)
 	log  string
 	cmd  *exec.Cmd
 }
@@ -30,6 +31,7 @@ func (p *process) start() {
 	cmd := exec.Command(p.args[0], p.args[1:]...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Dir = p.dir
+	cmd.Env = p.env
 	// Own process group, and die with the test process.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := spawn(cmd); err != nil {

@@ -73,6 +73,12 @@ func testCluster(t testing.TB, o Options) *Cluster {
 			for _, n := range []string{"kube-apiserver", "kubelet-node-1", "containerd-node-1"} {
 				t.Logf("%s:\n%s", n, c.logTail(n))
 			}
+			lctx, lcancel := context.WithTimeout(context.Background(), 20*time.Second)
+			for _, prev := range []string{"--previous=true", "--previous=false"} {
+				out, err := c.Kubectl(lctx, "-n", "kube-system", "logs", "-l", "k8s-app=calico-node", "-c", "calico-node", "--tail=30", prev)
+				t.Logf("calico-node logs (%s): %v\n%s", prev, err, out)
+			}
+			lcancel()
 		}
 		t.Fatalf("up: %v", err)
 	}

@@ -1,0 +1,313 @@
+// Package syncserver is Typha's TCP server: it accepts clients (felix,
+// confd; optionally over mutual TLS, the listener is the caller's), reads
+// each one's MsgClientHello, sends the snapshot of the syncer type asked
+// for and then follows that type's breadcrumb chain (snapcache), sending
+// every crumb's updates and status changes. It pings each client and
+// drops one that stops answering (PongTimeout), whose writes stall
+// (WriteTimeout: per-client backpressure is the socket's; nothing queues
+// in Typha) or that falls more than MaxFallBehind behind the chain, so a
+// slow client costs a pointer into the chain, never a growing queue.
+//
+// One goroutine writes to each connection and one reads from it; both end
+// with the connection. Serve owns them all.
+package syncserver
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tabbynet/tabby/typha/snapcache"
+	"github.com/tabbynet/tabby/typha/syncproto"
+)
+
+// Config configures a Server. Zero durations take Calico's defaults.
+type Config struct {
+	// MaxMessageSize is the most KVs in one MsgKVs (Calico: 100).
+	MaxMessageSize   int
+	PingInterval     time.Duration // 10s
+	PongTimeout      time.Duration // 60s
+	HandshakeTimeout time.Duration // 10s
+	WriteTimeout     time.Duration // 120s
+	MaxFallBehind    time.Duration // 300s
+	// WriteBufferSize is each connection's write buffer (16 KiB).
+	WriteBufferSize int
+	Version         string
+	Log             *slog.Logger
+	Registerer      prometheus.Registerer
+	// Now is the clock (time.Now if nil).
+	Now func() time.Time
+}
+
+func (c *Config) defaults() {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	if c.MaxMessageSize <= 0 {
+		c.MaxMessageSize = 100
+	}
+	def(&c.PingInterval, 10*time.Second)
+	def(&c.PongTimeout, 60*time.Second)
+	def(&c.HandshakeTimeout, 10*time.Second)
+	def(&c.WriteTimeout, 120*time.Second)
+	def(&c.MaxFallBehind, 300*time.Second)
+	if c.WriteBufferSize <= 0 {
+		c.WriteBufferSize = 16 << 10
+	}
+	if c.Log == nil {
+		c.Log = slog.Default()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+}
+
+// Server serves the caches' streams.
+type Server struct {
+	cfg     Config
+	caches  map[syncproto.SyncerType]*snapcache.Cache
+	m       *metrics
+	nextID  atomic.Uint64
+	clients atomic.Int64
+}
+
+// New returns a server for caches.
+func New(caches map[syncproto.SyncerType]*snapcache.Cache, cfg Config) *Server {
+	cfg.defaults()
+	return &Server{cfg: cfg, caches: caches, m: newMetrics(cfg.Registerer)}
+}
+
+// Clients is the number of connections open.
+func (s *Server) Clients() int { return int(s.clients.Load()) }
+
+// Serve accepts connections on l until ctx ends, then closes l and every
+// connection and returns once they are gone.
+func (s *Server) Serve(ctx context.Context, l net.Listener) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	go func() { <-ctx.Done(); l.Close() }()
+	for {
+		conn, err := l.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			return fmt.Errorf("accepting Typha clients: %w", err)
+		}
+		s.m.accepted.Inc()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.serveConn(ctx, conn)
+		}()
+	}
+}
+
+// conn is one client's state.
+type conn struct {
+	s      *Server
+	id     uint64
+	c      net.Conn
+	w      *bufio.Writer
+	enc    *syncproto.Encoder
+	dec    *syncproto.Decoder
+	log    *slog.Logger
+	lastRx atomic.Int64 // unix nanos of the last message read
+}
+
+func (s *Server) serveConn(ctx context.Context, nc net.Conn) {
+	s.clients.Add(1)
+	s.m.active.Inc()
+	defer func() { s.clients.Add(-1); s.m.active.Dec() }()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() { <-ctx.Done(); nc.Close() }()
+	c := &conn{s: s, id: s.nextID.Add(1), c: nc, w: bufio.NewWriterSize(nc, s.cfg.WriteBufferSize)}
+	c.enc = syncproto.NewEncoder(c.w)
+	c.dec = syncproto.NewDecoder(bufio.NewReaderSize(nc, 4<<10))
+	c.log = s.cfg.Log.With("connID", c.id, "remote", nc.RemoteAddr().String())
+	err := c.run(ctx, cancel)
+	if ctx.Err() == nil || !errors.Is(err, context.Canceled) {
+		c.log.Info("Typha client connection closed", "reason", err)
+	}
+}
+
+func (c *conn) run(ctx context.Context, cancel context.CancelFunc) error {
+	cache, hello, err := c.handshake()
+	if err != nil {
+		return err
+	}
+	c.log = c.log.With("client", hello.Hostname, "syncer", string(hello.SyncerType))
+	c.log.Debug("Typha client connected", "info", hello.Info)
+	st := c.s.m.streaming.WithLabelValues(string(hello.SyncerType))
+	st.Inc()
+	defer st.Dec()
+	readErr := make(chan error, 1)
+	go func() { readErr <- c.read(); cancel() }()
+	err = c.stream(ctx, cache)
+	select {
+	case rerr := <-readErr:
+		if err == nil || errors.Is(err, context.Canceled) {
+			err = rerr
+		}
+	default:
+	}
+	return err
+}
+
+func (c *conn) handshake() (*snapcache.Cache, syncproto.MsgClientHello, error) {
+	cfg := c.s.cfg
+	_ = c.c.SetDeadline(cfg.Now().Add(cfg.HandshakeTimeout))
+	msg, err := c.dec.Receive()
+	if err != nil {
+		return nil, syncproto.MsgClientHello{}, fmt.Errorf("reading the client's hello: %w", err)
+	}
+	hello, ok := msg.(syncproto.MsgClientHello)
+	if !ok {
+		return nil, hello, fmt.Errorf("unexpected first message %T", msg)
+	}
+	if hello.SyncerType == "" {
+		hello.SyncerType = syncproto.SyncerTypeFelix // Calico: an old client is felix
+	}
+	cache := c.s.caches[hello.SyncerType]
+	if cache == nil {
+		return nil, hello, fmt.Errorf("client %s asked for syncer type %q, which this Typha does not serve", hello.Hostname, hello.SyncerType)
+	}
+	err = c.enc.Send(syncproto.MsgServerHello{Version: cfg.Version, SyncerType: hello.SyncerType, ServerConnID: c.id})
+	if err == nil {
+		err = c.w.Flush()
+	}
+	_ = c.c.SetDeadline(time.Time{})
+	c.lastRx.Store(cfg.Now().UnixNano())
+	return cache, hello, err
+}
+
+// read takes pongs until the connection fails.
+func (c *conn) read() error {
+	cfg := c.s.cfg
+	for {
+		_ = c.c.SetReadDeadline(cfg.Now().Add(cfg.PongTimeout))
+		msg, err := c.dec.Receive()
+		if err != nil {
+			return fmt.Errorf("reading from the client: %w", err)
+		}
+		now := cfg.Now()
+		c.lastRx.Store(now.UnixNano())
+		switch m := msg.(type) {
+		case syncproto.MsgPong:
+			c.s.m.pingLatency.Observe(now.Sub(m.PingTimestamp).Seconds())
+		default:
+			return fmt.Errorf("unexpected message from the client: %T", msg)
+		}
+	}
+}
+
+// stream sends the snapshot, then every crumb, with pings between.
+func (c *conn) stream(ctx context.Context, cache *snapcache.Cache) error {
+	cfg := c.s.cfg
+	snap := cache.Snapshot()
+	if err := c.sendKVs(snap.KVs); err != nil {
+		return err
+	}
+	status := snap.Status
+	if err := c.send(syncproto.MsgSyncStatus{SyncStatus: status}); err != nil {
+		return err
+	}
+	if err := c.flush(); err != nil {
+		return err
+	}
+	snap.KVs = nil
+	crumb := snap.Crumb
+	ping := time.NewTicker(cfg.PingInterval)
+	defer ping.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-ping.C:
+			if err := c.send(syncproto.MsgPing{Timestamp: cfg.Now()}); err != nil {
+				return err
+			}
+			if err := c.flush(); err != nil {
+				return err
+			}
+		case <-crumb.Ready():
+			var err error
+			if crumb, status, err = c.follow(ctx, crumb, status); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// follow sends every crumb after crumb that is ready now, then flushes.
+func (c *conn) follow(ctx context.Context, crumb *snapcache.Breadcrumb, status syncproto.SyncStatus) (*snapcache.Breadcrumb, syncproto.SyncStatus, error) {
+	cfg := c.s.cfg
+	for {
+		next := crumb.Next(ctx.Done())
+		if next == nil {
+			return crumb, status, ctx.Err()
+		}
+		crumb = next
+		if behind := cfg.Now().Sub(crumb.Time); behind > cfg.MaxFallBehind {
+			return crumb, status, fmt.Errorf("client fell %s behind (MaxFallBehind %s)", behind.Round(time.Second), cfg.MaxFallBehind)
+		}
+		if err := c.sendKVs(crumb.Updates); err != nil {
+			return crumb, status, err
+		}
+		if crumb.Status != status {
+			status = crumb.Status
+			if err := c.send(syncproto.MsgSyncStatus{SyncStatus: status}); err != nil {
+				return crumb, status, err
+			}
+		}
+		select {
+		case <-crumb.Ready():
+			continue
+		default:
+		}
+		return crumb, status, c.flush()
+	}
+}
+
+func (c *conn) sendKVs(kvs []syncproto.SerializedUpdate) error {
+	max := c.s.cfg.MaxMessageSize
+	for len(kvs) > 0 {
+		n := min(len(kvs), max)
+		if err := c.send(syncproto.MsgKVs{KVs: kvs[:n]}); err != nil {
+			return err
+		}
+		c.s.m.kvsSent.Add(float64(n))
+		kvs = kvs[n:]
+	}
+	return nil
+}
+
+func (c *conn) send(msg any) error {
+	_ = c.c.SetWriteDeadline(c.s.cfg.Now().Add(c.s.cfg.WriteTimeout))
+	return c.enc.Send(msg)
+}
+
+func (c *conn) flush() error {
+	_ = c.c.SetWriteDeadline(c.s.cfg.Now().Add(c.s.cfg.WriteTimeout))
+	if err := c.w.Flush(); err != nil {
+		return fmt.Errorf("writing to the client: %w", err)
+	}
+	return nil
+}
