@@ -30,7 +30,21 @@ func chooseDataplaneMode(ctx context.Context, r felixRun, run dataplane.Runner, 
 		log.Info("dataplane: nftables", "nftablesMode", cfg.nftablesMode)
 		dpCfg.NFTables = dataplane.NewNftDialer(cfg.netnsPath)
 		dpCfg.RefreshInterval = cfg.nftRefresh
-		dpCfg.AfterFirstSync = func(ctx context.Context) error { return cleanupIptablesMode(ctx, run, log) }
+		// Whether the iptables mode left anything is read now, while the
+		// datastore loads; the cleanup itself waits for the first sync.
+		leftovers := make(chan bool, 1)
+		r.bg.Go(func() { leftovers <- iptablesModeLeftovers(ctx, run) })
+		dpCfg.AfterFirstSync = func(ctx context.Context) error {
+			select {
+			case found := <-leftovers:
+				if !found {
+					return nil
+				}
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			return cleanupIptablesMode(ctx, run, log)
+		}
 	} else {
 		log.Info("dataplane: iptables", "nftablesMode", cfg.nftablesMode, "save", v4.Save, "restore", v4.Restore)
 		cleanupOtherBackend(ctx, run, v4, log)
@@ -50,10 +64,25 @@ func chooseDataplaneMode(ctx context.Context, r felixRun, run dataplane.Runner, 
 
 func equalFoldAuto(mode string) bool { return mode == "" || strings.EqualFold(mode, "Auto") }
 
+// iptablesAllBackends are the four iptables backends felix may have
+// programmed.
+func iptablesAllBackends() []dataplane.Backend {
+	return []dataplane.Backend{dataplane.BackendNFTV4, dataplane.BackendNFTV6, dataplane.BackendLegacyV4, dataplane.BackendLegacyV6}
+}
+
+// iptablesModeLeftovers says whether the iptables mode left any of
+// felix's rules or ipsets (one save per backend and one ipset listing,
+// where the cleanup reads every table of every backend). Only felix
+// writes them, so what is absent while it starts in nftables mode stays
+// absent.
+func iptablesModeLeftovers(ctx context.Context, run dataplane.Runner) bool {
+	return dataplane.HasFelixRules(ctx, run, iptablesAllBackends()) || dataplane.HasFelixIPSets(ctx, run)
+}
+
 // cleanupIptablesMode removes felix's chains and hook rules from every
 // iptables backend and then its ipsets.
 func cleanupIptablesMode(ctx context.Context, run dataplane.Runner, log *slog.Logger) error {
-	for _, b := range []dataplane.Backend{dataplane.BackendNFTV4, dataplane.BackendNFTV6, dataplane.BackendLegacyV4, dataplane.BackendLegacyV6} {
+	for _, b := range iptablesAllBackends() {
 		chains, rules, err := dataplane.CleanupBackend(ctx, run, b)
 		if err != nil {
 			return err

@@ -114,25 +114,37 @@ func CleanupNftables(netnsPath string) (bool, error) {
 // It must run after the iptables rules using them are gone
 // (CleanupBackend); a set still in use is an error.
 func CleanupIPSets(ctx context.Context, run Runner) (int, error) {
-	out, err := run.Run(ctx, "ipset", []string{"list", "-n"}, nil)
-	if err != nil {
-		return 0, nil // no ipset tool or module: nothing of felix's
+	names := felixIPSets(ctx, run)
+	if len(names) == 0 {
+		return 0, nil
 	}
 	var b strings.Builder
-	n := 0
-	for name := range strings.FieldsSeq(string(out)) {
-		if strings.HasPrefix(name, rules.IPSetPrefix+"4") || strings.HasPrefix(name, rules.IPSetPrefix+"6") {
-			fmt.Fprintf(&b, "destroy %s\n", name)
-			n++
-		}
-	}
-	if n == 0 {
-		return 0, nil
+	for _, name := range names {
+		fmt.Fprintf(&b, "destroy %s\n", name)
 	}
 	if _, err := run.Run(ctx, "ipset", []string{"restore"}, []byte(b.String())); err != nil {
 		return 0, fmt.Errorf("destroying felix's ipsets: %w", err)
 	}
-	return n, nil
+	return len(names), nil
+}
+
+// HasFelixIPSets says whether the namespace holds any of felix's ipsets.
+func HasFelixIPSets(ctx context.Context, run Runner) bool { return len(felixIPSets(ctx, run)) > 0 }
+
+// felixIPSets are the names of felix's ipsets (none without the ipset
+// tool or module).
+func felixIPSets(ctx context.Context, run Runner) []string {
+	out, err := run.Run(ctx, "ipset", []string{"list", "-n"}, nil)
+	if err != nil {
+		return nil
+	}
+	var names []string
+	for name := range strings.FieldsSeq(string(out)) {
+		if strings.HasPrefix(name, rules.IPSetPrefix+"4") || strings.HasPrefix(name, rules.IPSetPrefix+"6") {
+			names = append(names, name)
+		}
+	}
+	return names
 }
 
 // KubeProxyNftables reports whether kube-proxy runs in nftables mode in

@@ -47,6 +47,23 @@ func CleanupBackend(ctx context.Context, run Runner, b Backend) (chains, rules i
 	return chains, rules, nil
 }
 
+// HasFelixRules says whether any of backends holds anything that looks
+// like felix's (a cali- chain or a cali: comment), with one save per
+// backend (CleanupBackend reads each table on its own). A false positive
+// only means a cleanup that finds nothing.
+func HasFelixRules(ctx context.Context, run Runner, backends []Backend) bool {
+	for _, b := range backends {
+		out, err := run.Run(ctx, b.Save, nil, nil)
+		if err != nil {
+			continue // the tool or its tables are absent
+		}
+		if bytes.Contains(out, []byte("cali-")) || bytes.Contains(out, []byte("cali:")) {
+			return true
+		}
+	}
+	return false
+}
+
 // cleanupRestore is the iptables-restore input removing felix's chains
 // and hook rules from one table's iptables-save output.
 func cleanupRestore(table string, save []byte) (tx string, chains, rules int) {

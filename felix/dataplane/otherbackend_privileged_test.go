@@ -60,3 +60,34 @@ func TestPrivilegedCleanupOtherBackend(t *testing.T) {
 		t.Errorf("second cleanup: %d %d %v", c, r2, err)
 	}
 }
+
+// TestPrivilegedFelixLeftoversSeen: a fresh namespace holds nothing of
+// felix's; a cali- chain in any backend, a hook rule's comment or a felix
+// ipset is seen (nftables mode then cleans up after its first sync).
+func TestPrivilegedFelixLeftoversSeen(t *testing.T) {
+	all := []dataplane.Backend{dataplane.BackendNFTV4, dataplane.BackendNFTV6, dataplane.BackendLegacyV4, dataplane.BackendLegacyV6}
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		make [][]string
+	}{
+		{"legacy chain", [][]string{{"iptables-legacy", "-N", "cali-INPUT"}}},
+		{"nft ip6 chain", [][]string{{"ip6tables-nft", "-t", "raw", "-N", "cali-PREROUTING"}}},
+		{"ipset", [][]string{{"ipset", "create", "cali40s:abc", "hash:net"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := netnstest.New(t)
+			r := dataplane.ExecRunner{NetnsPath: n.Path()}
+			run(t, r, "iptables-nft", "-N", "OTHER") // someone else's
+			if dataplane.HasFelixRules(ctx, r, all) || dataplane.HasFelixIPSets(ctx, r) {
+				t.Fatal("felix's leftovers seen in a namespace without any")
+			}
+			for _, argv := range tc.make {
+				run(t, r, argv[0], argv[1:]...)
+			}
+			if !dataplane.HasFelixRules(ctx, r, all) && !dataplane.HasFelixIPSets(ctx, r) {
+				t.Errorf("%s: not seen", tc.name)
+			}
+		})
+	}
+}
