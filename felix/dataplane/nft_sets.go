@@ -163,42 +163,58 @@ func unitDiff(old, new nftUnitMap) (del, add []nftables.SetElement) {
 // most nftElemChunk (+1: an interval's end stays with its start), built
 // in one buffer reused from chunk to chunk (f must not keep it).
 func unitChunks(units nftUnitMap, f func([]nftables.SetElement) error) error {
-	buf := make([]nftables.SetElement, 0, min(len(units), nftElemChunk)+1)
+	c := newChunker(len(units), f)
 	for _, u := range units {
-		buf = append(buf, u.elements()...)
-		if len(buf) >= nftElemChunk {
-			if err := f(buf); err != nil {
-				return err
-			}
-			buf = buf[:0]
+		if err := c.add(u.elements()...); err != nil {
+			return err
 		}
 	}
-	if len(buf) == 0 {
-		return nil
-	}
-	return f(buf)
+	return c.flush()
 }
 
 // plainChunks is unitChunks for a plain set (see isPlainSet): one
 // element per member, as elem makes it.
 func plainChunks(members calc.MemberList, elem memberElement, f func([]nftables.SetElement) error) error {
-	buf := make([]nftables.SetElement, 0, min(members.Len(), nftElemChunk))
+	c := newChunker(members.Len(), f)
 	for m := range members.All() {
 		e, ok := elem(m)
 		if !ok {
 			return fmt.Errorf("set member %q does not fit the set", m)
 		}
-		if buf = append(buf, e); len(buf) == nftElemChunk {
-			if err := f(buf); err != nil {
-				return err
-			}
-			buf = buf[:0]
+		if err := c.add(e); err != nil {
+			return err
 		}
 	}
-	if len(buf) == 0 {
+	return c.flush()
+}
+
+// chunker hands elements to f in chunks of at least nftElemChunk (the
+// last one smaller) from one reused buffer; the elements of one add stay
+// in one chunk.
+type chunker struct {
+	buf []nftables.SetElement
+	f   func([]nftables.SetElement) error
+}
+
+func newChunker(n int, f func([]nftables.SetElement) error) *chunker {
+	return &chunker{buf: make([]nftables.SetElement, 0, min(n, nftElemChunk)+1), f: f}
+}
+
+func (c *chunker) add(es ...nftables.SetElement) error {
+	c.buf = append(c.buf, es...)
+	if len(c.buf) < nftElemChunk {
 		return nil
 	}
-	return f(buf)
+	err := c.f(c.buf)
+	c.buf = c.buf[:0]
+	return err
+}
+
+func (c *chunker) flush() error {
+	if len(c.buf) == 0 {
+		return nil
+	}
+	return c.f(c.buf)
 }
 
 // memberElement is the element of member m in a plain set; ok is false

@@ -106,31 +106,10 @@ func loadAvg() string {
 
 func runScale(b *testing.B, bin string, nRemote int, mode string) {
 	ctx := context.Background()
-	e := testservers.StartEtcd(b)
-	c, err := etcd.New(etcd.Config{Endpoints: []string{e.Endpoint()}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = c.Close() })
-
-	// Load the cluster (the objects are built in batches so that the
-	// test does not hold all of them).
 	start := time.Now()
-	objs := ct.Synthetic(scalePolicies, scaleLocal, 0)
-	if err := createAll(ctx, c, objs); err != nil {
-		b.Fatal(err)
-	}
-	for from := 0; from < nRemote; from += 10000 {
-		var batch []any
-		for k := scaleLocal + from; k < scaleLocal+min(from+10000, nRemote); k++ {
-			batch = append(batch, scaleWEP(k, fmt.Sprintf("node%d", 2+k%50)))
-		}
-		if err := createAll(ctx, c, batch); err != nil {
-			b.Fatal(err)
-		}
-	}
+	e, c := loadScaleCluster(b, nRemote)
 	load := time.Since(start)
-	b.Logf("remote=%d: etcd loaded with %d objects in %v (load average %s)", nRemote, len(objs)+nRemote, load.Round(time.Millisecond), loadAvg())
+	b.Logf("remote=%d: etcd loaded with %d objects in %v (load average %s)", nRemote, scalePolicies+scaleLocal+nRemote, load.Round(time.Millisecond), loadAvg())
 
 	// Cold starts, each programming a fresh namespace (TABBY_SCALE_STARTS,
 	// default 3; the last one's felix is measured further on): start ->
@@ -272,6 +251,33 @@ func runScale(b *testing.B, bin string, nRemote int, mode string) {
 	b.ReportMetric(medianOf(pols).Seconds()*1000, "policy-p50-ms")
 	b.ReportMetric(cpu, "churn-cpu-cores")
 	b.ReportMetric(lag.Seconds()*1000, "churn-lag-ms")
+}
+
+// loadScaleCluster starts an etcd and loads it with the synthetic
+// cluster: scalePolicies policies, scaleLocal local endpoints and nRemote
+// remote ones (built in batches so that the test does not hold all of
+// them).
+func loadScaleCluster(b *testing.B, nRemote int) (*testservers.Etcd, datastore.Client) {
+	ctx := context.Background()
+	e := testservers.StartEtcd(b)
+	c, err := etcd.New(etcd.Config{Endpoints: []string{e.Endpoint()}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = c.Close() })
+	if err := createAll(ctx, c, ct.Synthetic(scalePolicies, scaleLocal, 0)); err != nil {
+		b.Fatal(err)
+	}
+	for from := 0; from < nRemote; from += 10000 {
+		var batch []any
+		for k := scaleLocal + from; k < scaleLocal+min(from+10000, nRemote); k++ {
+			batch = append(batch, scaleWEP(k, fmt.Sprintf("node%d", 2+k%50)))
+		}
+		if err := createAll(ctx, c, batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return e, c
 }
 
 // scaleWEP is endpoint k of the synthetic cluster (ct.Synthetic's) on

@@ -3,8 +3,6 @@
 package e2e
 
 import (
-	"context"
-	"fmt"
 	"os"
 	"slices"
 	"strconv"
@@ -12,10 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tabbynet/tabby/datastore/etcd"
-	ct "github.com/tabbynet/tabby/felix/calc/calctest"
 	"github.com/tabbynet/tabby/internal/netnstest"
-	"github.com/tabbynet/tabby/internal/testservers"
 )
 
 // BenchmarkPrivilegedScaleStarts compares felix's start -> ready in the
@@ -43,24 +38,7 @@ func BenchmarkPrivilegedScaleStarts(b *testing.B) {
 		bin = func() string { return prebuilt }
 	}
 	for b.Loop() {
-		e := testservers.StartEtcd(b)
-		c, err := etcd.New(etcd.Config{Endpoints: []string{e.Endpoint()}})
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { _ = c.Close() })
-		if err := createAll(context.Background(), c, ct.Synthetic(scalePolicies, scaleLocal, 0)); err != nil {
-			b.Fatal(err)
-		}
-		for from := 0; from < n; from += 10000 {
-			var batch []any
-			for k := scaleLocal + from; k < scaleLocal+min(from+10000, n); k++ {
-				batch = append(batch, scaleWEP(k, fmt.Sprintf("node%d", 2+k%50)))
-			}
-			if err := createAll(context.Background(), c, batch); err != nil {
-				b.Fatal(err)
-			}
-		}
+		e, _ := loadScaleCluster(b, n)
 		readies := map[string][]time.Duration{}
 		for i := range 2 * pairs {
 			mode := dataplaneModes[(i+i/2)%2] // iptables, nftables, nftables, iptables, ...
