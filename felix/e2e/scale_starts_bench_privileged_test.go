@@ -38,7 +38,7 @@ func BenchmarkPrivilegedScaleStarts(b *testing.B) {
 		bin = func() string { return prebuilt }
 	}
 	for b.Loop() {
-		e, _ := loadScaleCluster(b, n)
+		e, _, _ := loadScaleCluster(b, n)
 		readies := map[string][]time.Duration{}
 		for i := range 2 * pairs {
 			mode := dataplaneModes[(i+i/2)%2] // iptables, nftables, nftables, iptables, ...
