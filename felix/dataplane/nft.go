@@ -203,25 +203,12 @@ func (n *nftDriver) Apply(ctx context.Context) (Stats, error) {
 // refer to the set).
 var errNftRetype = errors.New("the set must become an interval set")
 
-// isHostSet says whether set is a hash:net set held as a plain hash of
-// addresses (created while every member was a host address): one
-// element per member and O(1) updates, where the kernel's interval
-// (rbtree) sets cost tens of milliseconds per transaction once they hold
-// ~10^5 elements.
-func isHostSet(set *nftables.Set) bool { return !set.Interval && !set.Concatenation }
-
 // isPlainSet says whether set holds one element per member with no
-// intervals: a host set or an ip,port set.
+// intervals: a set of host addresses (created while every member was a
+// host address) or an ip,port set. Updates are O(1), where the kernel's
+// interval (rbtree) sets cost tens of milliseconds per transaction once
+// they hold ~10^5 elements.
 func isPlainSet(set *nftables.Set) bool { return !set.Interval }
-
-// kernelElements are elems as set takes them: a host set has no interval
-// ends.
-func kernelElements(set *nftables.Set, elems []nftables.SetElement) []nftables.SetElement {
-	if !isHostSet(set) {
-		return elems
-	}
-	return slices.DeleteFunc(elems, func(e nftables.SetElement) bool { return e.IntervalEnd })
-}
 
 // planAll plans both families' parts of the transaction.
 func (n *nftDriver) planAll() ([]*nftFamilyPlan, error) {
@@ -342,7 +329,7 @@ func (n *nftDriver) planSets(p *nftFamilyPlan, old *nftWritten, rs *rules.Rulese
 			if ch, ok := rs.IPSetChanges[spec.Name]; ok && version != 0 && prev.version == ch.Since {
 				// The units map is patched in place: a failed
 				// transaction rebuilds everything anyway.
-				if del, add, ok := patchUnits(spec.Type, prev.hostsOnly, prev.units, ch); ok {
+				if del, add, ok := patchUnits(prev.hostsOnly, prev.units, ch); ok {
 					p.setDel[name], p.setAdd[name] = del, add
 					p.next.sets[name] = &nftSetState{typ: spec.Type, members: spec.Members, version: version,
 						hostsOnly: prev.hostsOnly, units: prev.units, obj: prev.obj}
@@ -350,18 +337,17 @@ func (n *nftDriver) planSets(p *nftFamilyPlan, old *nftWritten, rs *rules.Rulese
 				}
 			}
 		}
-		units, hostsOnly, err := nftUnits(spec.Type, spec.Members)
+		units, hostsOnly, err := nftUnits(spec.Members)
 		if err != nil {
 			return fmt.Errorf("set %s: %w", spec.Name, err)
 		}
 		st := &nftSetState{typ: spec.Type, members: spec.Members, version: version, units: units, hostsOnly: hostsOnly}
 		if prev == nil {
-			keyType, interval, err := nftSetType(string(spec.Type), p.v)
+			keyType, _, err := nftSetType(string(spec.Type), p.v)
 			if err != nil {
 				return err
 			}
-			st.obj = &nftables.Set{Table: p.table, Name: name, KeyType: keyType, Interval: interval && !st.hostsOnly,
-				Concatenation: spec.Type == calc.HashIPPort}
+			st.obj = &nftables.Set{Table: p.table, Name: name, KeyType: keyType, Interval: true}
 			p.newSets = append(p.newSets, st)
 		} else {
 			st.obj = prev.obj
@@ -512,13 +498,13 @@ func (n *nftDriver) encode(p *nftFamilyPlan) error {
 	}
 	for name, del := range p.setDel {
 		obj := p.next.sets[name].obj
-		if err := inChunks(kernelElements(obj, del), func(c []nftables.SetElement) error { return n.conn.SetDeleteElements(obj, c) }); err != nil {
+		if err := inChunks(del, func(c []nftables.SetElement) error { return n.conn.SetDeleteElements(obj, c) }); err != nil {
 			return fmt.Errorf("set %s: %w", name, err)
 		}
 	}
 	for name, add := range p.setAdd {
 		obj := p.next.sets[name].obj
-		if err := inChunks(kernelElements(obj, add), func(c []nftables.SetElement) error { return n.conn.SetAddElements(obj, c) }); err != nil {
+		if err := inChunks(add, func(c []nftables.SetElement) error { return n.conn.SetAddElements(obj, c) }); err != nil {
 			return fmt.Errorf("set %s: %w", name, err)
 		}
 	}

@@ -52,24 +52,14 @@ func (u nftUnit) elements() []nftables.SetElement {
 	return []nftables.SetElement{{Key: u.start}, {Key: u.end, IntervalEnd: true}}
 }
 
-// nftUnits are the elements of a set of type typ holding members, by
-// key, and whether every member is a host address (a hash:net set only).
-// Networks are merged into disjoint intervals first (ipset's hash:net
-// holds overlapping networks; an nftables interval set does not), so a
-// network inside another adds no element.
-func nftUnits(typ calc.IPSetType, members calc.MemberList) (units nftUnitMap, hostsOnly bool, err error) {
+// nftUnits are the elements of an interval (hash:net) set holding
+// members, by key, and whether every member is a host address. Networks
+// are merged into disjoint intervals first (ipset's hash:net holds
+// overlapping networks; an nftables interval set does not), so a network
+// inside another adds no element. (Sets of hosts only and ip,port sets
+// are plain sets: their elements are their members, see plainChunks.)
+func nftUnits(members calc.MemberList) (units nftUnitMap, hostsOnly bool, err error) {
 	out := make(nftUnitMap, members.Len())
-	if typ == calc.HashIPPort {
-		for m := range members.All() {
-			k, err := rules.NftIPPortKey(m)
-			if err != nil {
-				return nil, false, err
-			}
-			u := nftUnit{start: k}
-			out[u.key()] = u
-		}
-		return out, false, nil
-	}
 	ivs, hostsOnly, err := mergedIntervals(members)
 	if err != nil {
 		return nil, false, err
@@ -347,18 +337,14 @@ func hostUnit(m string) (nftUnit, bool) {
 	return u, true
 }
 
-// patchUnits applies a renderer's member change to units in place when
-// that is exact: members of a hash:ip,port set, or host addresses added
-// to and removed from a set of host addresses only (whose units are its
-// members one to one, so nothing overlaps). It returns the elements to
+// patchUnits applies a renderer's member change to an interval set's
+// units in place when that is exact: host addresses added to and removed
+// from a set of host addresses only (whose units are its members one to
+// one, so nothing overlaps). It returns the elements to
 // delete and add, and ok false (units untouched) when the change must be
 // computed from the whole member list instead.
-func patchUnits(typ calc.IPSetType, hostsOnly bool, units nftUnitMap, ch rules.IPSetChange) (del, add []nftables.SetElement, ok bool) {
+func patchUnits(hostsOnly bool, units nftUnitMap, ch rules.IPSetChange) (del, add []nftables.SetElement, ok bool) {
 	unit := func(m string) (nftUnit, bool) {
-		if typ == calc.HashIPPort {
-			k, err := rules.NftIPPortKey(m)
-			return nftUnit{start: k}, err == nil
-		}
 		if !hostsOnly {
 			return nftUnit{}, false
 		}

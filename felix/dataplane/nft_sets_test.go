@@ -33,12 +33,12 @@ func TestNftUnitsMergeOverlaps(t *testing.T) {
 		{[]string{"10.0.0.0/24", "10.0.1.0/24"}, 2},
 		{[]string{"fd00::/64", "fd00::1", "::/0"}, 1},
 	} {
-		got, _, err := nftUnits(calc.HashNet, calc.SortedMembers(tc.members))
+		got, _, err := nftUnits(calc.SortedMembers(tc.members))
 		if err != nil || len(got) != tc.want {
 			t.Errorf("%v: %d units (%v), want %d", tc.members, len(got), err, tc.want)
 		}
 	}
-	u, _, _ := nftUnits(calc.HashNet, calc.Members("0.0.0.0/0"))
+	u, _, _ := nftUnits(calc.Members("0.0.0.0/0"))
 	for _, x := range u {
 		if x.end != nil || len(x.elements()) != 1 {
 			t.Errorf("/0: %+v", x)
@@ -51,29 +51,24 @@ func TestNftUnitsMergeOverlaps(t *testing.T) {
 // patch.
 func TestNftPatchUnitsAsFromScratch(t *testing.T) {
 	old := calc.Members("10.0.0.1", "10.0.0.2", "10.0.0.5")
-	units, hostsOnly, _ := nftUnits(calc.HashNet, old)
-	del, add, ok := patchUnits(calc.HashNet, hostsOnly, units,
+	units, hostsOnly, _ := nftUnits(old)
+	del, add, ok := patchUnits(hostsOnly, units,
 		rules.IPSetChange{Added: []string{"10.0.0.3"}, Removed: []string{"10.0.0.5"}})
 	if !ok || len(del) != 2 || len(add) != 2 {
 		t.Fatalf("patch: ok %v, %d deleted, %d added elements", ok, len(del), len(add))
 	}
-	want, _, _ := nftUnits(calc.HashNet, calc.Members("10.0.0.1", "10.0.0.2", "10.0.0.3"))
+	want, _, _ := nftUnits(calc.Members("10.0.0.1", "10.0.0.2", "10.0.0.3"))
 	if !slices.Equal(unitKeys(units), unitKeys(want)) {
 		t.Errorf("patched units differ from the new list's")
 	}
-	if _, _, ok := patchUnits(calc.HashNet, true, units, rules.IPSetChange{Added: []string{"10.0.0.0/24"}}); ok {
+	if _, _, ok := patchUnits(true, units, rules.IPSetChange{Added: []string{"10.0.0.0/24"}}); ok {
 		t.Error("a network patched into a host set")
 	}
-	if _, _, ok := patchUnits(calc.HashNet, false, units, rules.IPSetChange{Added: []string{"10.0.0.9"}}); ok {
+	if _, _, ok := patchUnits(false, units, rules.IPSetChange{Added: []string{"10.0.0.9"}}); ok {
 		t.Error("a host patched into a set with networks")
 	}
-	if _, _, ok := patchUnits(calc.HashNet, true, units, rules.IPSetChange{Removed: []string{"10.0.0.9"}}); ok {
+	if _, _, ok := patchUnits(true, units, rules.IPSetChange{Removed: []string{"10.0.0.9"}}); ok {
 		t.Error("a member it does not have removed")
-	}
-	ip := calc.Members("10.0.0.1,tcp:80")
-	pu, _, _ := nftUnits(calc.HashIPPort, ip)
-	if _, add, ok := patchUnits(calc.HashIPPort, false, pu, rules.IPSetChange{Added: []string{"10.0.0.2,udp:53"}}); !ok || len(add) != 1 || len(pu) != 2 {
-		t.Errorf("ip,port patch: ok %v, %d added, %d units", ok, len(add), len(pu))
 	}
 }
 
@@ -85,7 +80,7 @@ func TestNftChunksKeepIntervals(t *testing.T) {
 		members = append(members, fmt.Sprintf("10.%d.%d.1", i/256, i%256))
 	}
 	list := calc.SortedMembers(members)
-	units, hostsOnly, err := nftUnits(calc.HashNet, list)
+	units, hostsOnly, err := nftUnits(list)
 	if err != nil {
 		t.Fatal(err)
 	}
