@@ -172,8 +172,8 @@ func (n *nftDriver) Apply(ctx context.Context) (Stats, error) {
 		n.Invalidate()
 	}
 	plans, err := n.planAll()
-	if errors.Is(err, errNftRetype) {
-		n.log.Info("nftables: a set of host addresses gained a network; rebuilding the tables", "reason", err)
+	if errors.Is(err, errNftRebuild) {
+		n.log.Info("nftables: rebuilding the tables", "reason", err)
 		n.Invalidate()
 		plans, err = n.planAll()
 	}
@@ -198,10 +198,36 @@ func (n *nftDriver) Apply(ctx context.Context) (Stats, error) {
 	return total, nil
 }
 
-// errNftRetype: a set must change its kind (a hash set of host addresses
-// now holds a network), which only a rebuild of the table can do (rules
-// refer to the set).
-var errNftRetype = errors.New("the set must become an interval set")
+// errNftRebuild: a set must be created anew, which only a rebuild of the
+// table can do (rules refer to the set): a hash set of host addresses now
+// holds a network (it must become an interval set), or a set outgrew the
+// size it was created with (see plainSetSize).
+var errNftRebuild = errors.New("a set must be created anew")
+
+// nftSizedSetMin is the member count from which a new plain set is given
+// a size (see plainSetSize).
+const nftSizedSetMin = 1024
+
+// plainSetSize is the size a new plain set of n members is created with:
+// none below nftSizedSetMin (the kernel's resizable hash, which starts
+// with 4 buckets and grows), else room for twice n, for which the kernel
+// picks its fixed-size hash with every bucket allocated at creation.
+// Filling a resizable hash with 10^5 elements in one transaction runs
+// every insert into its pending rehash (rhashtable_insert_slow: ~40% of
+// the kernel's part of felix's first apply at 150,000 endpoints). A size
+// is also a bound: a set that outgrows it is created anew, twice as
+// large, by a rebuild of the tables (errNftRebuild), which is rare: it
+// takes the set doubling since it was made.
+func plainSetSize(n int) uint32 {
+	if n < nftSizedSetMin {
+		return 0
+	}
+	return uint32(2 * n)
+}
+
+// outgrown says whether a set of size size (0: unbounded) cannot hold n
+// members.
+func outgrown(size uint32, n int) bool { return size > 0 && n > int(size) }
 
 // isPlainSet says whether set holds one element per member with no
 // intervals: a set of host addresses (created while every member was a
@@ -302,13 +328,16 @@ func (n *nftDriver) planSets(p *nftFamilyPlan, old *nftWritten, rs *rules.Rulese
 			return fmt.Errorf("set %s changed type", spec.Name) // names carry the type
 		}
 		if prev != nil && isPlainSet(prev.obj) {
+			if outgrown(prev.obj.Size, spec.Members.Len()) {
+				return fmt.Errorf("set %s outgrew its size %d: %w", spec.Name, prev.obj.Size, errNftRebuild)
+			}
 			ch, exact := rs.IPSetChanges[spec.Name]
 			exact = exact && version != 0 && prev.version == ch.Since
 			del, add, ok := plainSetChange(prev.members, spec.Members, plainElement(spec.Type), ch, exact)
 			if !ok {
 				// A hash set cannot hold a network: the table is rebuilt
 				// (in the same transaction) with an interval set instead.
-				return fmt.Errorf("set %s: %w", spec.Name, errNftRetype)
+				return fmt.Errorf("set %s gained a network: %w", spec.Name, errNftRebuild)
 			}
 			p.setDel[name], p.setAdd[name] = del, add
 			p.next.sets[name] = &nftSetState{typ: spec.Type, members: spec.Members, version: version, hostsOnly: prev.hostsOnly, obj: prev.obj}
@@ -320,7 +349,8 @@ func (n *nftDriver) planSets(p *nftFamilyPlan, old *nftWritten, rs *rules.Rulese
 				return err
 			}
 			st := &nftSetState{typ: spec.Type, members: spec.Members, version: version, hostsOnly: spec.Type == calc.HashNet,
-				obj: &nftables.Set{Table: p.table, Name: name, KeyType: keyType, Concatenation: spec.Type == calc.HashIPPort}}
+				obj: &nftables.Set{Table: p.table, Name: name, KeyType: keyType, Concatenation: spec.Type == calc.HashIPPort,
+					Size: plainSetSize(spec.Members.Len())}}
 			p.newSets = append(p.newSets, st)
 			p.next.sets[name] = st
 			continue

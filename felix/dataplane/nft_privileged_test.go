@@ -172,61 +172,148 @@ func checkProgrammed(t *testing.T, rs *rules.Ruleset, chain func(table, name str
 	}
 }
 
-// TestPrivilegedNftHostSetsRetyped: a hash:net set of host addresses is
-// a plain hash set (no interval flag: O(1) element updates at any size);
-// when it gains a network the tables are rebuilt in the same apply with
-// an interval set holding both, and the rules using it still match.
-func TestPrivilegedNftHostSetsRetyped(t *testing.T) {
+// hostSetCase is a dataplane in nftables mode in a fresh namespace, with
+// the scenario's rendered rules and one of its sets of host addresses.
+type hostSetCase struct {
+	dp           *dataplane.Dataplane
+	rs           *rules.Ruleset
+	set          int    // the set's index in rs.IPSets
+	name         string // its nftables name
+	transactions int
+	nft          func(args ...string) string
+}
+
+func newHostSetCase(t *testing.T) *hostSetCase {
 	n := netnstest.New(t)
 	run := dataplane.ExecRunner{NetnsPath: n.Path()}
-	nft := func(args ...string) string {
+	c := &hostSetCase{nft: func(args ...string) string {
 		t.Helper()
 		out, err := run.Run(context.Background(), "nft", args, nil)
 		if err != nil {
 			t.Fatalf("nft %v: %v", args, err)
 		}
 		return string(out)
-	}
-	var transactions int
-	dp := dataplane.New(dataplane.Config{Runner: run, V4: dataplane.BackendDefaultV4,
-		NFTables: countingDialer(dataplane.NewNftDialer(n.Path()), &transactions), Logger: slog.New(slog.DiscardHandler)})
+	}}
+	c.dp = dataplane.New(dataplane.Config{Runner: run, V4: dataplane.BackendDefaultV4,
+		NFTables: countingDialer(dataplane.NewNftDialer(n.Path()), &c.transactions), Logger: slog.New(slog.DiscardHandler)})
 	res := calc.Compute(ct.Input(ct.Node, ct.Scenario()))
-	rs := rules.Render(rules.DefaultConfig(), res, 4)
-	i := slices.IndexFunc(rs.IPSets, func(s rules.IPSetSpec) bool {
+	c.rs = rules.Render(rules.DefaultConfig(), res, 4)
+	c.set = slices.IndexFunc(c.rs.IPSets, func(s rules.IPSetSpec) bool {
 		return s.Type == calc.HashNet && s.Members.Len() > 0 &&
 			!slices.ContainsFunc(s.Members.Slice(), func(m string) bool { return !strings.HasSuffix(m, "/32") })
 	})
-	if i < 0 {
+	if c.set < 0 {
 		t.Fatal("the scenario has no set of host addresses")
 	}
-	name := rules.NftSetName(rs.IPSets[i].Name)
-	first := strings.TrimSuffix(rs.IPSets[i].Members.Slice()[0], "/32")
-	dp.SetDesired(rs)
-	if _, err := dp.Apply(context.Background()); err != nil {
+	c.name = rules.NftSetName(c.rs.IPSets[c.set].Name)
+	return c
+}
+
+// apply programs rs with the set's members replaced by members (nil:
+// as rendered), as a full list (no renderer's change record).
+func (c *hostSetCase) apply(t *testing.T, members []string) {
+	t.Helper()
+	rs := c.rs
+	if members != nil {
+		grown := *c.rs
+		grown.IPSets = slices.Clone(c.rs.IPSets)
+		grown.IPSets[c.set].Members = calc.SortedMembers(members)
+		grown.IPSetVersions, grown.IPSetChanges = nil, nil
+		rs = &grown
+	}
+	c.transactions = 0
+	c.dp.SetDesired(rs)
+	if _, err := c.dp.Apply(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if got := nft("list", "set", "ip", rules.NftTable, name); strings.Contains(got, "interval") || !strings.Contains(got, first) {
+}
+
+// refersToSet checks that a rule of the table still matches the set.
+func (c *hostSetCase) refersToSet(t *testing.T) {
+	t.Helper()
+	if table := c.nft("list", "table", "ip", rules.NftTable); !strings.Contains(table, "@"+c.name) {
+		t.Errorf("no rule refers to %s after the rebuild:\n%s", c.name, table)
+	}
+}
+
+// TestPrivilegedNftHostSetsRetyped: a hash:net set of host addresses is
+// a plain hash set (no interval flag: O(1) element updates at any size);
+// when it gains a network the tables are rebuilt in the same apply with
+// an interval set holding both, and the rules using it still match.
+func TestPrivilegedNftHostSetsRetyped(t *testing.T) {
+	c := newHostSetCase(t)
+	members := c.rs.IPSets[c.set].Members.Slice()
+	first := strings.TrimSuffix(members[0], "/32")
+	c.apply(t, nil)
+	if got := c.nft("list", "set", "ip", rules.NftTable, c.name); strings.Contains(got, "interval") || !strings.Contains(got, first) {
 		t.Fatalf("a set of host addresses, want a hash set holding %s:\n%s", first, got)
 	}
-	grown := *rs
-	grown.IPSets = slices.Clone(rs.IPSets)
-	grown.IPSets[i].Members = calc.SortedMembers(append(rs.IPSets[i].Members.Slice(), "10.201.0.0/16"))
-	grown.IPSetVersions, grown.IPSetChanges = nil, nil
-	transactions = 0
-	dp.SetDesired(&grown)
-	if _, err := dp.Apply(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	got := nft("list", "set", "ip", rules.NftTable, name)
+	c.apply(t, append(members, "10.201.0.0/16"))
+	got := c.nft("list", "set", "ip", rules.NftTable, c.name)
 	if !strings.Contains(got, "flags interval") || !strings.Contains(got, "10.201.0.0/16") || !strings.Contains(got, first) {
 		t.Fatalf("after a network joined, want an interval set holding %s and 10.201.0.0/16:\n%s", first, got)
 	}
-	if transactions != 1 {
-		t.Errorf("the rebuild took %d transactions, want 1", transactions)
+	if c.transactions != 1 {
+		t.Errorf("the rebuild took %d transactions, want 1", c.transactions)
 	}
-	// The rules still refer to the (new) set: a rule of a chain matching
-	// it is in the table.
-	if table := nft("list", "table", "ip", rules.NftTable); !strings.Contains(table, "@"+name) {
-		t.Errorf("no rule refers to %s after the rebuild:\n%s", name, table)
+	c.refersToSet(t)
+}
+
+// TestPrivilegedNftLargeSetOutgrown: a plain set created with 1,024 or
+// more members gets a size of twice its members (the kernel's
+// fixed-size hash, allocated once, where its resizable hash would rehash
+// under every insert of a large first fill); members up to the size are
+// patched in, and one more rebuilds the tables in the same apply with a
+// set twice the new count, holding every member, still matched by the
+// rules.
+func TestPrivilegedNftLargeSetOutgrown(t *testing.T) {
+	c := newHostSetCase(t)
+	hosts := func(n int) []string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = netip.AddrFrom4([4]byte{10, 202, byte(i >> 8), byte(i)}).String() + "/32"
+		}
+		return out
 	}
+	size := func() string {
+		got := c.nft("list", "set", "ip", rules.NftTable, c.name)
+		for _, l := range strings.Split(got, "\n") {
+			if f := strings.Fields(l); len(f) == 2 && f[0] == "size" {
+				return f[1]
+			}
+		}
+		return "none"
+	}
+	c.apply(t, hosts(100))
+	if got := size(); got != "none" {
+		t.Fatalf("a set of 100 members has size %s, want none (the resizable hash)", got)
+	}
+	c.apply(t, hosts(1500)) // not new: patched, still unsized
+	if got := size(); got != "none" {
+		t.Fatalf("after growing to 1,500 the set has size %s, want none", got)
+	}
+
+	c = newHostSetCase(t)
+	c.apply(t, hosts(1200))
+	if got := size(); got != "2400" {
+		t.Fatalf("a new set of 1,200 members has size %s, want 2400", got)
+	}
+	c.apply(t, hosts(2400))
+	if got := size(); got != "2400" || c.transactions != 1 {
+		t.Fatalf("filled to its size: size %s in %d transactions, want 2400 in 1", got, c.transactions)
+	}
+	c.apply(t, hosts(2401))
+	if got := size(); got != "4802" {
+		t.Fatalf("outgrown: size %s, want 4802", got)
+	}
+	if c.transactions != 1 {
+		t.Errorf("the rebuild took %d transactions, want 1", c.transactions)
+	}
+	got := c.nft("list", "set", "ip", rules.NftTable, c.name)
+	for _, h := range []string{"10.202.0.0", "10.202.9.96"} { // the first and the 2,401st
+		if !strings.Contains(got, h) {
+			t.Errorf("the rebuilt set lacks %s", h)
+		}
+	}
+	c.refersToSet(t)
 }
