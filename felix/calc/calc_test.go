@@ -136,19 +136,71 @@ func TestSemantics(t *testing.T) {
 	}
 }
 
+// TestBadInputSkippedAndReported: a policy in a missing tier is skipped
+// and reported as a problem; an invalid policy is not skipped (Calico's
+// felix skips it, which fails open when it denies) but enforced as
+// denying, reported as unrenderable.
 func TestBadInputSkippedAndReported(t *testing.T) {
 	res := calc.Compute(ct.Input(ct.Node, ct.Scenario()))
 	var got []string
 	for _, p := range res.Problems {
 		got = append(got, p.Kind+" "+p.Name)
 	}
-	want := []string{"GlobalNetworkPolicy missing-tier.p", "NetworkPolicy bad-port", "NetworkPolicy bad-selector"}
-	if diff := cmp.Diff(want, got, cmpopts.EquateComparable(netip.Prefix{})); diff != "" {
+	if diff := cmp.Diff([]string{"GlobalNetworkPolicy missing-tier.p"}, got); diff != "" {
 		t.Errorf("problems (-want +got):\n%s\nall: %v", diff, res.Problems)
 	}
+	got = nil
+	for _, u := range res.Unrenderable {
+		if u.Reason == calc.ReasonInvalidPolicy && u.Handling == calc.Denied && u.Rule == -1 {
+			got = append(got, u.Kind+" "+u.Name)
+		}
+	}
+	if diff := cmp.Diff([]string{"NetworkPolicy bad-port", "NetworkPolicy bad-selector"}, got); diff != "" {
+		t.Errorf("invalid policies reported (-want +got):\n%s\nall: %v", diff, res.Unrenderable)
+	}
 	for id := range res.Policies {
-		if strings.HasPrefix(id.Name, "bad") || strings.HasPrefix(id.Name, "missing") {
-			t.Errorf("bad policy %s is active", id)
+		if strings.HasPrefix(id.Name, "missing") {
+			t.Errorf("policy %s in a missing tier is active", id)
+		}
+	}
+}
+
+// TestInvalidPolicyFailsClosed: a policy that fails validation (here an
+// Allow rule's port range upside down, stored past the API's
+// validation) denies, in its directions, all traffic of the endpoints
+// its selector picks, at its place in the tier; an endpoint it does not
+// select keeps its other policies.
+func TestInvalidPolicyFailsClosed(t *testing.T) {
+	allow := ct.NP("prod", "allow-all", ct.Ptr(10.0), "all()", ct.Ingress, []v3.Rule{{Action: v3.Allow}}, nil)
+	bad := ct.NP("prod", "bad", ct.Ptr(5.0), "app == 'web'", ct.Both, []v3.Rule{{Action: v3.Allow, Protocol: ct.Proto("TCP"),
+		Destination: v3.EntityRule{Ports: []numorstring.Port{{MinPort: 90, MaxPort: 80}}}}}, nil)
+	web := ct.WEP("prod", "web", ct.Node, "caliweb", "10.0.0.9", map[string]string{"app": "web"})
+	db := ct.WEP("prod", "db", ct.Node, "calidb", "10.0.0.10", map[string]string{"app": "db"})
+	res := calc.Compute(ct.Input(ct.Node, []any{ct.NSProfile("prod", nil), allow, bad, web, db}))
+	id := calc.PolicyID{Tier: "default", Namespace: "prod", Name: "bad"}
+	p := res.Policies[id]
+	if p == nil || len(p.Ingress) != 1 || p.Ingress[0].Action != v3.Deny || len(p.Egress) != 1 || p.Egress[0].Action != v3.Deny {
+		t.Fatalf("the invalid policy = %+v, want one Deny rule each way", p)
+	}
+	policies := func(ep calc.Endpoint, dir []calc.TierPolicies) []string {
+		var out []string
+		for _, tp := range dir {
+			for _, id := range tp.Policies {
+				out = append(out, id.Name)
+			}
+		}
+		return out
+	}
+	for _, ep := range res.Endpoints {
+		wantIn, wantOut := []string{"allow-all"}, []string(nil)
+		if strings.Contains(ep.Key, "-web-") { // the key is the WorkloadEndpoint name
+			wantIn, wantOut = []string{"bad", "allow-all"}, []string{"bad"}
+		}
+		if diff := cmp.Diff(wantIn, policies(ep, ep.Ingress)); diff != "" {
+			t.Errorf("%s ingress policies (-want +got):\n%s", ep.Key, diff)
+		}
+		if diff := cmp.Diff(wantOut, policies(ep, ep.Egress)); diff != "" {
+			t.Errorf("%s egress policies (-want +got):\n%s", ep.Key, diff)
 		}
 	}
 }

@@ -251,9 +251,10 @@ const (
 	// denies at least what it should).
 	Widened Handling = "widened"
 	// Denied: the effect cannot be bounded (a Pass or Log rule, an
-	// unknown action, a policy whose selector cannot be parsed): every
-	// packet reaching the rule, or every packet of the endpoints the
-	// policy may select in its directions, is denied.
+	// unknown action, a policy whose selector cannot be parsed or that
+	// fails validation): every packet reaching the rule, or every packet
+	// of the endpoints the policy may select in its directions, is
+	// denied.
 	Denied Handling = "denied"
 )
 
@@ -269,6 +270,7 @@ const (
 	ReasonSelector       = "selector"
 	ReasonPorts          = "ports"
 	ReasonPolicySelector = "policy-selector"
+	ReasonInvalidPolicy  = "invalid-policy"
 )
 
 // Unrenderable is one rule, or one whole policy, that cannot be rendered

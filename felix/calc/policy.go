@@ -66,12 +66,41 @@ func loadPolicy(o any, svc bool) loadedPolicy {
 		s.tier = v3.DefaultTierName
 	}
 	l := loadedPolicy{kind: s.kind, ns: s.ns, name: s.name, tier: s.tier}
-	if err != nil {
+	switch {
+	case err != nil && isStaged:
+		// Never enforced: skipping it opens nothing.
 		l.invalid = []Problem{newProblem(s.kind, s.ns, s.name, "invalid, skipped: %v", err)}
-		return l
+	case err != nil:
+		l.parsed, l.unrenderable = invalidPolicy(s, err)
+	default:
+		l.parsed, l.unrenderable = parsePolicy(s, svc)
 	}
-	l.parsed, l.unrenderable = parsePolicy(s, svc)
 	return l
+}
+
+// invalidPolicy is how a policy that fails validation is enforced (one
+// stored past the API's validation: by hand in the CRDs or etcd, or by
+// an older version). Calico's felix skips it, which for a policy that
+// denies is failing open; Tabby's denies all traffic, in the policy's
+// directions, of the endpoints it may select (its selector where it
+// parses, else the widest, as parsePolicy), at the policy's place in
+// its tier, reported as an Unrenderable.
+func invalidPolicy(s policySpec, err error) (*parsedPolicy, []Unrenderable) {
+	id := PolicyID{Tier: s.tier, Namespace: s.ns, Name: s.name}
+	p := &parsedPolicy{id: id, name: policyName(id), order: s.order, kind: s.pk, demands: map[string]*demand{}}
+	p.ingress, p.egress = policyTypes(s.types, s.in, s.out)
+	if !p.ingress && !p.egress { // only types felix does not know
+		p.ingress, p.egress = true, true
+	}
+	m, selErr := newMatcher(s.sel, s.ns, s.nsSel, s.saSel, nil)
+	if selErr != nil {
+		m = widestMatcher(s.sel, s.ns, s.nsSel, s.saSel)
+	}
+	p.sel = m
+	deny := []Rule{{Action: v3.Deny}}
+	p.in, p.out = deny, deny
+	return p, []Unrenderable{{Kind: s.kind, Namespace: s.ns, Name: s.name,
+		Rule: -1, Handling: Denied, Reason: ReasonInvalidPolicy, Detail: err.Error()}}
 }
 
 // policySpecOf reads a NetworkPolicy or GlobalNetworkPolicy (false for

@@ -8,6 +8,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/tabbynet/tabby/api/numorstring"
 	v3 "github.com/tabbynet/tabby/api/v3"
 	"github.com/tabbynet/tabby/felix/calc"
 	ct "github.com/tabbynet/tabby/felix/calc/calctest"
@@ -20,7 +21,8 @@ import (
 // does not follow Services, as on the etcd datastore: valid Calico,
 // refused by etcd's writes, but it can still reach felix) is not skipped:
 // a Deny with it still blocks (widened to the rule's other matches), a
-// Pass with it denies what reaches it, an Allow with it allows nothing.
+// Pass with it denies what reaches it, an Allow with it allows nothing;
+// nor is a policy that fails validation.
 func TestPrivilegedUnrenderableRulesFailClosed(t *testing.T) {
 	forEachMode(t, testUnrenderableRulesFailClosed)
 }
@@ -87,6 +89,22 @@ func testUnrenderableRulesFailClosed(t *testing.T, mode string) {
 			checks: []check{
 				{"client->web tcp denied", func() bool { return client.tcp(web, tcpPortA) }, false},
 				{"client->web udp denied", func() bool { return client.udp(web) }, false},
+			},
+		},
+		{
+			// Stored past the API's validation (an upside-down port
+			// range): Calico's felix skips such a policy, letting the
+			// TCP it denies through; Tabby denies all its direction's
+			// traffic of what it selects.
+			name: "invalid Deny policy: denies all ingress of what it selects",
+			policies: []any{allowAll,
+				ct.GNP("deny-invalid", "default", ct.Ptr(10.0), "app == 'web'", ct.Ingress,
+					[]v3.Rule{{Action: v3.Deny, Protocol: ct.Proto("TCP"),
+						Destination: v3.EntityRule{Ports: []numorstring.Port{{MinPort: 90, MaxPort: 80}}}}}, nil)},
+			checks: []check{
+				{"client->web tcp denied", func() bool { return client.tcp(web, tcpPortA) }, false},
+				{"client->web udp denied", func() bool { return client.udp(web) }, false},
+				{"web->client tcp allowed (egress not in its types)", func() bool { return web.tcp(client, tcpPortA) }, true},
 			},
 		},
 		{

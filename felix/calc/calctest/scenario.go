@@ -107,12 +107,15 @@ func scenarioHosts() []any {
 	}
 }
 
-// scenarioBadInput is the Scenario's bad input, each to be skipped.
+// scenarioBadInput is the Scenario's bad input: a policy in a missing
+// tier (skipped), and two invalid policies in a namespace with no
+// endpoints (enforced as denying everything of what they may select,
+// which is nothing there).
 func scenarioBadInput() []any {
 	return []any{
-		NP("prod", "bad-selector", nil, "app == ", Ingress, []v3.Rule{{Action: v3.Allow}}, nil),
+		NP("idle", "bad-selector", nil, "app == ", Ingress, []v3.Rule{{Action: v3.Allow}}, nil),
 		GNP("missing-tier.p", "missing-tier", nil, "all()", Ingress, []v3.Rule{{Action: v3.Deny}}, nil),
-		NP("prod", "bad-port", nil, "all()", Ingress, []v3.Rule{{Action: v3.Allow, Protocol: Proto("TCP"),
+		NP("idle", "bad-port", nil, "all()", Ingress, []v3.Rule{{Action: v3.Allow, Protocol: Proto("TCP"),
 			Destination: v3.EntityRule{Ports: []numorstring.Port{{MinPort: 90, MaxPort: 80}}}}}, nil),
 	}
 }
