@@ -91,6 +91,8 @@ func newPod6(t *testing.T, node ns.NetNS, iface, ip string) (ns.NetNS, net.IP) {
 	if err != nil {
 		t.Fatalf("wiring %s's namespace: %v", iface, err)
 	}
+	waitOperUp(t, node, iface)
+	waitOperUp(t, pod, "eth0")
 	return pod, addr
 }
 

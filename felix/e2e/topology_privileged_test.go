@@ -150,8 +150,40 @@ func newPod(t testing.TB, node ns.NetNS, name, iface, ip string) *pod {
 	if err != nil {
 		t.Fatalf("wiring %s's namespace: %v", name, err)
 	}
+	waitOperUp(t, node, iface)
+	waitOperUp(t, p.netns, "eth0")
 	p.serve(t)
 	return p
+}
+
+// waitOperUp waits until link in netns is operationally up: the kernel
+// attaches a new veth's queueing discipline only then (from its link
+// watch, which may lag on a busy machine), and drops what is sent
+// before. Without it the first probe right after a fast apply
+// (nftables' few milliseconds) could find a pod not yet reachable.
+func waitOperUp(t testing.TB, netns ns.NetNS, link string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var state netlink.LinkOperState
+		err := netns.Do(func(ns.NetNS) error {
+			l, err := netlink.LinkByName(link)
+			if err == nil {
+				state = l.Attrs().OperState
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatalf("%s: %v", link, err)
+		}
+		if state == netlink.OperUp {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s is %v after 10 s, want up", link, state)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // serve starts, in the pod's namespace, TCP servers on tcpPortA and
