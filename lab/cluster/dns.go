@@ -26,14 +26,11 @@ const (
 //go:embed coredns.yaml
 var corednsManifest string
 
-// dnsTools are the programs the DNS e2e's probers run in agnhost (and in
-// the glibc-dns-testing image, which is agnhost here): `sh -c` loops of
-// seq, dig, test, getent, echo and sleep. Debian's, with their libraries
-// (bind9-dnsutils for dig; hack/install-packages.sh installs it).
-var dnsTools = []program{
-	{"/bin/sh", "/usr/bin/dash"}, {"/usr/bin/seq", "/usr/bin/seq"}, {"/usr/bin/sleep", "/usr/bin/sleep"},
-	{"/usr/bin/cat", "/usr/bin/cat"}, {"/usr/bin/getent", "/usr/bin/getent"}, {"/usr/bin/dig", "/usr/bin/dig"},
-}
+// dnsTools are what the DNS e2e's probers run in agnhost (and in the
+// glibc-dns-testing image, which is agnhost here) besides busybox's sh,
+// seq and sleep: dig (bind9-dnsutils; hack/install-packages.sh installs
+// it) and glibc's getent, with their libraries.
+var dnsTools = []program{{"/usr/bin/getent", "/usr/bin/getent"}, {"/usr/bin/dig", "/usr/bin/dig"}}
 
 // installDNS applies the CoreDNS manifest.
 func (c *Cluster) installDNS(ctx context.Context) error {

@@ -10,8 +10,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"time"
 )
@@ -27,8 +25,9 @@ const (
 // imageFile is one file of a single-layer image.
 type imageFile struct {
 	path string // inside the image, without the leading /
-	src  string // on this machine; "" for a folder (or data's file)
+	src  string // on this machine; "" for a folder (or data's file, link's link)
 	data string // the file's content, when src is ""
+	link string // a symbolic link's target, when src is ""
 	mode int64
 }
 
@@ -44,7 +43,7 @@ func writeImage(out string, refs []string, files []imageFile, entrypoint, cmd []
 	diffID := sha256.Sum256(layer)
 	cfg, err := json.Marshal(map[string]any{
 		"architecture": "amd64", "os": "linux", "created": time.Unix(0, 0).UTC(),
-		"config": map[string]any{"Entrypoint": entrypoint, "Cmd": cmd, "Env": []string{"PATH=/:/usr/bin:/bin"}},
+		"config": map[string]any{"Entrypoint": entrypoint, "Cmd": cmd, "Env": []string{"PATH=/usr/local/bin:/usr/bin:/bin:/"}},
 		"rootfs": map[string]any{"type": "layers", "diff_ids": []string{"sha256:" + hex.EncodeToString(diffID[:])}},
 	})
 	if err != nil {
@@ -86,6 +85,13 @@ func layerTar(files []imageFile) ([]byte, error) {
 	tw := tar.NewWriter(&buf)
 	for _, fe := range files {
 		h := &tar.Header{Name: fe.path, Mode: fe.mode, ModTime: time.Unix(0, 0)}
+		if fe.src == "" && fe.link != "" {
+			h.Typeflag, h.Linkname = tar.TypeSymlink, fe.link
+			if err := tw.WriteHeader(h); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		if fe.src == "" && fe.data != "" {
 			h.Size = int64(len(fe.data))
 			if err := tw.WriteHeader(h); err != nil {
@@ -129,83 +135,6 @@ func addFile(tw *tar.Writer, h *tar.Header, src string) error {
 	}
 	_, err = io.Copy(tw, bufio.NewReader(f))
 	return err
-}
-
-// writeSupportImages writes the pause and agnhost image tarballs (and,
-// with the cluster DNS, CoreDNS's) into the state folder and returns their
-// paths. Each is also tagged with the names the upstream e2e tests ask for
-// (e2e.go), so they run without a registry. agnhost runs `pause` unless
-// told otherwise and holds /bin/bash (this machine's, with the libraries
-// it loads) as upstream's image does: the network-policy-api conformance
-// pods start their servers with `/bin/bash -c` and their clients with no
-// command. With dns it also holds what the DNS e2e's probers run (dnsTools).
-func (c *Cluster) writeSupportImages(dns bool) ([]string, error) {
-	dir := filepath.Join(c.Dir, "images")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	pause, agn := filepath.Join(dir, "pause.tar"), filepath.Join(dir, "agnhost.tar")
-	if err := writeImage(pause, []string{pauseImage, e2ePauseImage}, []imageFile{{path: "pause", src: filepath.Join(c.Bin, "tabby-pause"), mode: 0o755}}, []string{"/pause"}, nil); err != nil {
-		return nil, fmt.Errorf("pause image: %w", err)
-	}
-	progs := []program{{"/bin/bash", "/bin/bash"}}
-	refs := []string{AgnhostImage, E2EAgnhostImage, CNPAgnhostImage, e2eNginxImage}
-	files := []imageFile{{path: "tmp", mode: 0o1777}, {path: "agnhost", src: filepath.Join(c.KubeBin, "agnhost"), mode: 0o755}}
-	if dns {
-		progs = append(progs, dnsTools...)
-		refs = append(refs, e2eGlibcDNSImage)
-		files = append(files, imageFile{path: "coredns", src: filepath.Join(c.KubeBin, "coredns"), mode: 0o755},
-			imageFile{path: "etc", mode: 0o755}, imageFile{path: "etc/nsswitch.conf", data: nsswitchConf, mode: 0o644})
-	}
-	tools, err := programFiles(progs)
-	if err != nil {
-		return nil, fmt.Errorf("agnhost image: %w", err)
-	}
-	if err := writeImage(agn, refs, append(files, tools...), []string{"/agnhost"}, []string{"pause"}); err != nil {
-		return nil, fmt.Errorf("agnhost image: %w", err)
-	}
-	if !dns {
-		return []string{pause, agn}, nil
-	}
-	coredns := filepath.Join(dir, "coredns.tar")
-	if err := writeImage(coredns, []string{CoreDNSImage}, []imageFile{{path: "coredns", src: filepath.Join(c.KubeBin, "coredns"), mode: 0o755}}, []string{"/coredns"}, nil); err != nil {
-		return nil, fmt.Errorf("coredns image: %w", err)
-	}
-	return []string{pause, agn, coredns}, nil
-}
-
-// program is a program of this machine (src) and where an image holds it.
-type program struct{ at, src string }
-
-// programFiles are dynamically linked programs of this machine, each at
-// its path in the image, and the libraries they load (as ldd lists them)
-// at their own paths, with the folders holding them, each once.
-func programFiles(progs []program) ([]imageFile, error) {
-	var files []imageFile
-	seen := map[string]bool{}
-	add := func(at, src string) {
-		if seen[at] {
-			return
-		}
-		seen[at] = true
-		var parents []imageFile
-		for d := filepath.Dir(at); d != "/" && !seen[d]; d = filepath.Dir(d) {
-			seen[d] = true
-			parents = append([]imageFile{{path: d[1:], mode: 0o755}}, parents...)
-		}
-		files = append(append(files, parents...), imageFile{path: at[1:], src: src, mode: 0o755})
-	}
-	for _, p := range progs {
-		out, err := exec.Command("ldd", p.src).Output()
-		if err != nil {
-			return nil, fmt.Errorf("ldd %s: %w", p.src, err)
-		}
-		add(p.at, p.src)
-		for _, lib := range lddPaths(string(out)) {
-			add(lib, lib)
-		}
-	}
-	return files, nil
 }
 
 // lddPaths are the absolute paths of ldd's output ("name => path (addr)"
