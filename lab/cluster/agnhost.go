@@ -15,8 +15,11 @@ import (
 // `curl -g -q -s`, `wget -q -O -`) and the network-policy-api pods'
 // `/bin/bash -c`. This machine's programs (hack/install-packages.sh:
 // busybox-static, netcat-openbsd, curl), each with the libraries it loads.
+// /bin/sh is dash: Debian's static busybox is built to run its own applets
+// before looking at PATH (its sh ran its nc, not netcat-openbsd's), which
+// Alpine's is not.
 var agnhostTools = []program{
-	{"/bin/busybox", "/bin/busybox"}, {"/bin/bash", "/bin/bash"},
+	{"/bin/sh", "/usr/bin/dash"}, {"/bin/busybox", "/bin/busybox"}, {"/bin/bash", "/bin/bash"},
 	{"/usr/bin/nc", "/usr/bin/nc.openbsd"}, {"/usr/bin/curl", "/usr/bin/curl"},
 }
 
