@@ -213,7 +213,12 @@ func (c *Cluster) upControlPlane(ctx context.Context, subnets int) (*pki, tokens
 	if err != nil {
 		return nil, tok, err
 	}
-	return p, tok, c.step("kube-controller-manager, kube-scheduler started", func() error { return c.startControllers(p) })
+	return p, tok, c.step("kube-controller-manager, kube-scheduler, pod-routes started", func() error {
+		if err := c.startControllers(p); err != nil {
+			return err
+		}
+		return c.startPodRoutes()
+	})
 }
 
 // startForwarder starts `tabby-lab cluster forward` from two free ports

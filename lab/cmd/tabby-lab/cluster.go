@@ -85,6 +85,10 @@ func runCluster(ctx context.Context, bin string, args []string) error {
 	if verb == "forward" {
 		fs.StringVar(&state, "netns", "", "namespace to dial in")
 	}
+	var kubeconfig string
+	if verb == "pod-routes" {
+		fs.StringVar(&kubeconfig, "kubeconfig", "", "the control plane's kubeconfig")
+	}
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -104,6 +108,8 @@ func runCluster(ctx context.Context, bin string, args []string) error {
 		return nil
 	case "forward":
 		return cluster.Forward(ctx, state, fs.Args())
+	case "pod-routes":
+		return cluster.PodRoutes(ctx, kubeconfig)
 	case "e2e":
 		if err := e2eSuite(fs, &e2e, suite); err != nil {
 			return err
