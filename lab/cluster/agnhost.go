@@ -27,8 +27,9 @@ var agnhostTools = []program{
 // with the cluster DNS, CoreDNS's) into the state folder and returns their
 // paths. Each is also tagged with the names the upstream e2e tests ask for
 // (e2e.go), so they run without a registry. agnhost runs `pause` unless
-// told otherwise and holds agnhostTools; with dns also what the DNS e2e's
-// probers run (dnsTools) and /coredns, as upstream's.
+// told otherwise and holds agnhostTools and porter's TLS certificate and
+// key; with dns also what the DNS e2e's probers run (dnsTools) and
+// /coredns, as upstream's.
 func (c *Cluster) writeSupportImages(dns bool) ([]string, error) {
 	dir := filepath.Join(c.Dir, "images")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -60,6 +61,10 @@ func (c *Cluster) agnhostFiles(dns bool) ([]imageFile, []string, error) {
 	progs := agnhostTools
 	refs := []string{AgnhostImage, E2EAgnhostImage, CNPAgnhostImage, e2eNginxImage}
 	files := []imageFile{{path: "tmp", mode: 0o1777}, {path: "agnhost", src: filepath.Join(c.KubeBin, "agnhost"), mode: 0o755}}
+	// porter's TLS ports read these from its working folder, /.
+	for _, f := range []string{"localhost.crt", "localhost.key"} {
+		files = append(files, imageFile{path: f, src: filepath.Join(c.KubeBin, "agnhost-porter", f), mode: 0o644})
+	}
 	if dns {
 		progs = append(append([]program{}, progs...), dnsTools...)
 		refs = append(refs, e2eGlibcDNSImage)

@@ -155,7 +155,7 @@ func (c *Cluster) step(name string, f func() error) error {
 
 func checkBinaries(o Options) error {
 	var missing []string
-	kube := []string{"etcd", "kube-apiserver", "kubectl", "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy", "agnhost"}
+	kube := []string{"etcd", "kube-apiserver", "kubectl", "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy", "agnhost", "agnhost-porter/localhost.crt"}
 	if o.DNS {
 		kube = append(kube, "coredns")
 	}
@@ -213,7 +213,7 @@ func (c *Cluster) upControlPlane(ctx context.Context, subnets int) (*pki, tokens
 	if err != nil {
 		return nil, tok, err
 	}
-	return p, tok, c.step("kube-controller-manager, kube-scheduler, pod-routes started", func() error {
+	return p, tok, c.step("controller-manager, scheduler, pod-routes started", func() error {
 		if err := c.startControllers(p); err != nil {
 			return err
 		}
