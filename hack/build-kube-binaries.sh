@@ -18,7 +18,8 @@
 #   (`go test -c k8s.io/kubernetes/test/e2e`) and the ginkgo CLI at the
 #   version k8s.io/kubernetes requires, built in their own module folder
 #   ($CACHE/e2e) so the node build's go.mod is left alone (large: ~20 min
-#   cold on 2 cores; stamp .e2e-<kube>).
+#   cold on 2 cores; stamp .e2e-<kube>), and CoreDNS, the cluster DNS of
+#   the sig-network specs (hack/build-coredns.sh: ~2 min cold).
 #
 # Output: $TABBY_KUBE_BIN (default ~/.cache/tabby-kube/bin) with
 # kube-apiserver, kubectl, etcd; the stamp .built-<kube>-<etcd> once all
@@ -29,6 +30,7 @@ set -euo pipefail
 what=${1:-all}
 if [[ $what == e2e ]]; then
 	"$0" node >/dev/null
+	"$(dirname "$0")/build-coredns.sh" >/dev/null
 	exec "$(dirname "$0")/build-kube-e2e.sh"
 fi
 case $what in

@@ -10,7 +10,8 @@
 # Environment:
 #   E2E_SUITE       netpol (default: the NetworkPolicy e2e) or network (the
 #                   [sig-network] [Conformance] specs, on clusters up with
-#                   --dns: CoreDNS built by hack/build-coredns.sh)
+#                   --dns: CoreDNS, which hack/build-kube-binaries.sh e2e
+#                   builds)
 #   E2E_DATASTORES  datastores to run on (default "kubernetes etcdv3")
 #   E2E_ARGS        extra `tabby-lab cluster e2e` flags (--focus, --skip,
 #                   --procs)
@@ -26,8 +27,7 @@ hack/install-packages.sh
 hack/build-kube-binaries.sh e2e >/dev/null
 up_args=()
 if [[ $suite == network ]]; then
-	hack/build-coredns.sh >/dev/null
-	up_args+=(--dns)
+	up_args+=(--dns) # CoreDNS: built with e2e.test
 fi
 make --no-print-directory build image >/dev/null
 go build -o bin/ github.com/containernetworking/plugins/plugins/main/loopback
@@ -43,7 +43,7 @@ for ds in $datastores; do
 	# E2E_ARGS is shell words (a focus may be quoted).
 	eval "e2e_args=(${E2E_ARGS:-})"
 	bin/tabby-lab cluster e2e --suite "$suite" "${e2e_args[@]}" | tee "$out" || rc=1
-	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' "$out" | tail -1 || true)
+	line=$(grep -a -E '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' "$out" | tail -1 || true)
 	rm -f "$out"
 	if [[ -z $line ]]; then
 		echo "e2e on $ds: no result"
