@@ -3,7 +3,7 @@ GO ?= go
 BIN := bin
 CONTROLLER_GEN := $(GO) tool controller-gen
 
-.PHONY: all build image test-prereqs test test-privileged test-integration kube-binaries test-all bench bench-cni bench-felix bench-flowlogs bench-goldmane bench-typha bench-scale bench-scale-starts bench-scale-calc bench-trace lab demo lint generate fuzz clean vm-image test-vm cluster cluster-down bench-cluster bench-wireguard e2e-netpol e2e-cnp
+.PHONY: all build image test-prereqs test test-privileged test-integration kube-binaries test-all bench bench-cni bench-felix bench-flowlogs bench-goldmane bench-typha bench-scale bench-scale-starts bench-scale-calc bench-trace lab demo lint generate fuzz clean vm-image test-vm cluster cluster-down bench-cluster bench-wireguard e2e-netpol e2e-network e2e-cnp
 
 all: build
 
@@ -212,6 +212,14 @@ bench-cluster:
 ## TABBY_CLUSTER_STATE)
 e2e-netpol:
 	hack/e2e-cluster.sh
+
+## e2e-network: the upstream [sig-network] [Conformance] specs (the same
+## e2e.test) on a fresh cluster with CoreDNS as its DNS (built from its Go
+## module by hack/build-coredns.sh, cached), on the Kubernetes datastore
+## unless E2E_DATASTORES says otherwise; prints "N passed, N failed, N
+## skipped" and the duration (hack/e2e-cluster.sh)
+e2e-network:
+	E2E_SUITE=network E2E_DATASTORES="$${E2E_DATASTORES:-kubernetes}" hack/e2e-cluster.sh
 
 ## e2e-cnp: kubernetes-sigs/network-policy-api's ClusterNetworkPolicy
 ## conformance suite (built from the module proxy at go.mod's version by

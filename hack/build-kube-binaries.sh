@@ -11,13 +11,15 @@
 #   cold instead of ~8-40).
 #   node: all, plus what `make cluster` runs: kubelet,
 #   kube-controller-manager, kube-scheduler, kube-proxy and agnhost (the
-#   upstream e2e test image's program, from k8s.io/kubernetes/test/images)
+#   upstream e2e test image's program, from k8s.io/kubernetes/test/images,
+#   with its porter's TLS certificate and key in agnhost-porter/)
 #   (~10 min more cold; the suite's other tests never ask for it).
 #   e2e: node, plus the upstream conformance test binaries: e2e.test
 #   (`go test -c k8s.io/kubernetes/test/e2e`) and the ginkgo CLI at the
 #   version k8s.io/kubernetes requires, built in their own module folder
 #   ($CACHE/e2e) so the node build's go.mod is left alone (large: ~20 min
-#   cold on 2 cores; stamp .e2e-<kube>).
+#   cold on 2 cores; stamp .e2e-<kube>), and CoreDNS, the cluster DNS of
+#   the sig-network specs (hack/build-coredns.sh: ~2 min cold).
 #
 # Output: $TABBY_KUBE_BIN (default ~/.cache/tabby-kube/bin) with
 # kube-apiserver, kubectl, etcd; the stamp .built-<kube>-<etcd> once all
@@ -28,6 +30,7 @@ set -euo pipefail
 what=${1:-all}
 if [[ $what == e2e ]]; then
 	"$0" node >/dev/null
+	"$(dirname "$0")/build-coredns.sh" >/dev/null
 	exec "$(dirname "$0")/build-kube-e2e.sh"
 fi
 case $what in
@@ -48,9 +51,14 @@ stamp="$BIN/.built-$KVER-$ETCDVER"
 etcd_stamp="$BIN/.etcd-$ETCDVER"
 node_stamp="$BIN/.node-$KVER"
 node_bins=(kubelet kube-controller-manager kube-scheduler kube-proxy agnhost)
+# agnhost's porter serves TLS with the certificate upstream's image holds
+# at / (test/images/agnhost/porter/localhost.{crt,key}); the cluster's
+# agnhost image takes them from here.
+porter_files=(localhost.crt localhost.key)
 node_built() {
 	[[ -f $node_stamp ]] || return 1
 	for b in "${node_bins[@]}"; do [[ -x $BIN/$b ]] || return 1; done
+	for f in "${porter_files[@]}"; do [[ -f $BIN/agnhost-porter/$f ]] || return 1; done
 }
 if [[ -f $stamp && -x $BIN/kube-apiserver && -x $BIN/kubectl && -x $BIN/etcd ]] &&
 	{ [[ $what != node ]] || node_built; }; then
@@ -118,6 +126,10 @@ if [[ $what == node ]]; then
 	for p in "${pkgs[@]:2}"; do
 		# CGO_ENABLED=0: static, so they also run inside the node images.
 		CGO_ENABLED=0 go build -ldflags "$ldflags" -o "$BIN/$(basename "$p")" "k8s.io/kubernetes/$p"
+	done
+	mkdir -p "$BIN/agnhost-porter"
+	for f in "${porter_files[@]}"; do
+		install -m 0644 "$(go env GOMODCACHE)/k8s.io/kubernetes@v$KVER/test/images/agnhost/porter/$f" "$BIN/agnhost-porter/$f"
 	done
 	touch "$node_stamp"
 fi

@@ -8,18 +8,27 @@
 #
 # Usage: hack/e2e-cluster.sh  (root; from the repository's root)
 # Environment:
+#   E2E_SUITE       netpol (default: the NetworkPolicy e2e) or network (the
+#                   [sig-network] [Conformance] specs, on clusters up with
+#                   --dns: CoreDNS, which hack/build-kube-binaries.sh e2e
+#                   builds)
 #   E2E_DATASTORES  datastores to run on (default "kubernetes etcdv3")
 #   E2E_ARGS        extra `tabby-lab cluster e2e` flags (--focus, --skip,
-#                   --procs; default: the NetworkPolicy e2e)
+#                   --procs)
 #   CLUSTER_ARGS    extra `tabby-lab cluster up` flags
 #   TABBY_CLUSTER_STATE  the cluster's state folder (default
 #                   /run/tabby-cluster-e2e)
 set -euo pipefail
 export TABBY_CLUSTER_STATE=${TABBY_CLUSTER_STATE:-/run/tabby-cluster-e2e}
 datastores=${E2E_DATASTORES:-kubernetes etcdv3}
+suite=${E2E_SUITE:-netpol}
 t0=$(date +%s)
 hack/install-packages.sh
 hack/build-kube-binaries.sh e2e >/dev/null
+up_args=()
+if [[ $suite == network ]]; then
+	up_args+=(--dns) # CoreDNS: built with e2e.test
+fi
 make --no-print-directory build image >/dev/null
 go build -o bin/ github.com/containernetworking/plugins/plugins/main/loopback
 echo "builds: $(($(date +%s) - t0))s"
@@ -29,12 +38,12 @@ for ds in $datastores; do
 	bin/tabby-lab cluster down >/dev/null
 	t1=$(date +%s)
 	# shellcheck disable=SC2086 # word splitting of the args is wanted
-	bin/tabby-lab cluster up --datastore "$ds" ${CLUSTER_ARGS:-}
+	bin/tabby-lab cluster up --datastore "$ds" "${up_args[@]}" ${CLUSTER_ARGS:-}
 	out=$(mktemp)
 	# E2E_ARGS is shell words (a focus may be quoted).
 	eval "e2e_args=(${E2E_ARGS:-})"
-	bin/tabby-lab cluster e2e "${e2e_args[@]}" | tee "$out" || rc=1
-	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' "$out" | tail -1 || true)
+	bin/tabby-lab cluster e2e --suite "$suite" "${e2e_args[@]}" | tee "$out" || rc=1
+	line=$(grep -a -E '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' "$out" | tail -1 || true)
 	rm -f "$out"
 	if [[ -z $line ]]; then
 		echo "e2e on $ds: no result"

@@ -44,7 +44,11 @@ type Options struct {
 	// calico-node DaemonSet as a user would: vxlan (default),
 	// vxlan-crosssubnet or bgp (no encapsulation).
 	PoolMode string
-	Out      io.Writer
+	// DNS runs CoreDNS (hack/build-coredns.sh: KubeBin/coredns) as the
+	// cluster DNS, the kubelets' clusterDNS pointing at its Service, and
+	// gives agnhost what the DNS e2e's probers run (dns.go).
+	DNS bool
+	Out io.Writer
 }
 
 // Cluster is a running (or half-built) cluster and its state.
@@ -112,7 +116,7 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 		return nil, err
 	}
 	c := &Cluster{Dir: o.Dir, Bin: o.Bin, KubeBin: o.KubeBin, out: o.Out,
-		State: State{Prefix: prefix, Datastore: o.Datastore, Phase: "starting"}}
+		State: State{Prefix: prefix, Datastore: o.Datastore, DNS: o.DNS, Phase: "starting"}}
 	c.State.Nodes = planNodes(o.Dir, prefix, o.Nodes, o.Subnets)
 	if err := c.State.save(c.Dir); err != nil {
 		return nil, err
@@ -151,7 +155,11 @@ func (c *Cluster) step(name string, f func() error) error {
 
 func checkBinaries(o Options) error {
 	var missing []string
-	for _, b := range []string{"etcd", "kube-apiserver", "kubectl", "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy", "agnhost"} {
+	kube := []string{"etcd", "kube-apiserver", "kubectl", "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy", "agnhost", "agnhost-porter/localhost.crt"}
+	if o.DNS {
+		kube = append(kube, "coredns")
+	}
+	for _, b := range kube {
 		if _, err := os.Stat(filepath.Join(o.KubeBin, b)); err != nil {
 			missing = append(missing, filepath.Join(o.KubeBin, b))
 		}
@@ -167,7 +175,7 @@ func checkBinaries(o Options) error {
 		}
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("missing %v: run `hack/build-kube-binaries.sh node`, `make build` and `make image` first (or `make cluster`)", missing)
+		return fmt.Errorf("missing %v: run `hack/build-kube-binaries.sh node` (and hack/build-coredns.sh for the DNS), `make build` and `make image` first (or `make cluster`)", missing)
 	}
 	for _, t := range []string{"containerd", "runc", "ctr", "nsenter", "unshare", "iptables"} {
 		if _, err := exec.LookPath(t); err != nil {
@@ -205,7 +213,12 @@ func (c *Cluster) upControlPlane(ctx context.Context, subnets int) (*pki, tokens
 	if err != nil {
 		return nil, tok, err
 	}
-	return p, tok, c.step("kube-controller-manager, kube-scheduler started", func() error { return c.startControllers(p) })
+	return p, tok, c.step("controller-manager, scheduler, pod-routes started", func() error {
+		if err := c.startControllers(p); err != nil {
+			return err
+		}
+		return c.startPodRoutes()
+	})
 }
 
 // startForwarder starts `tabby-lab cluster forward` from two free ports
@@ -241,7 +254,7 @@ func (c *Cluster) prepareNodes(imageTar string) error {
 	if err := os.WriteFile(filepath.Join(c.Dir, "containerd.toml"), []byte(c.containerdConfig()), 0o644); err != nil {
 		return err
 	}
-	tars, err := c.writeSupportImages()
+	tars, err := c.writeSupportImages(c.State.DNS)
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -64,6 +65,40 @@ func TestLddPaths(t *testing.T) {
 	for i := range want {
 		if got[i] != want[i] {
 			t.Errorf("%q, want %q", got, want)
+		}
+	}
+}
+
+// TestProgramFilesOnce: programs sharing libraries give each path once,
+// and a program can sit at another path in the image (dash as /bin/sh).
+func TestProgramFilesOnce(t *testing.T) {
+	files, err := programFiles([]program{{"/bin/bash", "/bin/bash"}, {"/bin/sh", "/usr/bin/dash"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for _, f := range files {
+		seen[f.path]++
+	}
+	for p, n := range seen {
+		if n != 1 {
+			t.Errorf("%s %d times", p, n)
+		}
+	}
+	if seen["bin/sh"] != 1 || seen["bin/bash"] != 1 || seen["bin"] != 1 {
+		t.Errorf("files %v: want bin, bin/bash and bin/sh", seen)
+	}
+}
+
+// TestKubeletConfigDNS: the kubelets name the cluster DNS only when the
+// cluster runs one.
+func TestKubeletConfigDNS(t *testing.T) {
+	n := NodeState{Name: "node-1"}
+	for _, dns := range []bool{false, true} {
+		c := &Cluster{State: State{Prefix: "tk1", DNS: dns}}
+		got := strings.Contains(c.kubeletConfig(n), "\nclusterDNS: [10.96.0.10]\n")
+		if got != dns {
+			t.Errorf("DNS %v: clusterDNS in the kubelet's config: %v", dns, got)
 		}
 	}
 }

@@ -27,5 +27,8 @@
 // RunE2E runs Kubernetes' own e2e tests (e2e.test from the Go module
 // proxy, through the ginkgo CLI) against the cluster and counts the
 // result from ginkgo's JSON report; the agnhost and pause images also
-// carry the names e2e.test asks for, so nothing is pulled.
+// carry the names e2e.test asks for, so nothing is pulled. For the
+// sig-network conformance specs a cluster can run CoreDNS as its DNS
+// (Options.DNS), and every cluster's control plane routes to each pod via
+// its node (PodRoutes), so kube-apiserver's proxy reaches pods.
 package cluster

@@ -27,6 +27,12 @@ const (
 	// CNPAgnhostImage is the agnhost the network-policy-api conformance
 	// suite's pods name (its conformance/base/manifests.yaml at v0.2.0).
 	CNPAgnhostImage = "registry.k8s.io/e2e-test-images/agnhost:2.45"
+	// The sig-network conformance specs' other images: nginx pods are only
+	// scheduled and listed as endpoints (agnhost's pause does), the DNS
+	// probers' glibc image runs dig and getent from `sh -c` (agnhost with
+	// the DNS tools, dns.go).
+	e2eNginxImage    = "registry.k8s.io/e2e-test-images/nginx:1.27.0-2"
+	e2eGlibcDNSImage = "registry.k8s.io/e2e-test-images/glibc-dns-testing:2.1.1"
 )
 
 // E2E selections: the ginkgo focus and skip of `make e2e-netpol`.
@@ -37,7 +43,22 @@ const (
 	NetpolFocus = `\[sig-network\] Netpol`
 	// NetpolSkip is empty: nothing of the NetworkPolicy e2e is skipped.
 	NetpolSkip = ``
+	// NetworkFocus is every [sig-network] [Conformance] spec (`make
+	// e2e-network`; the cluster needs the DNS: Options.DNS).
+	NetworkFocus = `\[sig-network\].*\[Conformance\]`
+	// NetworkSkip is empty: no sig-network conformance spec needs a cloud
+	// (none is a LoadBalancer one) or a feature Tabby does not claim.
+	NetworkSkip = ``
 )
+
+// E2ESuites are the selections `tabby-lab cluster e2e --suite` names:
+// focus and skip.
+func E2ESuites() map[string][2]string {
+	return map[string][2]string{
+		"netpol":  {NetpolFocus, NetpolSkip},
+		"network": {NetworkFocus, NetworkSkip},
+	}
+}
 
 // E2EOptions say which upstream e2e tests to run and how.
 type E2EOptions struct {

@@ -10,8 +10,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"time"
 )
@@ -27,7 +25,9 @@ const (
 // imageFile is one file of a single-layer image.
 type imageFile struct {
 	path string // inside the image, without the leading /
-	src  string // on this machine; "" for a folder
+	src  string // on this machine; "" for a folder (or data's file, link's link)
+	data string // the file's content, when src is ""
+	link string // a symbolic link's target, when src is ""
 	mode int64
 }
 
@@ -43,7 +43,7 @@ func writeImage(out string, refs []string, files []imageFile, entrypoint, cmd []
 	diffID := sha256.Sum256(layer)
 	cfg, err := json.Marshal(map[string]any{
 		"architecture": "amd64", "os": "linux", "created": time.Unix(0, 0).UTC(),
-		"config": map[string]any{"Entrypoint": entrypoint, "Cmd": cmd, "Env": []string{"PATH=/"}},
+		"config": map[string]any{"Entrypoint": entrypoint, "Cmd": cmd, "Env": []string{"PATH=/usr/local/bin:/usr/bin:/bin:/"}},
 		"rootfs": map[string]any{"type": "layers", "diff_ids": []string{"sha256:" + hex.EncodeToString(diffID[:])}},
 	})
 	if err != nil {
@@ -85,6 +85,23 @@ func layerTar(files []imageFile) ([]byte, error) {
 	tw := tar.NewWriter(&buf)
 	for _, fe := range files {
 		h := &tar.Header{Name: fe.path, Mode: fe.mode, ModTime: time.Unix(0, 0)}
+		if fe.src == "" && fe.link != "" {
+			h.Typeflag, h.Linkname = tar.TypeSymlink, fe.link
+			if err := tw.WriteHeader(h); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if fe.src == "" && fe.data != "" {
+			h.Size = int64(len(fe.data))
+			if err := tw.WriteHeader(h); err != nil {
+				return nil, err
+			}
+			if _, err := io.WriteString(tw, fe.data); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		if fe.src == "" {
 			h.Typeflag, h.Name = tar.TypeDir, fe.path+"/"
 			if err := tw.WriteHeader(h); err != nil {
@@ -118,55 +135,6 @@ func addFile(tw *tar.Writer, h *tar.Header, src string) error {
 	}
 	_, err = io.Copy(tw, bufio.NewReader(f))
 	return err
-}
-
-// writeSupportImages writes the pause and agnhost image tarballs into the
-// state folder and returns their paths. Each is also tagged with the names
-// the upstream e2e tests ask for (e2e.go), so they run without a registry.
-// agnhost runs `pause` unless told otherwise and holds /bin/bash (this
-// machine's, with the libraries it loads) as upstream's image does: the
-// network-policy-api conformance pods start their servers with
-// `/bin/bash -c` and their clients with no command.
-func (c *Cluster) writeSupportImages() ([]string, error) {
-	dir := filepath.Join(c.Dir, "images")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	pause, agn := filepath.Join(dir, "pause.tar"), filepath.Join(dir, "agnhost.tar")
-	if err := writeImage(pause, []string{pauseImage, e2ePauseImage}, []imageFile{{path: "pause", src: filepath.Join(c.Bin, "tabby-pause"), mode: 0o755}}, []string{"/pause"}, nil); err != nil {
-		return nil, fmt.Errorf("pause image: %w", err)
-	}
-	bash, err := programFiles("/bin/bash")
-	if err != nil {
-		return nil, fmt.Errorf("agnhost image: %w", err)
-	}
-	files := append([]imageFile{{path: "tmp", mode: 0o1777}, {path: "agnhost", src: filepath.Join(c.KubeBin, "agnhost"), mode: 0o755}}, bash...)
-	if err := writeImage(agn, []string{AgnhostImage, E2EAgnhostImage, CNPAgnhostImage}, files, []string{"/agnhost"}, []string{"pause"}); err != nil {
-		return nil, fmt.Errorf("agnhost image: %w", err)
-	}
-	return []string{pause, agn}, nil
-}
-
-// programFiles are a dynamically linked program of this machine and the
-// libraries it loads (as ldd lists them), at their paths, with the
-// folders holding them.
-func programFiles(prog string) ([]imageFile, error) {
-	out, err := exec.Command("ldd", prog).Output()
-	if err != nil {
-		return nil, fmt.Errorf("ldd %s: %w", prog, err)
-	}
-	paths := append([]string{prog}, lddPaths(string(out))...)
-	var files []imageFile
-	dirs := map[string]bool{}
-	for _, p := range paths {
-		var parents []imageFile
-		for d := filepath.Dir(p); d != "/" && !dirs[d]; d = filepath.Dir(d) {
-			dirs[d] = true
-			parents = append([]imageFile{{path: d[1:], mode: 0o755}}, parents...)
-		}
-		files = append(append(files, parents...), imageFile{path: p[1:], src: p, mode: 0o755})
-	}
-	return files, nil
 }
 
 // lddPaths are the absolute paths of ldd's output ("name => path (addr)"

@@ -68,8 +68,13 @@ func (c *Cluster) install(ctx context.Context, o Options) error {
 			return err
 		}
 	}
-	_, err = c.Kubectl(ctx, append([]string{"-n", "kube-system", "set", "env", "daemonset/calico-node", "-c", "calico-node"}, env...)...)
-	return err
+	if _, err = c.Kubectl(ctx, append([]string{"-n", "kube-system", "set", "env", "daemonset/calico-node", "-c", "calico-node"}, env...)...); err != nil {
+		return err
+	}
+	if o.DNS {
+		return c.installDNS(ctx)
+	}
+	return nil
 }
 
 var imageLine = regexp.MustCompile(`(?m)^\s+image:\s*(\S+)`)
@@ -98,8 +103,8 @@ func (c *Cluster) Client() (kubernetes.Interface, error) {
 }
 
 // WaitReady waits until every node is Ready, the calico-node DaemonSet
-// has a ready, up-to-date pod on each and calico-kube-controllers is
-// available.
+// has a ready, up-to-date pod on each and calico-kube-controllers (and
+// with the DNS, coredns) is available.
 func (c *Cluster) WaitReady(ctx context.Context, timeout time.Duration) error {
 	kc, err := c.Client()
 	if err != nil {
@@ -143,12 +148,18 @@ func (c *Cluster) readiness(ctx context.Context, kc kubernetes.Interface) string
 	if !daemonSetDone(ds, len(c.State.Nodes)) {
 		return fmt.Sprintf("calico-node: %d of %d ready, %d updated", ds.Status.NumberReady, len(c.State.Nodes), ds.Status.UpdatedNumberScheduled)
 	}
-	d, err := kc.AppsV1().Deployments("kube-system").Get(ctx, "calico-kube-controllers", metav1.GetOptions{})
-	if err != nil {
-		return err.Error()
+	deployments := []string{"calico-kube-controllers"}
+	if c.State.DNS {
+		deployments = append(deployments, "coredns")
 	}
-	if d.Status.AvailableReplicas < 1 || d.Status.ObservedGeneration < d.Generation {
-		return "calico-kube-controllers not available"
+	for _, name := range deployments {
+		d, err := kc.AppsV1().Deployments("kube-system").Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err.Error()
+		}
+		if d.Status.AvailableReplicas < 1 || d.Status.ObservedGeneration < d.Generation {
+			return name + " not available"
+		}
 	}
 	return ""
 }

@@ -11,8 +11,13 @@ import (
 // here) under the node's own cgroupRoot, cgroup v1 allowed (the host is a
 // v1/v2 hybrid), swap allowed, no resolv.conf, anonymous read access for
 // the API server's exec/logs (a lab), and eviction and image GC relaxed so
-// the shared disk never evicts pods or the imported images.
+// the shared disk never evicts pods or the imported images. With the
+// cluster DNS, clusterDNS is its Service's address.
 func (c *Cluster) kubeletConfig(n NodeState) string {
+	dns := ""
+	if c.State.DNS {
+		dns = "clusterDNS: [" + dnsServiceIP + "]\n"
+	}
 	return fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 cgroupDriver: cgroupfs
@@ -33,7 +38,7 @@ imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 serializeImagePulls: false
 nodeStatusUpdateFrequency: 4s
-`, c.cgroupRoot(n))
+%s`, c.cgroupRoot(n), dns)
 }
 
 // kubeProxyConfig is node n's KubeProxyConfiguration: iptables mode, and

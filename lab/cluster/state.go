@@ -20,6 +20,8 @@ type State struct {
 	Prefix string `json:"prefix"`
 	// Datastore is Tabby's: kubernetes or etcdv3.
 	Datastore string `json:"datastore"`
+	// DNS: CoreDNS runs as the cluster DNS (Options.DNS).
+	DNS bool `json:"dns,omitempty"`
 	// Phase is "starting" until Up has finished, then "up".
 	Phase string `json:"phase"`
 	// APIServer is the forwarded address on the root namespace's

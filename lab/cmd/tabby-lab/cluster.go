@@ -21,12 +21,16 @@ namespaces) with Tabby installed by kubectl apply; see lab/cluster.
 
   up [--nodes N] [--subnets S] [--datastore kubernetes|etcdv3]
      [--pool-mode vxlan|vxlan-crosssubnet|bgp] [--manifest FILE] [--image FILE]
+     [--dns]  (CoreDNS as the cluster DNS: hack/build-coredns.sh)
   down      remove everything of the cluster (also after a crash)
   status    nodes and pods
   env       exports pointing kubectl and calicoctl at the cluster
-  e2e [--focus RE] [--skip RE] [--procs N] [--report-dir DIR]
-            run the upstream e2e.test (default: the NetworkPolicy e2e)
-            against the cluster; prints "N passed, N failed, N skipped"
+  e2e [--suite netpol|network] [--focus RE] [--skip RE] [--procs N]
+      [--report-dir DIR]
+            run the upstream e2e.test (default: the NetworkPolicy e2e;
+            network: the [sig-network] [Conformance] specs, on a cluster
+            up with --dns) against the cluster; prints "N passed, N failed,
+            N skipped"
   apply -f FILE [--timeout 30s]
             Calico v3 resources (calicoctl) and Kubernetes NetworkPolicies
             (the API; with etcd kube-controllers stores them); returns once
@@ -64,10 +68,12 @@ func runCluster(ctx context.Context, bin string, args []string) error {
 		fs.StringVar(&o.PoolMode, "pool-mode", "vxlan", "vxlan, vxlan-crosssubnet or bgp")
 		fs.StringVar(&o.Manifest, "manifest", "", "manifest to apply (default manifests/tabby.yaml, tabby-etcd.yaml with etcdv3)")
 		fs.StringVar(&o.ImageTar, "image", filepath.Join(bin, "tabby-image.tar"), "the Tabby image tarball")
+		fs.BoolVar(&o.DNS, "dns", false, "run CoreDNS as the cluster DNS (hack/build-coredns.sh)")
 	}
 	var e2e cluster.E2EOptions
+	var suite string
 	if verb == "e2e" {
-		e2eFlags(fs, &e2e, kubeBin)
+		e2eFlags(fs, &e2e, &suite, kubeBin)
 	}
 	var probe probeFlags
 	if verb == "probe" {
@@ -78,6 +84,10 @@ func runCluster(ctx context.Context, bin string, args []string) error {
 	}
 	if verb == "forward" {
 		fs.StringVar(&state, "netns", "", "namespace to dial in")
+	}
+	var kubeconfig string
+	if verb == "pod-routes" {
+		fs.StringVar(&kubeconfig, "kubeconfig", "", "the control plane's kubeconfig")
 	}
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
@@ -98,7 +108,12 @@ func runCluster(ctx context.Context, bin string, args []string) error {
 		return nil
 	case "forward":
 		return cluster.Forward(ctx, state, fs.Args())
+	case "pod-routes":
+		return cluster.PodRoutes(ctx, kubeconfig)
 	case "e2e":
+		if err := e2eSuite(fs, &e2e, suite); err != nil {
+			return err
+		}
 		return runE2E(ctx, state, bin, kubeBin, e2e)
 	case "probe":
 		c, err := cluster.Open(state, bin, kubeBin, os.Stdout)

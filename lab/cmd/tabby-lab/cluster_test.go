@@ -5,17 +5,46 @@ import (
 	"errors"
 	"flag"
 	"testing"
+
+	"github.com/tabbynet/tabby/lab/cluster"
 )
 
 // TestClusterVerbFlags: every `tabby-lab cluster` verb defines its flags
 // without a clash (a flag defined twice panics) and answers -h with
 // its usage and nothing else done.
 func TestClusterVerbFlags(t *testing.T) {
-	for _, verb := range []string{"up", "down", "status", "env", "e2e", "probe", "forward", "apply", "delete"} {
+	for _, verb := range []string{"up", "down", "status", "env", "e2e", "probe", "forward", "pod-routes", "apply", "delete"} {
 		t.Run(verb, func(t *testing.T) {
 			if err := runCluster(context.Background(), t.TempDir(), []string{verb, "-h"}); !errors.Is(err, flag.ErrHelp) {
 				t.Errorf("%s -h: %v, want flag.ErrHelp", verb, err)
 			}
 		})
+	}
+}
+
+// TestE2ESuite: --suite picks the focus and skip, which --focus and
+// --skip override; an unknown suite is refused.
+func TestE2ESuite(t *testing.T) {
+	for _, tc := range []struct {
+		args      []string
+		wantFocus string
+		wantErr   bool
+	}{
+		{nil, cluster.NetpolFocus, false},
+		{[]string{"--suite", "network"}, cluster.NetworkFocus, false},
+		{[]string{"--suite", "network", "--focus", "DNS"}, "DNS", false},
+		{[]string{"--suite", "dns"}, "", true},
+	} {
+		fs := flag.NewFlagSet("e2e", flag.ContinueOnError)
+		var o cluster.E2EOptions
+		var suite string
+		e2eFlags(fs, &o, &suite, "/kube")
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		err := e2eSuite(fs, &o, suite)
+		if (err != nil) != tc.wantErr || (err == nil && o.Focus != tc.wantFocus) {
+			t.Errorf("%q: focus %q, error %v; want %q (error: %v)", tc.args, o.Focus, err, tc.wantFocus, tc.wantErr)
+		}
 	}
 }

@@ -11,13 +11,31 @@ import (
 )
 
 // e2eFlags registers `tabby-lab cluster e2e`'s flags.
-func e2eFlags(fs *flag.FlagSet, o *cluster.E2EOptions, kubeBin string) {
+func e2eFlags(fs *flag.FlagSet, o *cluster.E2EOptions, suite *string, kubeBin string) {
 	fs.StringVar(&o.E2EBin, "e2e-bin", kubeBin, "folder of e2e.test and ginkgo (hack/build-kube-binaries.sh e2e)")
-	fs.StringVar(&o.Focus, "focus", cluster.NetpolFocus, "ginkgo focus: the specs to run")
-	fs.StringVar(&o.Skip, "skip", cluster.NetpolSkip, "ginkgo skip: specs left out of the focus")
+	fs.StringVar(suite, "suite", "netpol", "netpol (the NetworkPolicy e2e) or network (the sig-network conformance specs): the default focus and skip")
+	fs.StringVar(&o.Focus, "focus", "", "ginkgo focus: the specs to run (default: the suite's)")
+	fs.StringVar(&o.Skip, "skip", "", "ginkgo skip: specs left out of the focus (default: the suite's)")
 	fs.IntVar(&o.Procs, "procs", 1, "ginkgo processes running specs in parallel")
 	fs.StringVar(&o.ReportDir, "report-dir", "", "where the reports and log go (default <state>/e2e-<time>)")
 	fs.DurationVar(&o.Timeout, "timeout", 0, "bound on the whole run (default 2h)")
+}
+
+// e2eSuite fills the focus and skip the flags left unset from the suite.
+func e2eSuite(fs *flag.FlagSet, o *cluster.E2EOptions, suite string) error {
+	sel, ok := cluster.E2ESuites()[suite]
+	if !ok {
+		return fmt.Errorf("e2e suite %q: use netpol or network", suite)
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if !set["focus"] {
+		o.Focus = sel[0]
+	}
+	if !set["skip"] {
+		o.Skip = sel[1]
+	}
+	return nil
 }
 
 // runE2E runs the upstream e2e tests against the cluster at state and
