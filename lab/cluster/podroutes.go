@@ -22,6 +22,16 @@ import (
 // namespace (nothing else there sets one).
 const podRouteProto = netlink.RouteProtocol(77)
 
+// podRouteTable holds those routes; only what the control plane itself
+// sends looks them up (rule "iif lo", podRouteRulePriority): a packet a
+// node forwards through the control plane (its default gateway) never
+// takes them, so a node that lacks a route to a pod is not rescued by the
+// harness and the cluster tests still see it.
+const (
+	podRouteTable        = 77
+	podRouteRulePriority = 77
+)
+
 // PodRoutes keeps, in the network namespace it runs in (the control
 // plane's), a /32 route to every pod's address via the address of the
 // node running it, from a watch of the pods: kube-apiserver then reaches
@@ -109,7 +119,11 @@ func desiredPodRoutes(pods []*corev1.Pod) map[netip.Addr]netip.Addr {
 // syncPodRoutes makes the namespace's routes marked podRouteProto exactly
 // want.
 func syncPodRoutes(want map[netip.Addr]netip.Addr) error {
-	have, err := netlink.RouteListFiltered(netlink.FAMILY_ALL, &netlink.Route{Protocol: podRouteProto}, netlink.RT_FILTER_PROTOCOL)
+	if err := ensurePodRouteRules(); err != nil {
+		return err
+	}
+	have, err := netlink.RouteListFiltered(netlink.FAMILY_ALL, &netlink.Route{Protocol: podRouteProto, Table: podRouteTable},
+		netlink.RT_FILTER_PROTOCOL|netlink.RT_FILTER_TABLE)
 	if err != nil {
 		return fmt.Errorf("listing routes: %w", err)
 	}
@@ -126,7 +140,8 @@ func syncPodRoutes(want map[netip.Addr]netip.Addr) error {
 	}
 	for ip, via := range want {
 		bits := ip.BitLen()
-		r := &netlink.Route{Dst: &net.IPNet{IP: ip.AsSlice(), Mask: net.CIDRMask(bits, bits)}, Gw: via.AsSlice(), Protocol: podRouteProto}
+		r := &netlink.Route{Dst: &net.IPNet{IP: ip.AsSlice(), Mask: net.CIDRMask(bits, bits)}, Gw: via.AsSlice(),
+			Protocol: podRouteProto, Table: podRouteTable}
 		if err := netlink.RouteReplace(r); err != nil {
 			return fmt.Errorf("route to %s via %s: %w", ip, via, err)
 		}
@@ -140,4 +155,28 @@ func (c *Cluster) startPodRoutes() error {
 	_, err := c.spawn("pod-routes", c.inCP(filepath.Join(c.Bin, "tabby-lab"), "cluster", "pod-routes",
 		"--kubeconfig", filepath.Join(c.Dir, "cp.kubeconfig"))...)
 	return err
+}
+
+// ensurePodRouteRules makes the rules "iif lo lookup podRouteTable" (both
+// families) exist.
+func ensurePodRouteRules() error {
+	for _, family := range []int{netlink.FAMILY_V4, netlink.FAMILY_V6} {
+		rules, err := netlink.RuleList(family)
+		if err != nil {
+			return fmt.Errorf("listing rules: %w", err)
+		}
+		found := false
+		for _, r := range rules {
+			found = found || r.Table == podRouteTable && r.IifName == "lo" && r.Priority == podRouteRulePriority
+		}
+		if found {
+			continue
+		}
+		r := netlink.NewRule()
+		r.Family, r.Table, r.IifName, r.Priority = family, podRouteTable, "lo", podRouteRulePriority
+		if err := netlink.RuleAdd(r); err != nil {
+			return fmt.Errorf("adding the rule iif lo lookup %d: %w", podRouteTable, err)
+		}
+	}
+	return nil
 }
