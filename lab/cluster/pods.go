@@ -121,15 +121,22 @@ func (c *Cluster) hostnameFrom(ctx context.Context, client, server *corev1.Pod, 
 
 // httpGet sends one GET on conn (kept open) and returns the body.
 func httpGet(conn net.Conn, path string, timeout time.Duration) (string, error) {
+	_, body, err := httpDo(conn, path, timeout)
+	return body, err
+}
+
+// httpDo sends one GET on conn (kept open) and returns the status code
+// and the body.
+func httpDo(conn net.Conn, path string, timeout time.Duration) (int, string, error) {
 	_ = conn.SetDeadline(time.Now().Add(timeout))
 	if _, err := fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", path); err != nil {
-		return "", err
+		return 0, "", err
 	}
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	if err != nil {
-		return "", err
+		return 0, "", err
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
-	return strings.TrimSpace(string(b)), err
+	return resp.StatusCode, strings.TrimSpace(string(b)), err
 }
