@@ -113,4 +113,3 @@ func createPods(t testing.TB, ctx context.Context, kc kubernetes.Interface, pods
 	}
 	return out
 }
-
