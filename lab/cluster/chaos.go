@@ -130,6 +130,10 @@ func (c *Cluster) Chaos(ctx context.Context, o ChaosOptions) (ChaosSummary, erro
 	sum.Probes, sum.Forbidden, sum.ForbiddenFirst = r.obs.probes, r.obs.forbidden, r.obs.firstBad
 	r.obs.mu.Unlock()
 	sum.Elapsed = time.Since(start)
+	// The run's namespaces go, so that the next run finds none.
+	if _, derr := c.Kubectl(ctx, "delete", "namespace", chaosOpen, chaosDeny, chaosChurn, "--wait=false"); derr != nil {
+		r.logf("%v", derr)
+	}
 	return sum, err
 }
 
@@ -143,11 +147,6 @@ func (r *chaosRun) setup(ctx context.Context) error {
 		}
 	}
 	nodes := r.c.State.Nodes
-	deny := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: chaosDeny, Name: "default-deny"},
-		Spec: networkingv1.NetworkPolicySpec{PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress}}}
-	if _, err := r.kc.NetworkingV1().NetworkPolicies(chaosDeny).Create(ctx, deny, metav1.CreateOptions{}); err != nil {
-		return err
-	}
 	deps := []*appsv1.Deployment{deployment(chaosDeny, "guard", nodes[r.victim].Name, 1, "netexec", "--http-port=8080", "--udp-port=-1")}
 	for _, d := range churnDeployments() {
 		deps = append(deps, deployment(chaosChurn, d, "", 0, "pause"))
@@ -173,7 +172,17 @@ func (r *chaosRun) setup(ctx context.Context) error {
 	if err := r.obs.start(ctx); err != nil {
 		return err
 	}
-	if err := r.waitGuardDenied(ctx); err != nil {
+	// The probes must see a connection when one is possible: both ways
+	// through before the policy, neither after.
+	if err := r.waitGuard(ctx, true); err != nil {
+		return err
+	}
+	deny := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: chaosDeny, Name: "default-deny"},
+		Spec: networkingv1.NetworkPolicySpec{PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress}}}
+	if _, err := r.kc.NetworkingV1().NetworkPolicies(chaosDeny).Create(ctx, deny, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	if err := r.waitGuard(ctx, false); err != nil {
 		return err
 	}
 	go r.obs.watchAddresses(ctx)
@@ -187,21 +196,22 @@ func (r *chaosRun) setup(ctx context.Context) error {
 	return nil
 }
 
-// waitGuardDenied waits for the guard to run and for its policy to hold
-// (a connection into it times out), so that the probes start from a
-// programmed policy.
-func (r *chaosRun) waitGuardDenied(ctx context.Context) error {
-	deadline := time.Now().Add(2 * time.Minute)
-	for ; time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
+// waitGuard waits for the guard to run and to be reachable (open) or
+// not (the deny policy holds) both ways: from the stream's client into
+// it and from it to the stream's server, with the probes' own code.
+func (r *chaosRun) waitGuard(ctx context.Context, open bool) error {
+	var in, out bool
+	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
 		g := r.obs.guard()
 		if g == nil {
 			continue
 		}
-		if _, err := r.c.hostnameFrom(ctx, r.stream[1], g, time.Second); err != nil && strings.Contains(err.Error(), "timeout") {
+		in, out = r.obs.reach(ctx, r.stream[1], g), r.obs.reach(ctx, g, r.stream[0])
+		if in == open && out == open {
 			return nil
 		}
 	}
-	return fmt.Errorf("the guard pod is not running behind its default-deny policy after 2 m")
+	return fmt.Errorf("the guard pod: want reachable=%v both ways, got in %v, out %v after 2 m", open, in, out)
 }
 
 // phase runs one fault under churn: the churn starts on the phase's
@@ -259,6 +269,9 @@ func (r *chaosRun) settleAndCheck(ctx context.Context) ([]string, time.Duration)
 		cancel()
 		if err != nil {
 			l = []string{"leak check failed: " + err.Error()}
+		}
+		if len(l) > 0 && leaks == nil {
+			r.logf("leaks seen once settled (waiting up to a minute for them to go): %s", strings.Join(l, "; "))
 		}
 		leaks = l
 		if len(leaks) == 0 || time.Since(start) > time.Minute || ctx.Err() != nil {

@@ -32,7 +32,7 @@ func (r *chaosRun) inject(ctx context.Context, fault string) (time.Duration, str
 		if err := r.c.KillContainer(n, agentContainerID(p)); err != nil {
 			return 0, "", err
 		}
-		return r.waitNodeBack(ctx, n, t, "")
+		return r.waitNodeBack(ctx, n, t, false, "")
 	case FaultAgentDelete:
 		p, err := r.agentPod(ctx, n.Name)
 		if err != nil {
@@ -42,7 +42,7 @@ func (r *chaosRun) inject(ctx context.Context, fault string) (time.Duration, str
 		if _, err := r.c.Kubectl(ctx, "-n", "kube-system", "delete", "pod", p.Name, "--wait=false"); err != nil {
 			return 0, "", err
 		}
-		return r.waitNodeBack(ctx, n, t, "")
+		return r.waitNodeBack(ctx, n, t, false, "")
 	case FaultPowerLoss:
 		if err := r.c.PowerOff(n); err != nil {
 			return 0, "", err
@@ -52,7 +52,7 @@ func (r *chaosRun) inject(ctx context.Context, fault string) (time.Duration, str
 		if err := r.c.PowerOn(r.victim); err != nil {
 			return 0, "", err
 		}
-		return r.waitNodeBack(ctx, r.c.State.Nodes[r.victim], t, fmt.Sprintf("off %s", r.o.PowerOff))
+		return r.waitNodeBack(ctx, r.c.State.Nodes[r.victim], t, true, fmt.Sprintf("off %s", r.o.PowerOff))
 	case FaultDatastore:
 		restart, err := r.c.StopDatastore()
 		if err != nil {
@@ -104,50 +104,65 @@ func agentContainerID(p *corev1.Pod) string {
 // t: its Node reported Ready since, its calico-node container started
 // since and ready (and its felix answers /readiness), the guard runs,
 // and the whole cluster is ready.
-func (r *chaosRun) waitNodeBack(ctx context.Context, n NodeState, t time.Time, detail string) (time.Duration, string, error) {
+func (r *chaosRun) waitNodeBack(ctx context.Context, n NodeState, t time.Time, podsToo bool, detail string) (time.Duration, string, error) {
 	since := t.Truncate(time.Second)
+	first := map[string]time.Duration{}
+	var order []string
 	last := ""
 	for deadline := time.Now().Add(readyTimeout); time.Now().Before(deadline) && ctx.Err() == nil; time.Sleep(250 * time.Millisecond) {
-		if last = r.nodeBack(ctx, n, since); last != "" {
+		last = ""
+		for _, m := range r.nodeBack(ctx, n, since, podsToo) {
+			if _, seen := first[m.name]; m.ok && !seen {
+				first[m.name] = time.Since(t)
+				order = append(order, m.name)
+			}
+			if !m.ok && last == "" {
+				last = m.name
+			}
+		}
+		if last != "" {
 			continue
 		}
+		var parts []string
+		for _, name := range order {
+			parts = append(parts, fmt.Sprintf("%s +%.1f s", name, first[name].Seconds()))
+		}
 		d, _, err := r.waitClusterReady(ctx, t)
-		return d, detail, err
+		return d, strings.TrimPrefix(detail+"; "+strings.Join(parts, ", "), "; "), err
 	}
-	return time.Since(t), detail, fmt.Errorf("%s not back after %s: %s", n.Name, readyTimeout, last)
+	return time.Since(t), detail, fmt.Errorf("%s not back after %s: waiting for %s", n.Name, readyTimeout, last)
 }
 
-// nodeBack is "" once node n is back since since, else what is not.
-func (r *chaosRun) nodeBack(ctx context.Context, n NodeState, since time.Time) string {
-	node, err := r.kc.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
-	if err != nil {
-		return err.Error()
+// milestone is one condition of a node's return.
+type milestone struct {
+	name string
+	ok   bool
+}
+
+// nodeBack is where node n stands since since: its Node reported Ready,
+// its calico-node container started and ready, felix's /readiness, the
+// and, when the node's pods were restarted too (podsToo), the guard
+// running in a container started since.
+func (r *chaosRun) nodeBack(ctx context.Context, n NodeState, since time.Time, podsToo bool) []milestone {
+	nodeReady, started, ready := false, false, false
+	if node, err := r.kc.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{}); err == nil {
+		for _, c := range node.Status.Conditions {
+			nodeReady = nodeReady || (c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue && !c.LastHeartbeatTime.Time.Before(since))
+		}
 	}
-	ready := false
-	for _, c := range node.Status.Conditions {
-		ready = ready || (c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue && !c.LastHeartbeatTime.Time.Before(since))
+	if p, err := r.agentPod(ctx, n.Name); err == nil {
+		for _, s := range p.Status.ContainerStatuses {
+			if s.Name == "calico-node" && s.State.Running != nil && !s.State.Running.StartedAt.Time.Before(since) {
+				started, ready = true, s.Ready
+			}
+		}
 	}
-	if !ready {
-		return "Node not Ready since the fault"
+	ms := []milestone{{"Node Ready", nodeReady}, {"calico-node started", started}, {"felix ready", agentReady(ctx, n)}, {"calico-node Ready", ready}}
+	if podsToo {
+		g := r.obs.guard()
+		ms = append(ms, milestone{"guard restarted", g != nil && startedSince(g, since)})
 	}
-	p, err := r.agentPod(ctx, n.Name)
-	if err != nil {
-		return err.Error()
-	}
-	started := false
-	for _, s := range p.Status.ContainerStatuses {
-		started = started || (s.Name == "calico-node" && s.Ready && s.State.Running != nil && !s.State.Running.StartedAt.Time.Before(since))
-	}
-	if !started {
-		return "calico-node not restarted and ready"
-	}
-	if !agentReady(ctx, n) {
-		return "felix /readiness not OK"
-	}
-	if r.obs.guard() == nil {
-		return "guard not running"
-	}
-	return ""
+	return ms
 }
 
 // waitClusterReady waits until every node, calico-node and
@@ -173,6 +188,16 @@ func (r *chaosRun) waitClusterReady(ctx context.Context, t time.Time) (time.Dura
 		}
 	}
 	return time.Since(t), "", fmt.Errorf("cluster not ready after %s: %s", readyTimeout, last)
+}
+
+// startedSince: every container of p runs, started at since or later.
+func startedSince(p *corev1.Pod, since time.Time) bool {
+	for _, s := range p.Status.ContainerStatuses {
+		if s.State.Running == nil || s.State.Running.StartedAt.Time.Before(since) {
+			return false
+		}
+	}
+	return len(p.Status.ContainerStatuses) > 0
 }
 
 // agentReady: felix's health endpoint on node n (calico-node runs in
@@ -270,6 +295,5 @@ func (r *chaosRun) replaceNode(ctx context.Context, n NodeState) (time.Duration,
 	if err := r.c.RestartKubelet(n); err != nil {
 		return 0, "", err
 	}
-	d, _, err := r.waitNodeBack(ctx, n, t, "")
-	return d, fmt.Sprintf("drained in %.1f s; Node deleted, %s in %.1f s", drained.Seconds(), gone, gc.Seconds()), err
+	return r.waitNodeBack(ctx, n, t, true, fmt.Sprintf("drained in %.1f s; Node deleted, %s in %.1f s", drained.Seconds(), gone, gc.Seconds()))
 }

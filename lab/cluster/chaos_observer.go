@@ -254,6 +254,22 @@ func (o *observer) probeOut(ctx context.Context, guard, server *corev1.Pod) {
 	o.count(fmt.Sprintf("out of %s (%s) to %s: connected", guard.Name, guard.Status.PodIP, server.Name))
 }
 
+// reach: a TCP connection from from's namespace to to's port 8080
+// completes within a second.
+func (o *observer) reach(ctx context.Context, from, to *corev1.Pod) bool {
+	netns, err := o.c.PodNetns(from)
+	if err != nil {
+		return false
+	}
+	defer netns.Close()
+	conn, err := Dial(ctx, netns, net.JoinHostPort(to.Status.PodIP, "8080"), time.Second)
+	if err != nil {
+		return false
+	}
+	conn.Close()
+	return true
+}
+
 // count records one probe; bad describes a forbidden connection.
 func (o *observer) count(bad string) {
 	o.mu.Lock()
