@@ -10,6 +10,8 @@ import (
 	"github.com/containernetworking/plugins/pkg/ns"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/tabbynet/tabby/cni-plugin/wiring"
 )
 
 // The chaos run's faults and how long each takes to be ready again.
@@ -67,14 +69,46 @@ func (r *chaosRun) inject(ctx context.Context, fault string) (time.Duration, str
 			return time.Since(t), "", err
 		}
 		api := time.Since(t)
+		prog, perr := r.newPodProgrammed(ctx, n, "after-outage")
 		d, _, err := r.waitClusterReady(ctx, t)
-		return d, fmt.Sprintf("down %s; API back in %.1f s", r.o.Outage, api.Seconds()), err
+		if err == nil {
+			err = perr
+		}
+		return max(d, prog), fmt.Sprintf("down %s; API back in %.1f s; a pod created then had its policy programmed in %.1f s", r.o.Outage, api.Seconds(), prog.Seconds()), err
 	case FaultRoll:
 		return r.roll(ctx)
 	case FaultNodeReplace:
 		return r.replaceNode(ctx, n)
 	}
 	return 0, "", fmt.Errorf("unknown fault %q (have %s)", fault, strings.Join(AllFaults(), ", "))
+}
+
+// newPodProgrammed creates pod name on node n at once and returns how
+// long until felix there programmed its endpoint (its cali-tw chain):
+// felix follows the datastore again. The pod is deleted after.
+func (r *chaosRun) newPodProgrammed(ctx context.Context, n NodeState, name string) (time.Duration, error) {
+	t := time.Now()
+	for {
+		_, err := r.kc.CoreV1().Pods(chaosOpen).Create(ctx, agnPod(chaosOpen, name, n.Name, nil), metav1.CreateOptions{})
+		if err == nil {
+			break
+		}
+		if time.Since(t) > time.Minute {
+			return time.Since(t), err
+		}
+		time.Sleep(250 * time.Millisecond) // the API server may still be loading
+	}
+	defer func() {
+		zero := int64(0)
+		_ = r.kc.CoreV1().Pods(chaosOpen).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+	}()
+	chain := "cali-tw-" + wiring.HostVethName(chaosOpen, name)
+	for deadline := time.Now().Add(readyTimeout); time.Now().Before(deadline) && ctx.Err() == nil; time.Sleep(100 * time.Millisecond) {
+		if out, err := run("nsenter", "--net="+netnsPath(n.Netns), "--", "nft", "list", "chains"); err == nil && strings.Contains(out, chain) {
+			return time.Since(t), nil
+		}
+	}
+	return time.Since(t), fmt.Errorf("%s on %s: no policy programmed after %s", name, n.Name, readyTimeout)
 }
 
 // agentPod is the calico-node pod on node.
