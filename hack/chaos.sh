@@ -14,12 +14,7 @@
 #                        /run/tabby-cluster-chaos)
 set -euo pipefail
 export TABBY_CLUSTER_STATE=${TABBY_CLUSTER_STATE:-/run/tabby-cluster-chaos}
-t0=$(date +%s)
-hack/install-packages.sh
-hack/build-kube-binaries.sh node >/dev/null
-make --no-print-directory build image >/dev/null
-go build -o bin/ github.com/containernetworking/plugins/plugins/main/loopback
-echo "builds: $(($(date +%s) - t0))s"
+hack/cluster-builds.sh node
 trap 'bin/tabby-lab cluster down >/dev/null' EXIT
 bin/tabby-lab cluster down >/dev/null
 # shellcheck disable=SC2086 # word splitting of the args is wanted

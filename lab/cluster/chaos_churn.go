@@ -36,32 +36,27 @@ type churner struct {
 func (ch *churner) setGoal(n int) { ch.goal.Store(int64(n)) }
 
 func (ch *churner) run(ctx context.Context) {
-	for tick := time.NewTicker(250 * time.Millisecond); ; {
-		select {
-		case <-ctx.Done():
-			tick.Stop()
-			return
-		case <-tick.C:
-		}
+	every(ctx, 250*time.Millisecond, func() bool {
 		if int64(ch.obs.counts().created) >= ch.goal.Load() {
-			continue
+			return true
 		}
 		// At most a few pods being set up at once: 2 shared cores.
 		pending := ch.obs.pods(func(p *corev1.Pod) bool {
 			return p.Namespace == chaosChurn && p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodPending
 		})
 		if len(pending) >= 6 {
-			continue
+			return true
 		}
 		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
 		if ch.rnd.Intn(2) == 0 {
 			ds := churnDeployments()
 			_ = ch.scale(actx, ds[ch.rnd.Intn(len(ds))], ch.rnd.Intn(churnMax+1))
 		} else {
 			ch.deleteOne(actx)
 		}
-		cancel()
-	}
+		return true
+	})
 }
 
 // scale sets a churn Deployment's replicas.

@@ -120,13 +120,7 @@ func live(p *corev1.Pod) bool {
 
 // watchAddresses checks the live pods' addresses every 200 ms.
 func (o *observer) watchAddresses(ctx context.Context) {
-	for tick := time.NewTicker(200 * time.Millisecond); ; {
-		select {
-		case <-ctx.Done():
-			tick.Stop()
-			return
-		case <-tick.C:
-		}
+	every(ctx, 200*time.Millisecond, func() bool {
 		var addrs []podAddr
 		for _, p := range o.pods(live) {
 			addrs = append(addrs, podAddr{Pod: p.Namespace + "/" + p.Name, IP: p.Status.PodIP})
@@ -134,6 +128,23 @@ func (o *observer) watchAddresses(ctx context.Context) {
 		o.mu.Lock()
 		o.dups.Update(time.Now(), o.phase, addrs)
 		o.mu.Unlock()
+		return true
+	})
+}
+
+// every calls f every d until ctx ends or f returns false.
+func every(ctx context.Context, d time.Duration, f func() bool) {
+	tick := time.NewTicker(d)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if !f() {
+			return
+		}
 	}
 }
 
@@ -155,26 +166,20 @@ func (o *observer) runStream(ctx context.Context, client, server *corev1.Pod) er
 	o.mu.Unlock()
 	go func() {
 		defer conn.Close()
-		for tick := time.NewTicker(100 * time.Millisecond); ; {
-			select {
-			case <-ctx.Done():
-				tick.Stop()
-				return
-			case <-tick.C:
-			}
+		every(ctx, 100*time.Millisecond, func() bool {
 			o.mu.Lock()
 			msg := fmt.Sprint(o.stream.requests)
 			o.mu.Unlock()
 			got, err := httpGet(conn, "/echo?msg="+msg, 3*time.Second)
 			o.mu.Lock()
+			defer o.mu.Unlock()
 			if err != nil || got != msg {
 				o.stream.broken = fmt.Sprintf("request %s during %s at %s: %q, %v", msg, o.phase, time.Now().Format("15:04:05.0"), got, err)
-				o.mu.Unlock()
-				return
+				return false
 			}
 			o.stream.requests++
-			o.mu.Unlock()
-		}
+			return true
+		})
 	}()
 	return nil
 }
@@ -191,21 +196,14 @@ func (o *observer) runProbes(ctx context.Context, client, server *corev1.Pod) er
 		defer cns.Close()
 		var wg sync.WaitGroup
 		defer wg.Wait()
-		for tick := time.NewTicker(100 * time.Millisecond); ; {
-			select {
-			case <-ctx.Done():
-				tick.Stop()
-				return
-			case <-tick.C:
+		every(ctx, 100*time.Millisecond, func() bool {
+			if guard := o.guard(); guard != nil {
+				wg.Add(2)
+				go func() { defer wg.Done(); o.probeIn(ctx, cns, guard) }()
+				go func() { defer wg.Done(); o.probeOut(ctx, guard, server) }()
 			}
-			guard := o.guard()
-			if guard == nil {
-				continue
-			}
-			wg.Add(2)
-			go func() { defer wg.Done(); o.probeIn(ctx, cns, guard) }()
-			go func() { defer wg.Done(); o.probeOut(ctx, guard, server) }()
-		}
+			return true
+		})
 	}()
 	return nil
 }
