@@ -120,8 +120,9 @@ func (c *Cluster) Chaos(ctx context.Context, o ChaosOptions) (ChaosSummary, erro
 		fmt.Fprintln(o.Out, res.Line())
 	}
 	r.obs.setPhase("final")
-	final, err := r.final(runCtx)
+	final, settle, err := r.final(runCtx)
 	sum.FinalLeaks = final
+	fmt.Fprintf(o.Out, "final (churn scaled to 0): %d leaks after GC (clean %.1f s after settling)\n", len(final), settle.Seconds())
 	r.obs.mu.Lock()
 	sum.Created, sum.Deleted = len(r.obs.created), len(r.obs.deleted)
 	sum.Overlaps, _ = r.obs.dups.Overlaps(time.Now())
@@ -326,7 +327,7 @@ func (r *chaosRun) deploymentsReady(ctx context.Context) string {
 
 // final scales the churn to nothing, settles and checks for leaks once
 // more.
-func (r *chaosRun) final(ctx context.Context) ([]string, error) {
+func (r *chaosRun) final(ctx context.Context) ([]string, time.Duration, error) {
 	for _, d := range churnDeployments() {
 		var err error
 		for i := 0; i < 10; i++ {
@@ -336,9 +337,9 @@ func (r *chaosRun) final(ctx context.Context) ([]string, error) {
 			time.Sleep(time.Second)
 		}
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 	}
-	leaks, _ := r.settleAndCheck(ctx)
-	return leaks, nil
+	leaks, settle := r.settleAndCheck(ctx)
+	return leaks, settle, nil
 }

@@ -36,7 +36,7 @@ type churner struct {
 func (ch *churner) setGoal(n int) { ch.goal.Store(int64(n)) }
 
 func (ch *churner) run(ctx context.Context) {
-	every(ctx, 250*time.Millisecond, func() bool {
+	every(ctx, 200*time.Millisecond, func() bool {
 		if int64(ch.obs.counts().created) >= ch.goal.Load() {
 			return true
 		}
@@ -44,7 +44,7 @@ func (ch *churner) run(ctx context.Context) {
 		pending := ch.obs.pods(func(p *corev1.Pod) bool {
 			return p.Namespace == chaosChurn && p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodPending
 		})
-		if len(pending) >= 6 {
+		if len(pending) >= 8 {
 			return true
 		}
 		actx, cancel := context.WithTimeout(ctx, 5*time.Second)

@@ -69,12 +69,13 @@ func (r *chaosRun) inject(ctx context.Context, fault string) (time.Duration, str
 			return time.Since(t), "", err
 		}
 		api := time.Since(t)
-		prog, perr := r.newPodProgrammed(ctx, n, "after-outage")
+		prog, addr, perr := r.newPodProgrammed(ctx, n, "after-outage")
 		d, _, err := r.waitClusterReady(ctx, t)
 		if err == nil {
 			err = perr
 		}
-		return max(d, prog), fmt.Sprintf("down %s; API back in %.1f s; a pod created then had its policy programmed in %.1f s", r.o.Outage, api.Seconds(), prog.Seconds()), err
+		return max(d, prog), fmt.Sprintf("down %s; API back in %.1f s; a pod created then: address (kubelet, CNI ADD) in %.1f s, policy programmed (felix) in %.1f s",
+			r.o.Outage, api.Seconds(), addr.Seconds(), prog.Seconds()), err
 	case FaultRoll:
 		return r.roll(ctx)
 	case FaultNodeReplace:
@@ -84,9 +85,11 @@ func (r *chaosRun) inject(ctx context.Context, fault string) (time.Duration, str
 }
 
 // newPodProgrammed creates pod name on node n at once and returns how
-// long until felix there programmed its endpoint (its cali-tw chain):
-// felix follows the datastore again. The pod is deleted after.
-func (r *chaosRun) newPodProgrammed(ctx context.Context, n NodeState, name string) (time.Duration, error) {
+// long until felix there programmed its endpoint (its cali-tw chain:
+// felix follows the datastore again) and until the CNI plugin gave it an
+// address (kubelet follows the API again and ran its sandbox). The pod
+// is deleted after.
+func (r *chaosRun) newPodProgrammed(ctx context.Context, n NodeState, name string) (programmed, addressed time.Duration, _ error) {
 	t := time.Now()
 	for {
 		_, err := r.kc.CoreV1().Pods(chaosOpen).Create(ctx, agnPod(chaosOpen, name, n.Name, nil), metav1.CreateOptions{})
@@ -94,7 +97,7 @@ func (r *chaosRun) newPodProgrammed(ctx context.Context, n NodeState, name strin
 			break
 		}
 		if time.Since(t) > time.Minute {
-			return time.Since(t), err
+			return time.Since(t), 0, err
 		}
 		time.Sleep(250 * time.Millisecond) // the API server may still be loading
 	}
@@ -104,11 +107,17 @@ func (r *chaosRun) newPodProgrammed(ctx context.Context, n NodeState, name strin
 	}()
 	chain := "cali-tw-" + wiring.HostVethName(chaosOpen, name)
 	for deadline := time.Now().Add(readyTimeout); time.Now().Before(deadline) && ctx.Err() == nil; time.Sleep(100 * time.Millisecond) {
+		if addressed == 0 {
+			// The CNI plugin's annotation: its ADD gave the pod an address.
+			if p, err := r.kc.CoreV1().Pods(chaosOpen).Get(ctx, name, metav1.GetOptions{}); err == nil && p.Annotations["cni.projectcalico.org/podIP"] != "" {
+				addressed = time.Since(t)
+			}
+		}
 		if out, err := run("nsenter", "--net="+netnsPath(n.Netns), "--", "nft", "list", "chains"); err == nil && strings.Contains(out, chain) {
-			return time.Since(t), nil
+			return time.Since(t), addressed, nil
 		}
 	}
-	return time.Since(t), fmt.Errorf("%s on %s: no policy programmed after %s", name, n.Name, readyTimeout)
+	return time.Since(t), addressed, fmt.Errorf("%s on %s: no policy programmed after %s", name, n.Name, readyTimeout)
 }
 
 // agentPod is the calico-node pod on node.
