@@ -173,6 +173,13 @@ func (r *chaosRun) waitNodeBack(ctx context.Context, n NodeState, t time.Time, p
 		d, _, err := r.waitClusterReady(ctx, t)
 		return d, strings.TrimPrefix(detail+"; "+strings.Join(parts, ", "), "; "), err
 	}
+	if ctx.Err() != nil {
+		return time.Since(t), detail, fmt.Errorf("%s: stopped after %s waiting for %s: %w", n.Name, time.Since(t).Round(time.Second), last, ctx.Err())
+	}
+	for _, l := range []string{"kubelet-" + n.Name, "containerd-" + n.Name} {
+		tail := r.c.logTail(l)
+		r.logf("%s not back: the end of %s's log:\n%s", n.Name, l, tail[max(0, len(tail)-1500):])
+	}
 	return time.Since(t), detail, fmt.Errorf("%s not back after %s: waiting for %s", n.Name, readyTimeout, last)
 }
 
