@@ -141,7 +141,14 @@ func (p *pods) Release(ctx context.Context, namespace, name, containerID string)
 	if pod.Annotations[annotationPodIP] == "" && pod.Annotations[annotationPodIPs] == "" {
 		return nil
 	}
-	return p.patch(ctx, namespace, name, map[string]any{annotationPodIP: "", annotationPodIPs: ""})
+	err = p.patch(ctx, namespace, name, map[string]any{annotationPodIP: "", annotationPodIPs: ""})
+	if apierrors.IsNotFound(err) {
+		// Deleted since it was read (a forced delete races the DEL):
+		// nothing left to blank, and the DEL must go on to release the
+		// addresses (Calico's DEL carries on past a missing endpoint).
+		return nil
+	}
+	return err
 }
 
 // patch writes the plugin's annotations through the pod's status

@@ -6,12 +6,9 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/dynamic/dynamicinformer"
-	"k8s.io/client-go/informers"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
@@ -20,9 +17,10 @@ import (
 )
 
 // Syncer is a datastore.Syncer built the client-go way: one shared
-// informer per source of the requested kinds (dynamic informers for the
-// CRDs, typed ones for pods, namespaces, service accounts, Kubernetes
-// network policies and nodes), whose event handlers only enqueue the
+// informer per source of the requested kinds (unstructured for the CRDs,
+// typed for pods, namespaces, service accounts, Kubernetes network
+// policies and nodes; their lists and watches retried every second while
+// the API server is away, retryingListWatch), whose event handlers only enqueue the
 // object's key on a rate-limited work queue; one worker takes keys off
 // the queue, reads the object's current state from the informer's cache
 // (its lister), converts it and delivers the difference from what it
@@ -89,11 +87,9 @@ func (s *Syncer) Run(ctx context.Context) {
 			workqueue.TypedRateLimitingQueueConfig[queueKey]{Name: "tabby-kdd-syncer"}),
 		delivered: map[queueKey]v3.Resource{},
 	}
-	dynFactory := dynamicinformer.NewDynamicSharedInformerFactory(s.c.dyn, 0)
-	kubeFactory := informers.NewSharedInformerFactory(s.c.kube, 0)
-
 	var static []datastore.Update
-	var optional []cache.SharedIndexInformer // started here, not by a factory
+	var started []cache.SharedIndexInformer
+	shared := map[schema.GroupVersionResource]cache.SharedIndexInformer{}
 	var registrations []cache.ResourceEventHandlerRegistration
 	for _, kind := range s.kinds {
 		kb, err := s.c.backend(kind)
@@ -107,24 +103,18 @@ func (s *Syncer) Run(ctx context.Context) {
 			static = append(static, datastore.Update{Type: datastore.EventAdded, Key: datastore.KeyOf(obj), Object: obj})
 		}
 		for _, src := range kb.sources {
-			var inf cache.SharedIndexInformer
-			if src.optional {
+			// One informer per resource (an optional one is its own).
+			inf, ok := shared[src.gvr]
+			if !ok || src.optional {
 				inf = sourceInformer(src)
-				optional = append(optional, inf)
-			} else if src.native {
-				gi, err := kubeFactory.ForResource(src.gvr)
-				if err != nil {
-					slog.Error("syncer has no informer for a source", "resource", src.name, "err", err)
-					<-ctx.Done()
-					return
+				started = append(started, inf)
+				if !src.optional {
+					shared[src.gvr] = inf
 				}
-				inf = gi.Informer()
-			} else {
-				inf = dynFactory.ForResource(src.gvr).Informer()
-			}
-			// The caches hold every object; managed fields are never read.
-			if err := inf.SetTransform(stripManagedFields); err != nil {
-				slog.Debug("informer already started; keeping managed fields", "resource", src.name, "err", err)
+				// The caches hold every object; managed fields are never read.
+				if err := inf.SetTransform(stripManagedFields); err != nil {
+					slog.Debug("informer already started; keeping managed fields", "resource", src.name, "err", err)
+				}
 			}
 			idx := len(r.sources)
 			r.sources = append(r.sources, src)
@@ -143,9 +133,7 @@ func (s *Syncer) Run(ctx context.Context) {
 	}
 
 	var wg sync.WaitGroup
-	dynFactory.Start(ctx.Done())
-	kubeFactory.Start(ctx.Done())
-	for _, inf := range optional {
+	for _, inf := range started {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -173,23 +161,19 @@ func (s *Syncer) Run(ctx context.Context) {
 	for r.processNext() {
 	}
 	wg.Wait()
-	dynFactory.Shutdown()
-	kubeFactory.Shutdown()
 }
 
-// sourceInformer is an informer over a source's own list and watch (which
-// see an empty resource while its CRD is not installed, where a factory's
-// informer would never sync).
+// sourceInformer is an informer over a source's own list and watch,
+// retried as Calico's syncer retries (retryingListWatch). A CRD's source
+// sees an empty resource while the CRD is not installed, where a
+// factory's informer would never sync. Native objects come typed, CRDs
+// unstructured.
 func sourceInformer(src *source) cache.SharedIndexInformer {
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return src.list(ctx, "", o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			return src.watch(ctx, "", o)
-		},
+	var example runtime.Object = &unstructured.Unstructured{}
+	if src.native {
+		example = nil
 	}
-	return cache.NewSharedIndexInformer(lw, &unstructured.Unstructured{}, 0, cache.Indexers{})
+	return cache.NewSharedIndexInformer(retryingListWatch(src, listRetryInterval), example, 0, cache.Indexers{})
 }
 
 // stripManagedFields drops an object's managed fields before it is

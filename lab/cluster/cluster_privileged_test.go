@@ -62,17 +62,6 @@ func TestPrivilegedCluster(t *testing.T) {
 	t.Run("bgp", func(t *testing.T) { c.checkPoolMode(t, ctx, pods, "Never") })
 }
 
-// calicoctl runs the cluster's calicoctl (built beside tabby-lab).
-func (c *Cluster) calicoctl(ctx context.Context, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, filepath.Join(c.Bin, "calicoctl"), args...)
-	cmd.Env = append(cmd.Environ(), c.ClientEnv()...)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return string(out), fmt.Errorf("calicoctl %s: %w: %s", strings.Join(args, " "), err, out)
-	}
-	return string(out), nil
-}
-
 // checkPoolMode sets the default pool's vxlanMode, then checks every pod
 // pair that the mode can carry (BGP without encapsulation only within a
 // subnet: no router between the subnets speaks BGP) and, on node-1, the
@@ -233,15 +222,9 @@ func (c *Cluster) checkDeleteReleases(t *testing.T, ctx context.Context) {
 // (node-1): one request every 100 ms on one connection, none may fail,
 // and the stream goes on after every node runs the new tag.
 func (c *Cluster) checkRoll(t *testing.T, ctx context.Context, server, client *corev1.Pod) {
-	base, _, _ := strings.Cut(c.State.Image, "@")
-	if i := strings.LastIndex(base, ":"); i > strings.LastIndex(base, "/") {
-		base = base[:i]
-	}
-	next := base + ":roll-test"
-	for _, n := range c.State.Nodes {
-		if _, err := run(inNode(n, "ctr", "-n", "k8s.io", "images", "tag", "--force", c.State.Image, next)...); err != nil {
-			t.Fatal(err)
-		}
+	next, err := c.TagImage("roll-test")
+	if err != nil {
+		t.Fatal(err)
 	}
 	netns, err := c.PodNetns(client)
 	if err != nil {
@@ -272,14 +255,10 @@ func (c *Cluster) checkRoll(t *testing.T, ctx context.Context, server, client *c
 			sent++
 		}
 	}()
-	start := time.Now()
-	if _, err := c.Kubectl(ctx, "-n", "kube-system", "set", "image", "daemonset/calico-node", "calico-node="+next, "install-cni="+next); err != nil {
+	rolled, err := c.RollAgents(ctx, next)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Kubectl(ctx, "-n", "kube-system", "rollout", "status", "daemonset/calico-node", "--timeout=4m"); err != nil {
-		t.Fatal(err)
-	}
-	rolled := time.Since(start)
 	time.Sleep(3 * time.Second)
 	close(stop)
 	if err := <-done; err != nil {

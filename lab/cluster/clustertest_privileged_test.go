@@ -3,12 +3,8 @@
 package cluster
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -99,23 +95,6 @@ func (w testWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// agnPod is an agnhost netexec pod (HTTP on 8080) that the scheduler
-// places on node.
-func agnPod(ns, name, node string, labels map[string]string) *corev1.Pod {
-	zero := int64(0)
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
-		Spec: corev1.PodSpec{
-			NodeSelector:                  map[string]string{"kubernetes.io/hostname": node},
-			TerminationGracePeriodSeconds: &zero,
-			Containers: []corev1.Container{{
-				Name: "agnhost", Image: AgnhostImage, ImagePullPolicy: corev1.PullNever,
-				Args: []string{"netexec", "--http-port=8080", "--udp-port=-1"},
-			}},
-		},
-	}
-}
-
 // createPods creates the pods and waits until each runs with an address.
 func createPods(t testing.TB, ctx context.Context, kc kubernetes.Interface, pods ...*corev1.Pod) []*corev1.Pod {
 	t.Helper()
@@ -133,53 +112,4 @@ func createPods(t testing.TB, ctx context.Context, kc kubernetes.Interface, pods
 		out[i] = got
 	}
 	return out
-}
-
-// waitRunning waits for the pod to run with an IP.
-func waitRunning(ctx context.Context, kc kubernetes.Interface, ns, name string, timeout time.Duration) (*corev1.Pod, error) {
-	deadline := time.Now().Add(timeout)
-	for {
-		p, err := kc.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
-		if err == nil && p.Status.Phase == corev1.PodRunning && p.Status.PodIP != "" {
-			return p, nil
-		}
-		if time.Now().After(deadline) {
-			if err == nil {
-				err = fmt.Errorf("phase %s, ip %q, %v", p.Status.Phase, p.Status.PodIP, p.Status.ContainerStatuses)
-			}
-			return nil, fmt.Errorf("pod %s/%s not running after %s: %w", ns, name, timeout, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-// hostnameFrom asks server's netexec for its hostname from inside
-// client's network namespace; "" and the error when it cannot.
-func (c *Cluster) hostnameFrom(ctx context.Context, client, server *corev1.Pod, timeout time.Duration) (string, error) {
-	netns, err := c.PodNetns(client)
-	if err != nil {
-		return "", err
-	}
-	defer netns.Close()
-	conn, err := Dial(ctx, netns, net.JoinHostPort(server.Status.PodIP, "8080"), timeout)
-	if err != nil {
-		return "", err
-	}
-	defer conn.Close()
-	return httpGet(conn, "/hostname", timeout)
-}
-
-// httpGet sends one GET on conn (kept open) and returns the body.
-func httpGet(conn net.Conn, path string, timeout time.Duration) (string, error) {
-	_ = conn.SetDeadline(time.Now().Add(timeout))
-	if _, err := fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", path); err != nil {
-		return "", err
-	}
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return strings.TrimSpace(string(b)), err
 }

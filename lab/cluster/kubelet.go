@@ -70,12 +70,24 @@ func (c *Cluster) startKubelet(n NodeState, p *pki, tok tokens) error {
 			return err
 		}
 	}
-	ip := netip.MustParsePrefix(n.Addr).Addr().String()
-	if _, err := c.spawn("kubelet-"+n.Name, inNode(n, filepath.Join(c.KubeBin, "kubelet"),
-		"--config="+filepath.Join(n.Dir, "kubelet.yaml"), "--kubeconfig="+filepath.Join(n.Dir, "kubelet.kubeconfig"),
-		"--hostname-override="+n.Name, "--node-ip="+ip)...); err != nil {
+	if err := c.spawnKubelet(n); err != nil {
 		return err
 	}
+	return c.spawnKubeProxy(n)
+}
+
+// spawnKubelet starts node n's kubelet from the files startKubelet wrote
+// (also when a node comes back: power restored, re-added).
+func (c *Cluster) spawnKubelet(n NodeState) error {
+	ip := netip.MustParsePrefix(n.Addr).Addr().String()
+	_, err := c.spawn("kubelet-"+n.Name, inNode(n, filepath.Join(c.KubeBin, "kubelet"),
+		"--config="+filepath.Join(n.Dir, "kubelet.yaml"), "--kubeconfig="+filepath.Join(n.Dir, "kubelet.kubeconfig"),
+		"--hostname-override="+n.Name, "--node-ip="+ip)...)
+	return err
+}
+
+// spawnKubeProxy starts node n's kube-proxy.
+func (c *Cluster) spawnKubeProxy(n NodeState) error {
 	_, err := c.spawn("kube-proxy-"+n.Name, inNode(n, filepath.Join(c.KubeBin, "kube-proxy"),
 		"--config="+filepath.Join(n.Dir, "kube-proxy.yaml"))...)
 	return err

@@ -37,6 +37,12 @@ namespaces) with Tabby installed by kubectl apply; see lab/cluster.
             every node's felix programmed them
   delete -f FILE [--timeout 30s]
             the same, removed
+  chaos [--pods N] [--outage 30s] [--power-off 15s] [--faults LIST] [--seed N]
+            faults in turn under churn (agent-kill, agent-delete,
+            power-loss, datastore, roll, node-replace), watched
+            throughout; prints each fault's figures and one line per
+            invariant, exits 1 on a violation ($TABBY_CHAOS_PODS sizes
+            the churn)
   probe [-n NS,...] [--port 8080] [-o text|json|table] [--timeout 1s]
             a TCP connection from every running pod of the namespaces
             (default: default) to every other one on the port: allow when
@@ -74,6 +80,11 @@ func runCluster(ctx context.Context, bin string, args []string) error {
 	var suite string
 	if verb == "e2e" {
 		e2eFlags(fs, &e2e, &suite, kubeBin)
+	}
+	var chaos cluster.ChaosOptions
+	var faults string
+	if verb == "chaos" {
+		chaosFlags(fs, &chaos, &faults)
 	}
 	var probe probeFlags
 	if verb == "probe" {
@@ -115,6 +126,8 @@ func runCluster(ctx context.Context, bin string, args []string) error {
 			return err
 		}
 		return runE2E(ctx, state, bin, kubeBin, e2e)
+	case "chaos":
+		return runChaos(ctx, state, bin, kubeBin, chaos, faults)
 	case "probe":
 		c, err := cluster.Open(state, bin, kubeBin, os.Stdout)
 		if err != nil {

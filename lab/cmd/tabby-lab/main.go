@@ -66,6 +66,10 @@ func main() {
 	if errors.Is(err, flag.ErrHelp) {
 		os.Exit(2)
 	}
+	var ec exitCode
+	if errors.As(err, &ec) {
+		os.Exit(int(ec))
+	}
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
 		os.Exit(ee.ExitCode())
