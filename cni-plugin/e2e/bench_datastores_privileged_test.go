@@ -116,7 +116,7 @@ type dsSide struct {
 func nodeName(i int) string { return fmt.Sprintf("bench-node-%d", i+1) }
 
 // newEtcdSide: a real etcd, the plugin reaching it on its unix socket.
-func newEtcdSide(b *testing.B) *dsSide {
+func newEtcdSide(b testing.TB) *dsSide {
 	e := testservers.StartEtcd(b)
 	client, err := etcd.New(etcd.Config{Endpoints: []string{e.Endpoint()}})
 	if err != nil {
@@ -132,7 +132,7 @@ func newEtcdSide(b *testing.B) *dsSide {
 
 // newKDDSide: a real kube-apiserver with Calico's CRDs, reached from each
 // node namespace through a loopback proxy.
-func newKDDSide(b *testing.B) *dsSide {
+func newKDDSide(b testing.TB) *dsSide {
 	k := testservers.StartKubeAPIServer(b, testservers.WithAPIServerFlags("--shutdown-watch-termination-grace-period=1s"))
 	rc, err := clientcmd.BuildConfigFromFlags("", k.Kubeconfig())
 	if err != nil {
@@ -155,7 +155,7 @@ func newKDDSide(b *testing.B) *dsSide {
 
 // addNode adds a node (c, or a fresh namespace when nil) whose conflist
 // holds the calico plugin with ds's settings.
-func (s *dsSide) addNode(b *testing.B, ds map[string]any, c *cluster) {
+func (s *dsSide) addNode(b testing.TB, ds map[string]any, c *cluster) {
 	if c == nil {
 		c = &cluster{t: b, node: netnstest.NewNode(b)}
 	}
@@ -182,7 +182,7 @@ func (s *dsSide) addNode(b *testing.B, ds map[string]any, c *cluster) {
 
 // createPods creates, on the Kubernetes datastore, the pods prefix-0..n-1
 // the plugin will read and annotate, spread over the first nodes.
-func (s *dsSide) createPods(b *testing.B, prefix string, n, nodes int) {
+func (s *dsSide) createPods(b testing.TB, prefix string, n, nodes int) {
 	if s.kube == nil {
 		return
 	}
@@ -197,7 +197,7 @@ func (s *dsSide) createPods(b *testing.B, prefix string, n, nodes int) {
 
 // newPool creates pool i (10.<64+i>.0.0/16) and disables pool i-1, so the
 // next ADDs on every node claim a new block.
-func (s *dsSide) newPool(b *testing.B, i int) {
+func (s *dsSide) newPool(b testing.TB, i int) {
 	ctx := context.Background()
 	if i > 0 {
 		r, err := s.client.Get(ctx, datastore.Key{Kind: v3.KindIPPool, Name: fmt.Sprintf("bench-%d", i-1)})
@@ -220,7 +220,7 @@ func (s *dsSide) newPool(b *testing.B, i int) {
 
 // runBurst starts n ADDs at once over the nodes (pod j on node j%3),
 // records each ADD's time and the whole burst's, then deletes the pods.
-func (s *dsSide) runBurst(b *testing.B, round, n int) {
+func (s *dsSide) runBurst(b testing.TB, round, n int) {
 	pods := make([]*pod, n)
 	for j := range pods {
 		pods[j] = s.nodes[j%benchNodes].newPod(fmt.Sprintf("burst-%d", round*n+j))
