@@ -200,7 +200,7 @@ func (a *Allocator) parseAffinities(ctx context.Context, node string, listed []v
 			} else if err != nil {
 				return nil, err
 			}
-			if err := a.confirmAffinity(ctx, node, cidr); errors.Is(err, errBlockOverlaps) {
+			if err := a.confirmAffinity(ctx, node, cidr, nil); errors.Is(err, errBlockOverlaps) {
 				continue
 			} else if err != nil {
 				return nil, err
