@@ -76,7 +76,7 @@ func BenchmarkKDDClusterSize(b *testing.B) {
 				crc := rest.CopyConfig(rc)
 				crc.Wrap(func(rt http.RoundTripper) http.RoundTripper { return countingTransport{rt: rt, n: &reqs} })
 				start := time.Now()
-				c, err := kdd.New(kdd.Config{REST: crc})
+				c, err := kdd.New(kdd.Config{REST: crc, OneConnection: true}) // as the plugin
 				if err != nil {
 					b.Fatal(err)
 				}
