@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"sync"
 	"testing"
@@ -48,13 +49,21 @@ const benchNodes = 3
 // of the p50s (goal <= 1.5). Run with make bench-cni, or:
 //
 //	go test -tags privileged,integration -run '^$' -bench CNIDatastores -benchtime 60x ./cni-plugin/e2e/
+//
+// With TABBY_BENCH_BASELINE=<folder holding another build's calico and
+// calico-k8s> (say, main's), the same run also times that build on both
+// datastores (sides etcd-base and kdd-base, each with its own servers):
+// before and after under the same load.
 func BenchmarkCNIDatastores(b *testing.B) {
 	burst := 9
 	if v := os.Getenv("TABBY_BENCH_BURST"); v != "" {
 		fmt.Sscan(v, &burst)
 	}
 	b.Setenv("TABBY_CNI_HINT_DIR", b.TempDir())
-	sides := []*dsSide{newEtcdSide(b), newKDDSide(b)}
+	sides := []*dsSide{newEtcdSide(b, ""), newKDDSide(b, "")}
+	if dir := os.Getenv("TABBY_BENCH_BASELINE"); dir != "" {
+		sides = append(sides, newEtcdSide(b, dir), newKDDSide(b, dir))
+	}
 	rounds := max(3, b.N/6)
 	for _, s := range sides {
 		s.createPods(b, "single", b.N, 1)
@@ -75,7 +84,7 @@ func BenchmarkCNIDatastores(b *testing.B) {
 	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		for _, s := range abba(sides, i) {
+		for _, s := range turns(sides, i) {
 			p := s.nodes[0].newPod(fmt.Sprintf("single-%d", i))
 			start := time.Now()
 			if err := s.nodes[0].add(p); err != nil {
@@ -88,7 +97,7 @@ func BenchmarkCNIDatastores(b *testing.B) {
 		}
 	}
 	for r := 0; r < rounds; r++ {
-		for _, s := range abba(sides, r) {
+		for _, s := range turns(sides, r) {
 			s.newPool(b, r+1)
 			s.runBurst(b, r, burst)
 		}
@@ -104,14 +113,22 @@ func BenchmarkCNIDatastores(b *testing.B) {
 	}
 	ratio("single", sides[1].single, sides[0].single)
 	ratio("burst", sides[1].burst, sides[0].burst)
+	if len(sides) == 4 {
+		b.ReportMetric(float64(p50(sides[3].single))/float64(p50(sides[2].single)), "base-kdd/etcd-single-p50")
+		b.ReportMetric(float64(p50(sides[3].burst))/float64(p50(sides[2].burst)), "base-kdd/etcd-burst-p50")
+	}
 }
 
-// abba orders the sides A B for even i and B A for odd i.
-func abba(sides []*dsSide, i int) []*dsSide {
+// turns orders the sides for round i: forwards on even rounds, backwards
+// on odd ones (A B, B A, ...), so a change in the machine's load falls on
+// all alike.
+func turns(sides []*dsSide, i int) []*dsSide {
 	if i%2 == 0 {
 		return sides
 	}
-	return []*dsSide{sides[1], sides[0]}
+	out := slices.Clone(sides)
+	slices.Reverse(out)
+	return out
 }
 
 // dsSide is one datastore's nodes, each a node namespace with its CNI
@@ -120,22 +137,35 @@ type dsSide struct {
 	name   string
 	client datastore.Client
 	kube   kubernetes.Interface // Kubernetes datastore only: pods to create
+	binDir string               // the plugin binaries
 	nodes  []*cluster
 
 	single, burst, walls []time.Duration
 }
 
-func nodeName(i int) string { return fmt.Sprintf("bench-node-%d", i+1) }
+// nodeName is node i of the side: the sides' node names differ, so their
+// block hints and claim locks (kept per node) do not mix.
+func (s *dsSide) nodeName(i int) string { return fmt.Sprintf("%s-node-%d", s.name, i+1) }
+
+// sideBinaries is the plugin build a side runs: this tree's, or the one
+// in baseline (then the side's name ends in -base).
+func sideBinaries(b testing.TB, name, baseline string) (string, string) {
+	if baseline == "" {
+		return name, cniBinDir(b)
+	}
+	return name + "-base", baseline
+}
 
 // newEtcdSide: a real etcd, the plugin reaching it on its unix socket.
-func newEtcdSide(b testing.TB) *dsSide {
+func newEtcdSide(b testing.TB, baseline string) *dsSide {
 	e := testservers.StartEtcd(b)
 	client, err := etcd.New(etcd.Config{Endpoints: []string{e.Endpoint()}})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { client.Close() })
-	s := &dsSide{name: "etcd", client: client}
+	s := &dsSide{client: client}
+	s.name, s.binDir = sideBinaries(b, "etcd", baseline)
 	for i := 0; i < benchNodes; i++ {
 		s.addNode(b, map[string]any{"datastore_type": "etcdv3", "etcd_endpoints": e.UnixEndpoint()}, nil)
 	}
@@ -144,7 +174,7 @@ func newEtcdSide(b testing.TB) *dsSide {
 
 // newKDDSide: a real kube-apiserver with Calico's CRDs, reached from each
 // node namespace through a loopback proxy.
-func newKDDSide(b testing.TB) *dsSide {
+func newKDDSide(b testing.TB, baseline string) *dsSide {
 	k := testservers.StartKubeAPIServer(b, testservers.WithAPIServerFlags("--shutdown-watch-termination-grace-period=1s"))
 	rc, err := clientcmd.BuildConfigFromFlags("", k.Kubeconfig())
 	if err != nil {
@@ -156,7 +186,8 @@ func newKDDSide(b testing.TB) *dsSide {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s := &dsSide{name: "kdd", client: client, kube: kubernetes.NewForConfigOrDie(rc)}
+	s := &dsSide{client: client, kube: kubernetes.NewForConfigOrDie(rc)}
+	s.name, s.binDir = sideBinaries(b, "kdd", baseline)
 	for i := 0; i < benchNodes; i++ {
 		n := netnstest.NewNode(b)
 		s.addNode(b, map[string]any{"datastore_type": "kubernetes", "policy": map[string]any{"type": "k8s"},
@@ -171,7 +202,7 @@ func (s *dsSide) addNode(b testing.TB, ds map[string]any, c *cluster) {
 	if c == nil {
 		c = &cluster{t: b, node: netnstest.NewNode(b)}
 	}
-	name := nodeName(len(s.nodes))
+	name := s.nodeName(len(s.nodes))
 	plugin := map[string]any{"type": "calico", "log_level": "info", "nodename": name, "mtu": 1440,
 		"ipam": map[string]any{"type": "calico-ipam"}}
 	for k, v := range ds {
@@ -183,7 +214,7 @@ func (s *dsSide) addNode(b testing.TB, ds map[string]any, c *cluster) {
 		b.Fatal(err)
 	}
 	c.client, c.list = s.client, list
-	c.cni = libcni.NewCNIConfigWithCacheDir([]string{cniBinDir(b)}, b.TempDir(), nil)
+	c.cni = libcni.NewCNIConfigWithCacheDir([]string{s.binDir}, b.TempDir(), nil)
 	s.nodes = append(s.nodes, c)
 	if s.kube != nil {
 		if _, err := s.kube.CoreV1().Nodes().Create(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
@@ -200,7 +231,7 @@ func (s *dsSide) createPods(b testing.TB, prefix string, n, nodes int) {
 	}
 	for i := 0; i < n; i++ {
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", prefix, i), Namespace: "default"},
-			Spec: corev1.PodSpec{NodeName: nodeName(i % nodes), Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
+			Spec: corev1.PodSpec{NodeName: s.nodeName(i % nodes), Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
 		if _, err := s.kube.CoreV1().Pods("default").Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
 			b.Fatal(err)
 		}
