@@ -44,6 +44,14 @@ type Config struct {
 	// never depends on it, and an implementation that cannot lock returns
 	// a no-op unlock.
 	ClaimLock func(ctx context.Context, node string) (unlock func(), waited bool)
+	// CachedReads lets an allocation's look at the pools, reservations and
+	// the node's affinities come from a cache a little behind the store
+	// (datastore.ListOptions.Cached; see stateWant.consistent for why that
+	// is safe there). For the one-call CNI processes, whose lists on the
+	// Kubernetes datastore otherwise wait ~90 ms after any write in the
+	// cluster; everything else (GC, checks, long-lived allocators) reads
+	// consistently.
+	CachedReads bool
 }
 
 // Allocator assigns and releases addresses. It is safe for concurrent use

@@ -70,7 +70,7 @@ func (a *Allocator) AutoAssign(ctx context.Context, args AutoAssignArgs) ([]neti
 			return nil, fmt.Errorf("choosing IPv%d pools for node %s: %w", v.version, args.Hostname, e.explain(err))
 		}
 		want[i].pools = pools
-		affine, _, err := a.affineBlocks(ctx, args.Hostname, pools, false)
+		affine, _, err := a.affineBlocks(ctx, args.Hostname, pools, false, false)
 		if err != nil {
 			return nil, err
 		}
@@ -172,7 +172,7 @@ func (a *Allocator) assignVersion(ctx context.Context, e *env, args AutoAssignAr
 	}()
 	stale := false // early's block names predate another process's claim
 	for len(done) < n {
-		blocks, listed, err := a.affineBlocks(ctx, node, pools, refreshed)
+		blocks, listed, err := a.affineBlocks(ctx, node, pools, refreshed, stale)
 		if err != nil {
 			return done, err
 		}

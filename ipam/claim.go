@@ -32,13 +32,14 @@ func affinityKey(node string, cidr netip.Prefix) datastore.Key {
 // affineBlocks returns the node's blocks within pools, in pool order then
 // newest claim first. With refresh (or nothing cached) it reads the node's
 // BlockAffinities (see parseAffinities).
-func (a *Allocator) affineBlocks(ctx context.Context, node string, pools []Pool, refresh bool) (_ []netip.Prefix, listed bool, _ error) {
+// consistent reads them as the store holds them now (stateWant.consistent).
+func (a *Allocator) affineBlocks(ctx context.Context, node string, pools []Pool, refresh, consistent bool) (_ []netip.Prefix, listed bool, _ error) {
 	a.mu.Lock()
 	cached, ok := a.affine[node]
 	a.mu.Unlock()
 	if !ok || refresh {
 		listed = true
-		st, err := a.readState(ctx, node, stateWant{affinities: true})
+		st, err := a.readState(ctx, node, stateWant{affinities: true, consistent: consistent})
 		if err != nil {
 			return nil, listed, err
 		}

@@ -403,7 +403,7 @@ func (c *Client) List(ctx context.Context, kind string, opts datastore.ListOptio
 	out := &datastore.List{}
 	revs := make([]string, len(kb.sources))
 	for i, src := range kb.sources {
-		items, bad, rev, err := c.listSource(ctx, src, ns, labelSel)
+		items, bad, rev, err := c.listSource(ctx, src, ns, labelSel, opts.Cached)
 		if err != nil {
 			return fail(err)
 		}
