@@ -112,9 +112,12 @@ func CheckNode(kind, node string) error {
 // BlockAffinities by a label Calico releases before v3.31 did not write.
 // IndexNode adds the index to the node's records of kind that lack it
 // (as Calico's ipam UpgradeHost does) and returns how many it changed;
-// those records are invisible to per-node lists until then.
+// those records are invisible to per-node lists until then. cached: the
+// records lacking the index may be looked for in a cache a little behind
+// the store (ListOptions.Cached; the changes themselves are
+// compare-and-swaps).
 type NodeIndexer interface {
-	IndexNode(ctx context.Context, kind, node string) (int, error)
+	IndexNode(ctx context.Context, kind, node string, cached bool) (int, error)
 }
 
 // PageLister is implemented by clients that can list a kind in pages,
@@ -267,17 +270,18 @@ func ReadEach(ctx context.Context, c Client, reqs []ReadRequest) []ReadResult {
 // the bytes and none of the decoding of a List. Use the package function
 // ListNames, which falls back to a List.
 type NameLister interface {
-	ListNames(ctx context.Context, kind string) ([]string, error)
+	ListNames(ctx context.Context, kind string, cached bool) ([]string, error)
 }
 
 // ListNames returns the names of every stored record of a cluster-scoped
 // kind, undecodable ones included (they exist all the same), through
-// c's NameLister when it has one, else from a List.
-func ListNames(ctx context.Context, c Client, kind string) ([]string, error) {
+// c's NameLister when it has one, else from a List. cached: see
+// ListOptions.Cached.
+func ListNames(ctx context.Context, c Client, kind string, cached bool) ([]string, error) {
 	if nl, ok := c.(NameLister); ok {
-		return nl.ListNames(ctx, kind)
+		return nl.ListNames(ctx, kind, cached)
 	}
-	l, err := c.List(ctx, kind, ListOptions{})
+	l, err := c.List(ctx, kind, ListOptions{Cached: cached})
 	if err != nil {
 		return nil, err
 	}

@@ -69,7 +69,7 @@ func (a *Allocator) IndexNode(ctx context.Context, node string) (int, error) {
 	if !ok {
 		return 0, nil
 	}
-	n, err := ix.IndexNode(ctx, v3.KindBlockAffinity, node)
+	n, err := ix.IndexNode(ctx, v3.KindBlockAffinity, node, false)
 	if err != nil {
 		return n, fmt.Errorf("indexing block affinities of node %s: %w", node, err)
 	}
@@ -82,7 +82,15 @@ func (a *Allocator) IndexNode(ctx context.Context, node string) (int, error) {
 // says whether it found any, so the caller reads the affinities again. A
 // failure is logged, not returned: claiming a new block instead is safe.
 func (a *Allocator) indexNode(ctx context.Context, node string) bool {
-	n, err := a.IndexNode(ctx, node)
+	var n int
+	var err error
+	if ix, ok := a.c.(datastore.NodeIndexer); ok {
+		// Calico before v3.31 wrote the records lacking the index: a
+		// cache a moment behind misses none of them (Config.CachedReads).
+		if n, err = ix.IndexNode(ctx, v3.KindBlockAffinity, node, a.cfg.CachedReads); err != nil {
+			err = fmt.Errorf("indexing block affinities of node %s: %w", node, err)
+		}
+	}
 	if err != nil && ctx.Err() == nil { // cancelled: not needed after all (claimReads)
 		a.log.Warn("could not label older block affinities; claiming without them", "node", node, "err", err)
 	}
@@ -117,7 +125,7 @@ func (a *Allocator) claimNewBlock(ctx context.Context, node string, pools []Pool
 	if known != nil {
 		taken, badBlocks, err = known.taken, known.bad, known.err
 	} else {
-		taken, badBlocks, err = a.existingBlocks(ctx)
+		taken, badBlocks, err = a.existingBlocks(ctx, a.cfg.CachedReads)
 	}
 	if err != nil {
 		return netip.Prefix{}, err
@@ -137,7 +145,7 @@ func (a *Allocator) claimNewBlock(ctx context.Context, node string, pools []Pool
 				if err := backoff(ctx, attempt); err != nil {
 					return netip.Prefix{}, err
 				}
-				if taken, badBlocks, err = a.existingBlocks(ctx); err != nil {
+				if taken, badBlocks, err = a.existingBlocks(ctx, false); err != nil {
 					return netip.Prefix{}, err
 				}
 				for c := range undone {
@@ -164,7 +172,7 @@ func (a *Allocator) claimNewBlock(ctx context.Context, node string, pools []Pool
 				if err := backoff(ctx, attempt); err != nil {
 					return netip.Prefix{}, err
 				}
-				if taken, badBlocks, err = a.existingBlocks(ctx); err != nil {
+				if taken, badBlocks, err = a.existingBlocks(ctx, false); err != nil {
 					return netip.Prefix{}, err
 				}
 				for c := range undone {
@@ -196,8 +204,13 @@ func hiddenByOtherPool(p Pool, taken map[netip.Prefix]bool) bool {
 // then the blocks are read whole. The names of blocks stored in a form
 // that cannot be decoded come apart in bad: such a block exists all the
 // same and is never claimed again (its addresses may be in use).
-func (a *Allocator) existingBlocks(ctx context.Context) (taken map[netip.Prefix]bool, bad map[string]bool, err error) {
-	names, err := datastore.ListNames(ctx, a.c, v3.KindIPAMBlock)
+//
+// cached allows a list a little behind the store (Config.CachedReads): a
+// block missed there is found taken by the claim's create. The overlap
+// check after a claim, and the looks after a claim was undone, read
+// consistently: there a block missed is a block overlapping ours.
+func (a *Allocator) existingBlocks(ctx context.Context, cached bool) (taken map[netip.Prefix]bool, bad map[string]bool, err error) {
+	names, err := datastore.ListNames(ctx, a.c, v3.KindIPAMBlock, cached)
 	if err != nil {
 		return nil, nil, fmt.Errorf("listing blocks: %w", err)
 	}
@@ -386,7 +399,7 @@ func (a *Allocator) startClaimReads(ctx context.Context, node string) *claimRead
 		go func() {
 			defer close(namesDone)
 			var e existing
-			e.taken, e.bad, e.err = a.existingBlocks(ctx)
+			e.taken, e.bad, e.err = a.existingBlocks(ctx, a.cfg.CachedReads)
 			r.names <- e
 		}()
 		r.indexed <- a.indexNode(ctx, node)

@@ -344,11 +344,7 @@ func (c *Client) listSource(ctx context.Context, src *source, ns, labelSelector 
 	p := pager.New(pager.SimplePageFunc(func(o metav1.ListOptions) (runtime.Object, error) {
 		return src.list(ctx, ns, o)
 	}))
-	opts := metav1.ListOptions{LabelSelector: labelSelector}
-	if cached {
-		opts.ResourceVersion = "0"
-	}
-	list, _, err := p.List(ctx, opts)
+	list, _, err := p.List(ctx, metav1.ListOptions{LabelSelector: labelSelector, ResourceVersion: cachedRV(cached)})
 	if err != nil {
 		return nil, nil, "", c.storeErr(err)
 	}
