@@ -81,7 +81,7 @@ func BenchmarkKDDClusterSize(b *testing.B) {
 					b.Fatal(err)
 				}
 				newLat = append(newLat, time.Since(start))
-				a := New(c, Config{CacheTTL: 5 * time.Second}) // as the plugin
+				a := New(c, Config{CacheTTL: 5 * time.Second, CachedReads: true}) // as the plugin
 				if err := a.Warm(ctx, node, hint); err != nil {
 					b.Fatal(err)
 				}
