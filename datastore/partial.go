@@ -3,22 +3,16 @@ package datastore
 import (
 	"log/slog"
 	"sync"
-
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // unconvertibleRules counts rules of derived policies (a Kubernetes
-// ClusterNetworkPolicy's) that could not be converted and fail closed.
-var unconvertibleRules = prometheus.NewCounterVec(prometheus.CounterOpts{
-	Name: "tabby_datastore_unconvertible_rules_total",
-	Help: "Rules of derived policies (Kubernetes ClusterNetworkPolicies) that could not be converted and fail closed (a Deny or Pass denies all, an Accept is dropped), each policy revision counted once.",
-}, []string{"kind"})
+// ClusterNetworkPolicy's) that could not be converted and fail closed
+// (tabby_datastore_unconvertible_rules_total, see datastore/dsmetrics).
+var unconvertibleRules kindCounts
 
-// UnconvertibleRulesCounter is the counter behind
-// tabby_datastore_unconvertible_rules_total, for tests.
-func UnconvertibleRulesCounter(kind string) prometheus.Counter {
-	return unconvertibleRules.WithLabelValues(kind)
-}
+// UnconvertibleRules is the count behind
+// tabby_datastore_unconvertible_rules_total for kind.
+func UnconvertibleRules(kind string) uint64 { return unconvertibleRules.get(kind) }
 
 // PartialReporter reports objects converted from another API whose
 // conversion replaced or dropped rules: logged and counted once per
@@ -43,7 +37,7 @@ func (r *PartialReporter) Seen(key Key, rev string, rules int, err error) {
 	if ok && old == rev {
 		return
 	}
-	unconvertibleRules.WithLabelValues(key.Kind).Add(float64(rules))
+	unconvertibleRules.add(key.Kind, uint64(rules))
 	log := r.Logger
 	if log == nil {
 		log = slog.Default()

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v3 "github.com/tabbynet/tabby/api/v3"
@@ -245,8 +244,8 @@ func TestWatchSyncerSkipsUndecodableRecords(t *testing.T) {
 	f.put("a")
 	f.putBad("b")
 	f.put("c")
-	counter := UndecodableRecordsCounter(v3.KindIPPool)
-	before := testutil.ToFloat64(counter)
+	count := func() float64 { return float64(UndecodableRecords(v3.KindIPPool)) }
+	before := count()
 	cb := &logCallbacks{}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -276,7 +275,7 @@ func TestWatchSyncerSkipsUndecodableRecords(t *testing.T) {
 	if got := cb.waitLen(t, 7); got != "WaitForDatastore; Added a; Added c; InSync; Deleted a (last state 1); Added e; Added b" {
 		t.Fatalf("after relist: %s", got)
 	}
-	if got := testutil.ToFloat64(counter) - before; got != 3 {
+	if got := count() - before; got != 3 {
 		t.Errorf("counted %v undecodable records, want 3 (b, d, a: each once)", got)
 	}
 	if n := s.bad.Bad(); n != 2 {

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
-
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // ErrUndecodable means a stored record cannot be decoded as its kind
@@ -42,31 +40,19 @@ func (b BadRecord) Is(target error) bool { return target == ErrUndecodable }
 func (b BadRecord) Unwrap() error { return b.Err }
 
 // undecodableRecords counts undecodable records seen by syncers: each
-// record (key and revision) once, however often it is relisted.
-var undecodableRecords = prometheus.NewCounterVec(prometheus.CounterOpts{
-	Name: "tabby_datastore_undecodable_records_total",
-	Help: "Stored records a syncer skipped because they cannot be decoded, each key and revision counted once.",
-}, []string{"kind"})
+// record (key and revision) once, however often it is relisted
+// (tabby_datastore_undecodable_records_total, see datastore/dsmetrics).
+var undecodableRecords kindCounts
 
-// RegisterMetrics registers the datastore's metrics (the undecodable
-// record counter of every syncer in the process) with reg.
-func RegisterMetrics(reg prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{undecodableRecords, unconvertibleRules} {
-		if err := reg.Register(c); err != nil {
-			var are prometheus.AlreadyRegisteredError
-			if errors.As(err, &are) {
-				continue
-			}
-			return fmt.Errorf("registering datastore metrics: %w", err)
-		}
-	}
-	return nil
-}
+// UndecodableRecords is the count behind
+// tabby_datastore_undecodable_records_total for kind.
+func UndecodableRecords(kind string) uint64 { return undecodableRecords.get(kind) }
 
-// UndecodableRecordsCounter is the counter behind
-// tabby_datastore_undecodable_records_total, for tests.
-func UndecodableRecordsCounter(kind string) prometheus.Counter {
-	return undecodableRecords.WithLabelValues(kind)
+// MetricCounts returns, per kind, the undecodable records and the
+// unconvertible rules counted so far in this process (for
+// datastore/dsmetrics, which exposes them to Prometheus).
+func MetricCounts() (undecodable, unconvertible map[string]uint64) {
+	return undecodableRecords.all(), unconvertibleRules.all()
 }
 
 // BadRecordReporter is how a syncer reports the undecodable records it
@@ -95,7 +81,7 @@ func (r *BadRecordReporter) Seen(id string, b BadRecord) {
 	if ok && rev == b.Revision {
 		return
 	}
-	undecodableRecords.WithLabelValues(b.Key.Kind).Inc()
+	undecodableRecords.add(b.Key.Kind, 1)
 	log := r.Logger
 	if log == nil {
 		log = slog.Default()

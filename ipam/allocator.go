@@ -32,6 +32,26 @@ type Config struct {
 	Now func() time.Time
 	// Logger [default slog.Default()].
 	Logger *slog.Logger
+	// ClaimLock, when set, makes the allocations of one node take turns
+	// at claiming a new block (the CNI plugin: a file lock on the node,
+	// shared by its one-call processes). It returns once the caller holds
+	// the lock, and says whether it had to wait for another holder: that
+	// one may have just claimed a block for the node, so the node's
+	// affinities are read again before claiming. Without it, processes
+	// started together on a node each claim (the same block: one creates
+	// it, the others follow its claim with extra requests) and then race
+	// on that block's compare-and-swap. Only an optimisation: correctness
+	// never depends on it, and an implementation that cannot lock returns
+	// a no-op unlock.
+	ClaimLock func(ctx context.Context, node string) (unlock func(), waited bool)
+	// CachedReads lets an allocation's look at the pools, reservations and
+	// the node's affinities come from a cache a little behind the store
+	// (datastore.ListOptions.Cached; see stateWant.consistent for why that
+	// is safe there). For the one-call CNI processes, whose lists on the
+	// Kubernetes datastore otherwise wait ~90 ms after any write in the
+	// cluster; everything else (GC, checks, long-lived allocators) reads
+	// consistently.
+	CachedReads bool
 }
 
 // Allocator assigns and releases addresses. It is safe for concurrent use

@@ -70,7 +70,7 @@ func (a *Allocator) AutoAssign(ctx context.Context, args AutoAssignArgs) ([]neti
 			return nil, fmt.Errorf("choosing IPv%d pools for node %s: %w", v.version, args.Hostname, e.explain(err))
 		}
 		want[i].pools = pools
-		affine, _, err := a.affineBlocks(ctx, args.Hostname, pools, false)
+		affine, _, err := a.affineBlocks(ctx, args.Hostname, pools, false, false)
 		if err != nil {
 			return nil, err
 		}
@@ -162,8 +162,17 @@ func (a *Allocator) assignVersion(ctx context.Context, e *env, args AutoAssignAr
 	}
 	refreshed, indexed := false, false
 	claims := 0
+	var early *claimReads
+	defer func() { early.stop() }()
+	var unlockClaims func() // while this allocation holds Config.ClaimLock
+	defer func() {
+		if unlockClaims != nil {
+			unlockClaims()
+		}
+	}()
+	stale := false // early's block names predate another process's claim
 	for len(done) < n {
-		blocks, listed, err := a.affineBlocks(ctx, node, pools, refreshed)
+		blocks, listed, err := a.affineBlocks(ctx, node, pools, refreshed, stale)
 		if err != nil {
 			return done, err
 		}
@@ -190,6 +199,11 @@ func (a *Allocator) assignVersion(ctx context.Context, e *env, args AutoAssignAr
 		if len(done) == n {
 			break
 		}
+		if !indexed && early == nil {
+			// What a claim needs, read alongside the look below (or
+			// before the claim): one round trip of latency, not three.
+			early = a.startClaimReads(ctx, node)
+		}
 		if !refreshed && !refreshedNow {
 			// Another process for this node may have claimed a block we do
 			// not know about yet: look once more before claiming.
@@ -201,14 +215,33 @@ func (a *Allocator) assignVersion(ctx context.Context, e *env, args AutoAssignAr
 			// Before claiming, or giving up: affinities written without the
 			// per-node index are not among blocks yet.
 			indexed = true
-			if a.indexNode(ctx, node) {
+			if <-early.indexed {
 				continue
 			}
 		}
 		if !e.autoAllocate || (e.maxBlocks > 0 && len(blocks) >= e.maxBlocks) || claims > n {
 			break
 		}
-		cidr, err := a.claimNewBlock(ctx, node, pools)
+		if a.cfg.ClaimLock != nil && unlockClaims == nil && claims == 0 {
+			var waited bool
+			unlockClaims, waited = a.cfg.ClaimLock(ctx, node)
+			if waited {
+				// The holder may have claimed a block for this node: look
+				// again (refreshed: the loop reads the affinities).
+				stale = true
+				continue
+			}
+		}
+		var known *existing
+		if claims == 0 && early != nil && !stale {
+			k := <-early.names
+			known = &k
+		}
+		cidr, err := a.claimNewBlock(ctx, node, pools, known)
+		if unlockClaims != nil {
+			unlockClaims()
+			unlockClaims = func() {} // one turn per allocation
+		}
 		if errors.Is(err, errNoFreeBlock) {
 			break
 		}

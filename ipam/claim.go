@@ -32,13 +32,14 @@ func affinityKey(node string, cidr netip.Prefix) datastore.Key {
 // affineBlocks returns the node's blocks within pools, in pool order then
 // newest claim first. With refresh (or nothing cached) it reads the node's
 // BlockAffinities (see parseAffinities).
-func (a *Allocator) affineBlocks(ctx context.Context, node string, pools []Pool, refresh bool) (_ []netip.Prefix, listed bool, _ error) {
+// consistent reads them as the store holds them now (stateWant.consistent).
+func (a *Allocator) affineBlocks(ctx context.Context, node string, pools []Pool, refresh, consistent bool) (_ []netip.Prefix, listed bool, _ error) {
 	a.mu.Lock()
 	cached, ok := a.affine[node]
 	a.mu.Unlock()
 	if !ok || refresh {
 		listed = true
-		st, err := a.readState(ctx, node, stateWant{affinities: true})
+		st, err := a.readState(ctx, node, stateWant{affinities: true, consistent: consistent})
 		if err != nil {
 			return nil, listed, err
 		}
@@ -68,7 +69,7 @@ func (a *Allocator) IndexNode(ctx context.Context, node string) (int, error) {
 	if !ok {
 		return 0, nil
 	}
-	n, err := ix.IndexNode(ctx, v3.KindBlockAffinity, node)
+	n, err := ix.IndexNode(ctx, v3.KindBlockAffinity, node, false)
 	if err != nil {
 		return n, fmt.Errorf("indexing block affinities of node %s: %w", node, err)
 	}
@@ -81,8 +82,16 @@ func (a *Allocator) IndexNode(ctx context.Context, node string) (int, error) {
 // says whether it found any, so the caller reads the affinities again. A
 // failure is logged, not returned: claiming a new block instead is safe.
 func (a *Allocator) indexNode(ctx context.Context, node string) bool {
-	n, err := a.IndexNode(ctx, node)
-	if err != nil {
+	var n int
+	var err error
+	if ix, ok := a.c.(datastore.NodeIndexer); ok {
+		// Calico before v3.31 wrote the records lacking the index: a
+		// cache a moment behind misses none of them (Config.CachedReads).
+		if n, err = ix.IndexNode(ctx, v3.KindBlockAffinity, node, a.cfg.CachedReads); err != nil {
+			err = fmt.Errorf("indexing block affinities of node %s: %w", node, err)
+		}
+	}
+	if err != nil && ctx.Err() == nil { // cancelled: not needed after all (claimReads)
 		a.log.Warn("could not label older block affinities; claiming without them", "node", node, "err", err)
 	}
 	if n > 0 {
@@ -107,8 +116,17 @@ func (a *Allocator) rememberAffinity(node string, cidr netip.Prefix) {
 
 // claimNewBlock claims an unclaimed block of the first pool that has one:
 // one that overlaps no existing block of any pool (NextBlock).
-func (a *Allocator) claimNewBlock(ctx context.Context, node string, pools []Pool) (netip.Prefix, error) {
-	taken, badBlocks, err := a.existingBlocks(ctx)
+// known, when set, is which blocks exist as read alongside the allocation's
+// last look at the node's affinities (claimReads), used for the first try.
+func (a *Allocator) claimNewBlock(ctx context.Context, node string, pools []Pool, known *existing) (netip.Prefix, error) {
+	var taken map[netip.Prefix]bool
+	var badBlocks map[string]bool
+	var err error
+	if known != nil {
+		taken, badBlocks, err = known.taken, known.bad, known.err
+	} else {
+		taken, badBlocks, err = a.existingBlocks(ctx, a.cfg.CachedReads)
+	}
 	if err != nil {
 		return netip.Prefix{}, err
 	}
@@ -127,7 +145,7 @@ func (a *Allocator) claimNewBlock(ctx context.Context, node string, pools []Pool
 				if err := backoff(ctx, attempt); err != nil {
 					return netip.Prefix{}, err
 				}
-				if taken, badBlocks, err = a.existingBlocks(ctx); err != nil {
+				if taken, badBlocks, err = a.existingBlocks(ctx, false); err != nil {
 					return netip.Prefix{}, err
 				}
 				for c := range undone {
@@ -154,7 +172,7 @@ func (a *Allocator) claimNewBlock(ctx context.Context, node string, pools []Pool
 				if err := backoff(ctx, attempt); err != nil {
 					return netip.Prefix{}, err
 				}
-				if taken, badBlocks, err = a.existingBlocks(ctx); err != nil {
+				if taken, badBlocks, err = a.existingBlocks(ctx, false); err != nil {
 					return netip.Prefix{}, err
 				}
 				for c := range undone {
@@ -186,8 +204,13 @@ func hiddenByOtherPool(p Pool, taken map[netip.Prefix]bool) bool {
 // then the blocks are read whole. The names of blocks stored in a form
 // that cannot be decoded come apart in bad: such a block exists all the
 // same and is never claimed again (its addresses may be in use).
-func (a *Allocator) existingBlocks(ctx context.Context) (taken map[netip.Prefix]bool, bad map[string]bool, err error) {
-	names, err := datastore.ListNames(ctx, a.c, v3.KindIPAMBlock)
+//
+// cached allows a list a little behind the store (Config.CachedReads): a
+// block missed there is found taken by the claim's create. The overlap
+// check after a claim, and the looks after a claim was undone, read
+// consistently: there a block missed is a block overlapping ours.
+func (a *Allocator) existingBlocks(ctx context.Context, cached bool) (taken map[netip.Prefix]bool, bad map[string]bool, err error) {
+	names, err := datastore.ListNames(ctx, a.c, v3.KindIPAMBlock, cached)
 	if err != nil {
 		return nil, nil, fmt.Errorf("listing blocks: %w", err)
 	}
@@ -280,7 +303,7 @@ func (a *Allocator) claim(ctx context.Context, node string, cidr netip.Prefix) e
 	if err := a.settleClaim(ctx, node, cidr, mine); err != nil {
 		return err
 	}
-	if err := a.confirmAffinity(ctx, node, cidr); err != nil {
+	if err := a.confirmAffinity(ctx, node, cidr, created); err != nil {
 		return err
 	}
 	a.rememberAffinity(node, cidr)
@@ -300,10 +323,19 @@ func (a *Allocator) dropPendingAffinity(ctx context.Context, node string, cidr n
 	}
 }
 
-// confirmAffinity moves the node's affinity for cidr to confirmed.
-func (a *Allocator) confirmAffinity(ctx context.Context, node string, cidr netip.Prefix) error {
+// confirmAffinity moves the node's affinity for cidr to confirmed. When
+// the caller created the pending affinity (created, else nil), the first
+// try updates that version without reading it again; a conflict (another
+// process of the node confirmed it, or undid the claim) reads it.
+func (a *Allocator) confirmAffinity(ctx context.Context, node string, cidr netip.Prefix, created v3.Resource) error {
 	for attempt := 0; attempt < a.cfg.MaxRetries; attempt++ {
-		r, err := a.c.Get(ctx, affinityKey(node, cidr))
+		var r v3.Resource
+		var err error
+		if ba, ok := created.(*v3.BlockAffinity); ok && attempt == 0 {
+			r = ba.DeepCopy()
+		} else {
+			r, err = a.c.Get(ctx, affinityKey(node, cidr))
+		}
 		if errors.Is(err, datastore.ErrNotFound) {
 			// Another claim of the node's undid this one (undoClaim).
 			return fmt.Errorf("claim of block %s by node %s was undone concurrently: %w", cidr, node, errBlockOverlaps)
@@ -326,9 +358,61 @@ func (a *Allocator) confirmAffinity(ctx context.Context, node string, cidr netip
 		if !errors.Is(err, datastore.ErrConflict) {
 			return fmt.Errorf("confirming affinity of block %s to node %s: %w", cidr, node, err)
 		}
+		if attempt == 0 && created != nil {
+			continue // our version was stale: read the current one now
+		}
 		if err := backoff(ctx, attempt); err != nil {
 			return err
 		}
 	}
 	return fmt.Errorf("confirming affinity of block %s to node %s: %w", cidr, node, ErrTooManyRetries)
+}
+
+// existing is which blocks exist (existingBlocks' result).
+type existing struct {
+	taken map[netip.Prefix]bool
+	bad   map[string]bool
+	err   error
+}
+
+// claimReads are the reads before a block claim, started together when
+// an allocation first finds no room in the node's blocks, alongside its
+// last look at the node's affinities: labelling the node's unindexed
+// affinities (indexNode: whether it found any) and which blocks exist.
+// On the Kubernetes datastore each is an API request of several
+// milliseconds; in turn they cost three round trips before the claim's
+// first write, together one. When the last look finds room they are not
+// used (the claim would have needed them).
+type claimReads struct {
+	indexed chan bool
+	names   chan existing
+	cancel  context.CancelFunc
+	done    chan struct{}
+}
+
+func (a *Allocator) startClaimReads(ctx context.Context, node string) *claimReads {
+	ctx, cancel := context.WithCancel(ctx)
+	r := &claimReads{indexed: make(chan bool, 1), names: make(chan existing, 1), cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		namesDone := make(chan struct{})
+		go func() {
+			defer close(namesDone)
+			var e existing
+			e.taken, e.bad, e.err = a.existingBlocks(ctx, a.cfg.CachedReads)
+			r.names <- e
+		}()
+		r.indexed <- a.indexNode(ctx, node)
+		<-namesDone
+	}()
+	return r
+}
+
+// stop ends reads the allocation did not need and waits for them.
+func (r *claimReads) stop() {
+	if r == nil {
+		return
+	}
+	r.cancel()
+	<-r.done
 }

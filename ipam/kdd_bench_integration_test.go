@@ -76,12 +76,12 @@ func BenchmarkKDDClusterSize(b *testing.B) {
 				crc := rest.CopyConfig(rc)
 				crc.Wrap(func(rt http.RoundTripper) http.RoundTripper { return countingTransport{rt: rt, n: &reqs} })
 				start := time.Now()
-				c, err := kdd.New(kdd.Config{REST: crc})
+				c, err := kdd.New(kdd.Config{REST: crc, OneConnection: true}) // as the plugin
 				if err != nil {
 					b.Fatal(err)
 				}
 				newLat = append(newLat, time.Since(start))
-				a := New(c, Config{CacheTTL: 5 * time.Second}) // as the plugin
+				a := New(c, Config{CacheTTL: 5 * time.Second, CachedReads: true}) // as the plugin
 				if err := a.Warm(ctx, node, hint); err != nil {
 					b.Fatal(err)
 				}

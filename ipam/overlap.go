@@ -61,7 +61,7 @@ func (e *overlapError) Unwrap() error { return errBlockOverlaps }
 // blocksOverlapping lists the blocks (existingBlocks) and returns those
 // other than cidr that share addresses with it.
 func (a *Allocator) blocksOverlapping(ctx context.Context, cidr netip.Prefix) ([]netip.Prefix, error) {
-	taken, _, err := a.existingBlocks(ctx)
+	taken, _, err := a.existingBlocks(ctx, false)
 	if err != nil {
 		return nil, err
 	}

@@ -24,6 +24,17 @@ import (
 // stateWant says which parts of the state to read.
 type stateWant struct {
 	env, labels, affinities bool
+	// consistent asks for the lists as the store holds them now; without
+	// it, and with Config.CachedReads, they may come from a cache a little
+	// behind (datastore.ListOptions.Cached: on the Kubernetes datastore a
+	// consistent list waits ~90 ms after any write in the cluster). Stale is safe for these reads: a
+	// pool or reservation changed a moment ago is a race the allocation
+	// could lose anyway, and an affinity missed only leads to a claim whose
+	// create finds the block taken (or to a block given up by the node, which
+	// the block's own compare-and-swap refuses). Consistent after waiting
+	// for another process's claim (Config.ClaimLock): its new affinity must
+	// be seen, or this process claims a second block.
+	consistent bool
 	// blocks are read too and cached if the affinities read with them
 	// show them affine to the node (needs affinities).
 	blocks []netip.Prefix
@@ -41,10 +52,11 @@ type state struct {
 func (a *Allocator) readState(ctx context.Context, node string, want stateWant) (state, error) {
 	var reqs []datastore.ReadRequest
 	add := func(r datastore.ReadRequest) int { reqs = append(reqs, r); return len(reqs) - 1 }
+	cached := a.cfg.CachedReads && !want.consistent
 	iPools, iRes, iCfg, iNode, iAff := -1, -1, -1, -1, -1
 	if want.env {
-		iPools = add(datastore.ReadRequest{Key: datastore.Key{Kind: v3.KindIPPool}, List: true})
-		iRes = add(datastore.ReadRequest{Key: datastore.Key{Kind: v3.KindIPReservation}, List: true})
+		iPools = add(datastore.ReadRequest{Key: datastore.Key{Kind: v3.KindIPPool}, List: true, Cached: cached})
+		iRes = add(datastore.ReadRequest{Key: datastore.Key{Kind: v3.KindIPReservation}, List: true, Cached: cached})
 		iCfg = add(datastore.ReadRequest{Key: datastore.Key{Kind: v3.KindIPAMConfiguration, Name: "default"}})
 	}
 	if want.labels {
@@ -52,7 +64,7 @@ func (a *Allocator) readState(ctx context.Context, node string, want stateWant) 
 	}
 	if want.affinities {
 		// Only this node's: the read costs O(node), not O(cluster).
-		iAff = add(datastore.ReadRequest{Key: datastore.Key{Kind: v3.KindBlockAffinity}, List: true, Node: node})
+		iAff = add(datastore.ReadRequest{Key: datastore.Key{Kind: v3.KindBlockAffinity}, List: true, Node: node, Cached: cached})
 	}
 	iBlocks := len(reqs)
 	if want.affinities {
@@ -200,7 +212,7 @@ func (a *Allocator) parseAffinities(ctx context.Context, node string, listed []v
 			} else if err != nil {
 				return nil, err
 			}
-			if err := a.confirmAffinity(ctx, node, cidr); errors.Is(err, errBlockOverlaps) {
+			if err := a.confirmAffinity(ctx, node, cidr, nil); errors.Is(err, errBlockOverlaps) {
 				continue
 			} else if err != nil {
 				return nil, err

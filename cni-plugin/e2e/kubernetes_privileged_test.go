@@ -28,7 +28,7 @@ import (
 // proxyInto makes addr (a loopback TCP server of the test's own namespace)
 // reachable from inside n at the returned address: the listener lives in
 // n, the dials happen outside it. No interface or route is added anywhere.
-func proxyInto(t *testing.T, n ns.NetNS, addr string) string {
+func proxyInto(t testing.TB, n ns.NetNS, addr string) string {
 	var ln net.Listener
 	if err := n.Do(func(ns.NetNS) error {
 		var err error

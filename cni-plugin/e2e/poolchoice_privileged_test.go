@@ -175,7 +175,7 @@ func poolChoice(t *testing.T, c *cluster, kube kubernetes.Interface) {
 
 // nodeKubeconfig writes a kubeconfig for plugins run in the node
 // namespace: it reaches the API server through a proxy listening there.
-func nodeKubeconfig(t *testing.T, node ns.NetNS, k *testservers.KubeAPIServer) string {
+func nodeKubeconfig(t testing.TB, node ns.NetNS, k *testservers.KubeAPIServer) string {
 	t.Helper()
 	proxied := proxyInto(t, node, strings.TrimPrefix(k.URL(), "https://"))
 	kc, err := os.ReadFile(k.Kubeconfig())

@@ -47,6 +47,10 @@ func clientFor(conf *netconf.NetConf) (kubernetes.Interface, error) {
 	// runtime retries.
 	rc.Timeout = 3 * time.Second
 	rc.Dial = (&net.Dialer{Timeout: 3 * time.Second}).DialContext
+	// The pod and its namespace are read together: one connection.
+	if rc, err = kdd.OneConnection(rc); err != nil {
+		return nil, fmt.Errorf("kubernetes client: %w", err)
+	}
 	kube, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client: %w", err)

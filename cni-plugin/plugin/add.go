@@ -94,7 +94,7 @@ func (p *Plugin) add(a *skel.CmdArgs) (res *current.Result, err error) {
 	// The process lives for one call: cache what IPAM reads for its
 	// lifetime, and read it (pools, settings, reservations, node labels,
 	// affinities) in parallel with the pod's annotations.
-	alloc := ipam.New(client, ipam.Config{CacheTTL: 5 * time.Second})
+	alloc := ipam.New(client, ipam.Config{CacheTTL: 5 * time.Second, ClaimLock: claimLock(p.HintDir, c.conf), CachedReads: true})
 	tm.mark("connect")
 
 	mtuFile := p.MTUFile

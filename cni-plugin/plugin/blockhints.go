@@ -44,8 +44,7 @@ func loadBlockHints(dir string, c *netconf.NetConf, node string) *blockHints {
 	if dir == "" {
 		return &blockHints{}
 	}
-	sum := sha256.Sum256([]byte(c.DatastoreType + "\x00" + c.EtcdEndpoints + "\x00" + node))
-	h := &blockHints{path: filepath.Join(dir, "ipam-blocks-"+hex.EncodeToString(sum[:8]))}
+	h := &blockHints{path: filepath.Join(dir, "ipam-blocks-"+nodeKey(c, node))}
 	data, err := readHintFile(h.path)
 	if err != nil {
 		return h
@@ -86,6 +85,13 @@ func readHintFile(path string) ([]byte, error) {
 		return nil, fmt.Errorf("%s is not a hint file (%s, %d bytes)", path, st.Mode().Type(), st.Size())
 	}
 	return io.ReadAll(io.LimitReader(f, maxHintFile))
+}
+
+// nodeKey names a node's files in the hint folder: one per datastore and
+// node.
+func nodeKey(c *netconf.NetConf, node string) string {
+	sum := sha256.Sum256([]byte(c.DatastoreType + "\x00" + c.EtcdEndpoints + "\x00" + node))
+	return hex.EncodeToString(sum[:8])
 }
 
 // save records blocks when they differ from what was read. Failing to

@@ -35,7 +35,7 @@ func TestCallsLogged(t *testing.T) {
 	log := string(b)
 	lines := strings.Split(strings.TrimSuffix(log, "\n"), "\n")
 	for _, l := range lines {
-		if !calicolog.LinePattern.MatchString(l) {
+		if !calicolog.LinePattern().MatchString(l) {
 			t.Errorf("not Calico's log line format: %q", l)
 		}
 	}

@@ -90,6 +90,7 @@ func clientFor(backends dsconfig.Backends) func(*netconf.NetConf) (datastore.Cli
 		// A pod ADD should fail fast when the datastore is down: the
 		// runtime retries, and a healthy datastore answers in milliseconds.
 		spec.RequestTimeout = 3 * time.Second
+		spec.OneCall = true
 		client, err := backends.New(spec)
 		if err != nil {
 			return nil, netconf.DatastoreConfigError(err)

@@ -125,16 +125,9 @@ func (pr *Prepared) Configure(addrs []net.IPNet) (err error) {
 	// the same time (each Do runs on its own locked thread).
 	hostErr := make(chan error, 1)
 	go func() { hostErr <- p.HostNS.Do(func(ns.NetNS) error { return addHostRoutes(p) }) }()
-	podErr := podNS.Do(func(ns.NetNS) error {
-		if err := setupPodSide(p); err != nil {
-			return err
-		}
-		link, err := netlink.LinkByName(p.ContainerIf)
-		if err != nil {
-			return err
-		}
-		pr.Result.DefaultV4, pr.Result.DefaultV6 = gateways(link.Attrs().Index, addrs)
-		return nil
+	podErr := podNS.Do(func(ns.NetNS) (err error) {
+		pr.Result.DefaultV4, pr.Result.DefaultV6, err = setupPodSide(p)
+		return err
 	})
 	return errors.Join(podErr, <-hostErr)
 }
@@ -246,55 +239,69 @@ func upPodSide(p Pod, ipv6 bool) error {
 	return nil
 }
 
-func setupPodSide(p Pod) error {
+// setupPodSide gives the pod's interface its addresses and routes, and
+// says which families' default routes go through it: none of a family
+// whose default route the pod already has through another interface (its
+// eth0, for a net1), which keeps it there. The pod's routes are listed
+// once per family for that, not once per route.
+func setupPodSide(p Pod) (defaultV4, defaultV6 bool, err error) {
 	link, err := netlink.LinkByName(p.ContainerIf)
 	if err != nil {
-		return fmt.Errorf("finding %s in the pod: %w", p.ContainerIf, err)
+		return false, false, fmt.Errorf("finding %s in the pod: %w", p.ContainerIf, err)
 	}
 	if hasV6(p.Addrs) {
 		if err := writeSysctl("ipv6/conf/"+p.ContainerIf+"/accept_dad", "0"); err != nil {
-			return err
+			return false, false, err
 		}
 	}
 	for _, a := range p.Addrs {
 		a := a
 		if err := netlink.AddrAdd(link, &netlink.Addr{IPNet: &a}); err != nil {
-			return fmt.Errorf("adding %s to %s: %w", a.String(), p.ContainerIf, err)
+			return false, false, fmt.Errorf("adding %s to %s: %w", a.String(), p.ContainerIf, err)
 		}
 	}
-	for _, r := range podRoutes(link.Attrs().Index, p.Addrs) {
+	idx := link.Attrs().Index
+	viaOther := map[int]bool{} // family -> default route through another interface
+	for _, r := range podRoutes(idx, p.Addrs) {
 		r := r
-		if defaultViaOther(link.Attrs().Index, r) {
-			// Another interface of the pod (its eth0, for a net1)
-			// has the default route of this family: keep it there.
+		fam := routeFamily(r)
+		other, ok := viaOther[fam]
+		if !ok {
+			other = defaultViaOther(idx, r)
+			viaOther[fam] = other
+		}
+		if other {
 			continue
 		}
 		if err := netlink.RouteAdd(&r); err != nil && !errors.Is(err, syscall.EEXIST) {
-			return fmt.Errorf("adding pod route %s: %w", r.String(), err)
+			return false, false, fmt.Errorf("adding pod route %s: %w", r.String(), err)
+		}
+		if ones, _ := r.Dst.Mask.Size(); ones == 0 {
+			if fam == netlink.FAMILY_V4 {
+				defaultV4 = true
+			} else {
+				defaultV6 = true
+			}
 		}
 	}
 	if p.AllowIPForwarding {
 		if err := writeSysctl("ipv4/ip_forward", "1"); err != nil {
-			return err
+			return false, false, err
 		}
 		if hasV6(p.Addrs) {
 			if err := writeSysctl("ipv6/conf/all/forwarding", "1"); err != nil {
-				return err
+				return false, false, err
 			}
 		}
 	}
-	return nil
+	return defaultV4, defaultV6, nil
 }
 
 // defaultViaOther reports whether r is of a family whose default route
 // the pod already has through another interface than ifIndex. It runs
 // in the pod's namespace.
 func defaultViaOther(ifIndex int, r netlink.Route) bool {
-	family := netlink.FAMILY_V4
-	if r.Dst != nil && r.Dst.IP.To4() == nil {
-		family = netlink.FAMILY_V6
-	}
-	routes, err := netlink.RouteListFiltered(family, &netlink.Route{Table: syscall.RT_TABLE_MAIN}, netlink.RT_FILTER_TABLE)
+	routes, err := netlink.RouteListFiltered(routeFamily(r), &netlink.Route{Table: syscall.RT_TABLE_MAIN}, netlink.RT_FILTER_TABLE)
 	if err != nil {
 		return false
 	}
@@ -310,6 +317,14 @@ func defaultViaOther(ifIndex int, r netlink.Route) bool {
 		}
 	}
 	return false
+}
+
+// routeFamily is r's address family (netlink.FAMILY_V4 or _V6).
+func routeFamily(r netlink.Route) int {
+	if r.Dst != nil && r.Dst.IP.To4() == nil {
+		return netlink.FAMILY_V6
+	}
+	return netlink.FAMILY_V4
 }
 
 // Gateways says which families' default routes go through the pod

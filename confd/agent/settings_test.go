@@ -29,7 +29,7 @@ func TestConfdSettings(t *testing.T) {
 		}
 	}
 	for _, l := range strings.Split(strings.TrimSuffix(logs, "\n"), "\n") {
-		if !calicolog.LinePattern.MatchString(l) {
+		if !calicolog.LinePattern().MatchString(l) {
 			t.Errorf("not Calico's log line format: %q", l)
 		}
 	}

@@ -65,6 +65,10 @@ type Spec struct {
 	// RequestTimeout bounds each datastore request (0: the backend's
 	// default). Not part of the file format: components set it.
 	RequestTimeout time.Duration `json:"-"`
+	// OneCall says the client serves one short call and exits (the CNI
+	// plugin): the Kubernetes datastore then sends everything over one
+	// HTTP/2 connection, dialled once. Not part of the file format.
+	OneCall bool `json:"-"`
 }
 
 // APIConfig is the CalicoAPIConfig document.

@@ -335,15 +335,16 @@ func hideNames(src *source, reserved func(string) bool) *source {
 
 // listSource lists one source in a namespace ("" all), paginated, and
 // returns its visible objects, the objects that cannot be converted, and
-// the list's resource version.
-func (c *Client) listSource(ctx context.Context, src *source, ns, labelSelector string) ([]v3.Resource, []datastore.BadRecord, string, error) {
+// the list's resource version. cached lets the API server answer from its
+// watch cache as it is (datastore.ListOptions.Cached).
+func (c *Client) listSource(ctx context.Context, src *source, ns, labelSelector string, cached bool) ([]v3.Resource, []datastore.BadRecord, string, error) {
 	if !src.namespaced {
 		ns = ""
 	}
 	p := pager.New(pager.SimplePageFunc(func(o metav1.ListOptions) (runtime.Object, error) {
 		return src.list(ctx, ns, o)
 	}))
-	list, _, err := p.List(ctx, metav1.ListOptions{LabelSelector: labelSelector})
+	list, _, err := p.List(ctx, metav1.ListOptions{LabelSelector: labelSelector, ResourceVersion: cachedRV(cached)})
 	if err != nil {
 		return nil, nil, "", c.storeErr(err)
 	}

@@ -37,6 +37,10 @@ type Config struct {
 	// 200; a negative QPS disables the limit).
 	QPS   float32
 	Burst int
+	// OneConnection sends every request over one HTTP/2 connection,
+	// dialled once (see OneConnection): for one-call processes (the CNI
+	// plugin), whose first requests start together.
+	OneConnection bool
 }
 
 // Client implements datastore.Client over the Kubernetes API. It is safe
@@ -84,6 +88,12 @@ func New(cfg Config) (*Client, error) {
 	if rc.Dial == nil {
 		// Bound connecting; a request's own deadline bounds the rest.
 		rc.Dial = (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	}
+	if cfg.OneConnection {
+		var err error
+		if rc, err = OneConnection(rc); err != nil {
+			return nil, fmt.Errorf("kubernetes datastore: %w", err)
+		}
 	}
 	dyn, err := dynamic.NewForConfig(rc)
 	if err != nil {
@@ -393,7 +403,7 @@ func (c *Client) List(ctx context.Context, kind string, opts datastore.ListOptio
 	out := &datastore.List{}
 	revs := make([]string, len(kb.sources))
 	for i, src := range kb.sources {
-		items, bad, rev, err := c.listSource(ctx, src, ns, labelSel)
+		items, bad, rev, err := c.listSource(ctx, src, ns, labelSel, opts.Cached)
 		if err != nil {
 			return fail(err)
 		}

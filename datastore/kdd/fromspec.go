@@ -20,7 +20,8 @@ func FromSpec(s dsconfig.Spec) (datastore.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return New(Config{REST: rc, QPS: s.K8sClientQPS, Burst: s.K8sClientBurst, RequestTimeout: s.RequestTimeout})
+	return New(Config{REST: rc, QPS: s.K8sClientQPS, Burst: s.K8sClientBurst, RequestTimeout: s.RequestTimeout,
+		OneConnection: s.OneCall})
 }
 
 // RESTConfig resolves Calico's KubeConfig settings as libcalico-go does:

@@ -19,13 +19,13 @@ var _ datastore.NameLister = (*Client)(nil)
 // claim needs only which blocks exist, and a block's record is large (an
 // allocation array per address), so this keeps a claim's read small in a
 // large cluster. Other kinds are listed whole.
-func (c *Client) ListNames(ctx context.Context, kind string) ([]string, error) {
+func (c *Client) ListNames(ctx context.Context, kind string, cached bool) ([]string, error) {
 	kb, err := c.backend(kind)
 	if err != nil {
 		return nil, err
 	}
 	if kb.info.Namespaced || len(kb.sources) != 1 || len(kb.static) != 0 || kb.sources[0].native {
-		return datastore.ListNames(ctx, listOnly{c}, kind)
+		return datastore.ListNames(ctx, listOnly{c}, kind, cached)
 	}
 	ctx, cancel := c.reqCtx(ctx)
 	defer cancel()
@@ -34,7 +34,7 @@ func (c *Client) ListNames(ctx context.Context, kind string) ([]string, error) {
 		return ri.List(ctx, o)
 	}))
 	var out []string
-	err = p.EachListItem(ctx, metav1.ListOptions{}, func(o runtime.Object) error {
+	err = p.EachListItem(ctx, metav1.ListOptions{ResourceVersion: cachedRV(cached)}, func(o runtime.Object) error {
 		m, ok := o.(*metav1.PartialObjectMetadata)
 		if !ok {
 			return fmt.Errorf("listing %s names: unexpected object %T", kind, o)
@@ -46,6 +46,15 @@ func (c *Client) ListNames(ctx context.Context, kind string) ([]string, error) {
 		return nil, &datastore.OpError{Op: "list", Key: datastore.Key{Kind: kind}, Err: c.storeErr(err)}
 	}
 	return out, nil
+}
+
+// cachedRV is the resourceVersion of a list that may come from the API
+// server's watch cache as it is ("0"), or must be consistent ("").
+func cachedRV(cached bool) string {
+	if cached {
+		return "0"
+	}
+	return ""
 }
 
 // listOnly hides a Client's NameLister (for the fallback).

@@ -48,7 +48,7 @@ func nodeFilter(node string) (labelSelector string, keep func(v3.Resource) bool)
 // a compare-and-swap on the read version, and one that lost to another
 // writer is left (that writer, Calico or Tabby, labels what it writes, or
 // the next call finds it again).
-func (c *Client) IndexNode(ctx context.Context, kind, node string) (int, error) {
+func (c *Client) IndexNode(ctx context.Context, kind, node string, cached bool) (int, error) {
 	if kind != v3.KindBlockAffinity || node == "" {
 		return 0, fmt.Errorf("%w: only BlockAffinities of a named node are indexed by node", datastore.ErrInvalid)
 	}
@@ -63,7 +63,7 @@ func (c *Client) IndexNode(ctx context.Context, kind, node string) (int, error) 
 		return ri.List(ctx, o)
 	}))
 	var unlabelled []unstructured.Unstructured
-	err = p.EachListItem(ctx, metav1.ListOptions{LabelSelector: "!" + labelAffinityType}, func(o runtime.Object) error {
+	err = p.EachListItem(ctx, metav1.ListOptions{LabelSelector: "!" + labelAffinityType, ResourceVersion: cachedRV(cached)}, func(o runtime.Object) error {
 		u, ok := o.(*unstructured.Unstructured)
 		if ok {
 			if n, _, _ := unstructured.NestedString(u.Object, "spec", "node"); n == node {

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -67,7 +66,7 @@ func TestUndecodableCustomResources(t *testing.T) {
 		t.Errorf("get bad-selector: %v, want ErrUndecodable", err)
 	}
 
-	counter := datastore.UndecodableRecordsCounter(v3.KindGlobalNetworkPolicy)
+	count := func() float64 { return float64(datastore.UndecodableRecords(v3.KindGlobalNetworkPolicy)) }
 	for name, syncer := range map[string]func(cb datastore.SyncerCallbacks) datastore.Syncer{
 		"WatchSyncer": func(cb datastore.SyncerCallbacks) datastore.Syncer {
 			return datastore.NewWatchSyncer(c, []string{v3.KindGlobalNetworkPolicy}, cb, datastore.Backoff{Initial: 50 * time.Millisecond, Max: time.Second})
@@ -77,13 +76,13 @@ func TestUndecodableCustomResources(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			before := testutil.ToFloat64(counter)
+			before := count()
 			rec := &recorder{view: map[datastore.Key]v3.Resource{}}
 			runSyncer(t, syncer(rec))
 			rec.waitFor(t, "in sync with deny-web", func() bool {
 				return rec.inSync && rec.keys(v3.KindGlobalNetworkPolicy) == "/deny-web"
 			})
-			if got := testutil.ToFloat64(counter) - before; got != 2 {
+			if got := count() - before; got != 2 {
 				t.Errorf("counted %v undecodable policies, want 2", got)
 			}
 		})

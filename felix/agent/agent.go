@@ -32,6 +32,7 @@ import (
 	v3 "github.com/tabbynet/tabby/api/v3"
 	"github.com/tabbynet/tabby/datastore"
 	"github.com/tabbynet/tabby/datastore/dsconfig"
+	"github.com/tabbynet/tabby/datastore/dsmetrics"
 	"github.com/tabbynet/tabby/datastore/etcd/etcdlib"
 	"github.com/tabbynet/tabby/datastore/kdd"
 	felixconfig "github.com/tabbynet/tabby/felix/config"
@@ -342,7 +343,7 @@ func newDataplane(ctx context.Context, r felixRun) (*dataplane.Dataplane, *healt
 		r.reg.MustRegister(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
 	dpCfg.Metrics = dataplane.NewMetrics(r.reg)
-	if err := datastore.RegisterMetrics(r.reg); err != nil {
+	if err := dsmetrics.Register(r.reg); err != nil {
 		return nil, nil, nil, nil, err
 	}
 	var status *epstatus.Reporter

@@ -315,7 +315,7 @@ func TestPrivilegedFelixSettingsRefused(t *testing.T) {
 		}
 	}
 	for _, l := range strings.Split(strings.TrimSuffix(logs, "\n"), "\n") {
-		if !calicolog.LinePattern.MatchString(l) {
+		if !calicolog.LinePattern().MatchString(l) {
 			t.Errorf("not Calico's log line format: %q", l)
 		}
 	}

@@ -45,7 +45,12 @@ const TimeFormat = "2006-01-02 15:04:05.000"
 
 // LinePattern matches a line in Calico's format (what tests and log
 // pipelines parse): time, level, pid, component/file, line, message.
-var LinePattern = regexp.MustCompile(`^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}) \[(TRACE|DEBUG|INFO|WARNING|ERROR|FATAL|PANIC)\]\[(\d+)\] (?:([a-z0-9-]+)/)?([\w.-]+\.go|<nil>) (\d+|<nil>): (.*)$`)
+//
+// Compiled on first use: the CNI plugin links this package into a
+// process per pod, which should not pay for a regexp only tests use.
+var LinePattern = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}) \[(TRACE|DEBUG|INFO|WARNING|ERROR|FATAL|PANIC)\]\[(\d+)\] (?:([a-z0-9-]+)/)?([\w.-]+\.go|<nil>) (\d+|<nil>): (.*)$`)
+})
 
 // Options configure a handler.
 type Options struct {

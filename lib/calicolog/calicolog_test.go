@@ -24,7 +24,7 @@ func TestCalicoFormat(t *testing.T) {
 	if !re.MatchString(line) {
 		t.Fatalf("line %q\ndoes not match %s", line, re)
 	}
-	if !LinePattern.MatchString(line) {
+	if !LinePattern().MatchString(line) {
 		t.Fatalf("LinePattern does not match %q", line)
 	}
 	if strings.Count(line, "node=") != 1 {
@@ -57,7 +57,7 @@ func TestLevelsComponentsGroups(t *testing.T) {
 		t.Fatalf("%d lines, want %d:\n%s", len(lines), len(want), buf.String())
 	}
 	for i, l := range lines {
-		m := LinePattern.FindStringSubmatch(l)
+		m := LinePattern().FindStringSubmatch(l)
 		if m == nil || m[2] != want[i].level || m[4] != want[i].comp || m[7] != want[i].tail {
 			t.Errorf("line %d %q: want level %s component %s message %q", i, l, want[i].level, want[i].comp, want[i].tail)
 		}

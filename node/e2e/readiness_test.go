@@ -88,7 +88,7 @@ func TestPrivilegedNodeReadinessNamesCause(t *testing.T) {
 	}
 	a.stop(syscall.SIGKILL) // etcd is gone: no clean stop to wait for
 	for _, l := range strings.Split(strings.TrimSuffix(a.log.String(), "\n"), "\n") {
-		if !calicolog.LinePattern.MatchString(l) {
+		if !calicolog.LinePattern().MatchString(l) {
 			t.Errorf("not Calico's log line format: %q", l)
 		}
 	}

@@ -8,6 +8,9 @@
 package main
 
 import (
+	"runtime/debug"
+	"time"
+
 	"github.com/containernetworking/cni/pkg/skel"
 
 	"github.com/tabbynet/tabby/cni-plugin/kubepods"
@@ -17,6 +20,11 @@ import (
 )
 
 func main() {
+	plugin.Started = time.Now()
+	// One call per process, as the calico binary: collecting garbage
+	// only costs time; the limit keeps a runaway call bounded.
+	debug.SetGCPercent(-1)
+	debug.SetMemoryLimit(256 << 20)
 	p := plugin.New(dsconfig.Backends{Kubernetes: kdd.FromSpec})
 	p.PodsFor = kubepods.For
 	p.PodReaderFor = kubepods.ReaderFor

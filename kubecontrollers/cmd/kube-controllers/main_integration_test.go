@@ -165,7 +165,7 @@ func TestIntegrationKilledLeaderIsReplaced(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, l := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
-			if m := calicolog.LinePattern.FindStringSubmatch(l); m == nil || m[4] != "kube-controllers" {
+			if m := calicolog.LinePattern().FindStringSubmatch(l); m == nil || m[4] != "kube-controllers" {
 				t.Errorf("%s: not Calico's log line format (component kube-controllers): %q", id, l)
 			}
 		}

@@ -1,0 +1,106 @@
+package kdd
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"sync/atomic"
+
+	"golang.org/x/net/http2"
+	"k8s.io/client-go/rest"
+)
+
+// OneConnection returns rc changed to send every request over a single
+// HTTP/2 connection, dialled once.
+//
+// Why: client-go's transport is net/http's, which cannot know a server
+// speaks HTTP/2 before a TLS handshake has said so; requests started
+// together before the first connection is up (a CNI ADD starts 7-9 at
+// once) each dial and handshake their own connection, and all but one
+// are thrown away. In a process that makes one call and exits, that is
+// most of its time on the API server (measured: 9 connections, ~25 ms of
+// a ~40 ms ADD). x/net/http2's own connection pool shares one dial among
+// the requests that wait for it.
+//
+// The HTTP/1 transport client-go would have used takes over when the
+// server does not agree to HTTP/2 (ALPN), from the request that found out
+// onwards. rc is returned unchanged when it is not plain TLS to the
+// server: no TLS (http://), a custom transport already set, or a proxy
+// configured or named by the environment for this server.
+func OneConnection(rc *rest.Config) (*rest.Config, error) {
+	if rc.Transport != nil || rc.Proxy != nil {
+		return rc, nil
+	}
+	u, err := url.Parse(rc.Host)
+	if err != nil || u.Scheme != "https" {
+		return rc, nil
+	}
+	if p, err := http.ProxyFromEnvironment(&http.Request{URL: u}); err != nil || p != nil {
+		return rc, nil
+	}
+	tlsConf, err := rest.TLSConfigFor(rc)
+	if err != nil || tlsConf == nil {
+		return rc, err
+	}
+	dial := rc.Dial
+	if dial == nil {
+		dial = (&net.Dialer{}).DialContext
+	}
+	t := &h2First{}
+	t.h2 = &http2.Transport{
+		TLSClientConfig: tlsConf,
+		DialTLSContext: func(ctx context.Context, network, addr string, cfg *tls.Config) (net.Conn, error) {
+			raw, err := dial(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			// Offer HTTP/1.1 too: a server without HTTP/2 then says so
+			// rather than refuse the handshake.
+			cfg = cfg.Clone()
+			cfg.NextProtos = []string{http2.NextProtoTLS, "http/1.1"}
+			conn := tls.Client(raw, cfg)
+			if err := conn.HandshakeContext(ctx); err != nil {
+				raw.Close()
+				return nil, err
+			}
+			if p := conn.ConnectionState().NegotiatedProtocol; p != http2.NextProtoTLS {
+				conn.Close()
+				return nil, fmt.Errorf("%w (ALPN %q)", errNoHTTP2, p)
+			}
+			return conn, nil
+		},
+	}
+	t.h1 = &http.Transport{TLSClientConfig: tlsConf.Clone(), DialContext: dial, ForceAttemptHTTP2: true}
+	out := rest.CopyConfig(rc)
+	out.TLSClientConfig = rest.TLSClientConfig{}
+	out.Dial = nil
+	out.Transport = t
+	return out, nil
+}
+
+// errNoHTTP2: the server did not agree to HTTP/2.
+var errNoHTTP2 = errors.New("the API server does not speak HTTP/2")
+
+// h2First sends requests over its HTTP/2 transport until a server turns
+// HTTP/2 down, then over its HTTP/1 one. A request that found out is
+// sent again: nothing of it went out before the handshake.
+type h2First struct {
+	h2   *http2.Transport
+	h1   *http.Transport
+	noH2 atomic.Bool
+}
+
+func (t *h2First) RoundTrip(r *http.Request) (*http.Response, error) {
+	if !t.noH2.Load() {
+		resp, err := t.h2.RoundTrip(r)
+		if !errors.Is(err, errNoHTTP2) {
+			return resp, err
+		}
+		t.noH2.Store(true)
+	}
+	return t.h1.RoundTrip(r)
+}
