@@ -81,7 +81,19 @@ func TestPrivilegedClusterTypha(t *testing.T) {
 	if err != nil || len(typhas.Items) != 2 {
 		t.Fatalf("Typha pods: %v (%d)", err, len(typhas.Items))
 	}
-	victim := typhas.Items[0].Name
+	// The victim is a Typha that clients are on (replicas that became
+	// ready later may have none).
+	victim := ""
+	for _, p := range typhas.Items {
+		for _, l := range typhaLines {
+			if victim == "" && p.Status.PodIP != "" && strings.Contains(l, "connected to Typha") && strings.Contains(l, p.Status.PodIP+":") {
+				victim = p.Name
+			}
+		}
+	}
+	if victim == "" {
+		t.Fatalf("no Typha pod's address in calico-node's lines:\n%s", strings.Join(typhaLines, "\n"))
+	}
 	start := time.Now()
 	if _, err := c.Kubectl(ctx, "-n", "kube-system", "delete", "pod", victim, "--grace-period=0", "--force"); err != nil {
 		t.Fatal(err)
