@@ -86,9 +86,7 @@ func loadPolicy(o any, svc bool) loadedPolicy {
 // parses, else the widest, as parsePolicy), at the policy's place in
 // its tier, reported as an Unrenderable.
 func invalidPolicy(s policySpec, err error) (*parsedPolicy, []Unrenderable) {
-	id := PolicyID{Tier: s.tier, Namespace: s.ns, Name: s.name}
-	p := &parsedPolicy{id: id, name: policyName(id), order: s.order, kind: s.pk, demands: map[string]*demand{}}
-	p.ingress, p.egress = policyTypes(s.types, s.in, s.out)
+	p := newParsedPolicy(s)
 	if !p.ingress && !p.egress { // only types felix does not know
 		p.ingress, p.egress = true, true
 	}
@@ -96,11 +94,26 @@ func invalidPolicy(s policySpec, err error) (*parsedPolicy, []Unrenderable) {
 	if selErr != nil {
 		m = widestMatcher(s.sel, s.ns, s.nsSel, s.saSel)
 	}
-	p.sel = m
+	return deniesAll(p, s, m, ReasonInvalidPolicy, err)
+}
+
+// newParsedPolicy is s's policy with its identity, order, kind and
+// directions; no selector or rules yet.
+func newParsedPolicy(s policySpec) *parsedPolicy {
+	id := PolicyID{Tier: s.tier, Namespace: s.ns, Name: s.name}
+	p := &parsedPolicy{id: id, name: policyName(id), order: s.order, kind: s.pk, demands: map[string]*demand{}}
+	p.ingress, p.egress = policyTypes(s.types, s.in, s.out)
+	return p
+}
+
+// deniesAll makes p deny all traffic, in its directions, of what sel
+// picks, and reports the whole policy as an Unrenderable for reason.
+func deniesAll(p *parsedPolicy, s policySpec, sel *matcher, reason string, err error) (*parsedPolicy, []Unrenderable) {
+	p.sel = sel
 	deny := []Rule{{Action: v3.Deny}}
 	p.in, p.out = deny, deny
 	return p, []Unrenderable{{Kind: s.kind, Namespace: s.ns, Name: s.name,
-		Rule: -1, Handling: Denied, Reason: ReasonInvalidPolicy, Detail: err.Error()}}
+		Rule: -1, Handling: Denied, Reason: reason, Detail: err.Error()}}
 }
 
 // policySpecOf reads a NetworkPolicy or GlobalNetworkPolicy (false for
@@ -143,16 +156,10 @@ func (l *loadedPolicy) place(tiers map[string]*tierInfo) (*parsedPolicy, []Probl
 // of its namespace scope (narrowed by the parts of the selector that do
 // parse) and denies all their traffic in its directions.
 func parsePolicy(s policySpec, svc bool) (*parsedPolicy, []Unrenderable) {
-	id := PolicyID{Tier: s.tier, Namespace: s.ns, Name: s.name}
-	p := &parsedPolicy{id: id, name: policyName(id), order: s.order, kind: s.pk, demands: map[string]*demand{}}
-	p.ingress, p.egress = policyTypes(s.types, s.in, s.out)
+	p := newParsedPolicy(s)
 	m, err := newMatcher(s.sel, s.ns, s.nsSel, s.saSel, nil)
 	if err != nil {
-		p.sel = widestMatcher(s.sel, s.ns, s.nsSel, s.saSel)
-		deny := []Rule{{Action: v3.Deny}}
-		p.in, p.out = deny, deny
-		return p, []Unrenderable{{Kind: s.kind, Namespace: s.ns, Name: s.name,
-			Rule: -1, Handling: Denied, Reason: ReasonPolicySelector, Detail: err.Error()}}
+		return deniesAll(p, s, widestMatcher(s.sel, s.ns, s.nsSel, s.saSel), ReasonPolicySelector, err)
 	}
 	p.sel = m
 	var badIn, badOut []Unrenderable
