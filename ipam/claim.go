@@ -65,11 +65,18 @@ func (a *Allocator) affineBlocks(ctx context.Context, node string, pools []Pool,
 // that need no index. calico-node runs it at start-up, as Calico's does
 // its ipam UpgradeHost.
 func (a *Allocator) IndexNode(ctx context.Context, node string) (int, error) {
+	return a.indexNodeFrom(ctx, node, false)
+}
+
+// indexNodeFrom is IndexNode, reading the affinities from the store's
+// cache when cached (Calico before v3.31 wrote the records lacking the
+// index: a cache a moment behind misses none of them).
+func (a *Allocator) indexNodeFrom(ctx context.Context, node string, cached bool) (int, error) {
 	ix, ok := a.c.(datastore.NodeIndexer)
 	if !ok {
 		return 0, nil
 	}
-	n, err := ix.IndexNode(ctx, v3.KindBlockAffinity, node, false)
+	n, err := ix.IndexNode(ctx, v3.KindBlockAffinity, node, cached)
 	if err != nil {
 		return n, fmt.Errorf("indexing block affinities of node %s: %w", node, err)
 	}
@@ -82,15 +89,7 @@ func (a *Allocator) IndexNode(ctx context.Context, node string) (int, error) {
 // says whether it found any, so the caller reads the affinities again. A
 // failure is logged, not returned: claiming a new block instead is safe.
 func (a *Allocator) indexNode(ctx context.Context, node string) bool {
-	var n int
-	var err error
-	if ix, ok := a.c.(datastore.NodeIndexer); ok {
-		// Calico before v3.31 wrote the records lacking the index: a
-		// cache a moment behind misses none of them (Config.CachedReads).
-		if n, err = ix.IndexNode(ctx, v3.KindBlockAffinity, node, a.cfg.CachedReads); err != nil {
-			err = fmt.Errorf("indexing block affinities of node %s: %w", node, err)
-		}
-	}
+	n, err := a.indexNodeFrom(ctx, node, a.cfg.CachedReads)
 	if err != nil && ctx.Err() == nil { // cancelled: not needed after all (claimReads)
 		a.log.Warn("could not label older block affinities; claiming without them", "node", node, "err", err)
 	}
