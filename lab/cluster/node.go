@@ -89,7 +89,10 @@ func mountNode(n NodeState) error {
 }
 
 // cgroupRoot is node n's kubelet cgroupRoot.
-func (c *Cluster) cgroupRoot(n NodeState) string { return "/" + c.State.Prefix + "-" + n.Name }
+func (c *Cluster) cgroupRoot(n NodeState) string { return c.cgroupRootOf(n.Name) }
+
+// cgroupRootOf is the cgroup folder of the node named name.
+func (c *Cluster) cgroupRootOf(name string) string { return "/" + c.State.Prefix + "-" + name }
 
 // makeCgroups creates the node's cgroup in every v1 hierarchy (cpuset
 // given its parent's CPUs and memory nodes, which a new cpuset lacks).

@@ -23,16 +23,16 @@ import (
 // layout: <cgroupRoot>/kubepods[/<qos>]/pod<uid>/<container>). The
 // caller closes it.
 func (c *Cluster) PodNetns(p *corev1.Pod) (ns.NetNS, error) {
-	var node *NodeState
+	// Only the node's name is read: a power-on rewrites the node's Holder
+	// while the chaos observer's probes call this.
+	known := false
 	for i := range c.State.Nodes {
-		if c.State.Nodes[i].Name == p.Spec.NodeName {
-			node = &c.State.Nodes[i]
-		}
+		known = known || c.State.Nodes[i].Name == p.Spec.NodeName
 	}
-	if node == nil {
+	if !known {
 		return nil, fmt.Errorf("pod %s/%s: node %q is not the cluster's", p.Namespace, p.Name, p.Spec.NodeName)
 	}
-	base := filepath.Join("/sys/fs/cgroup/pids", c.cgroupRoot(*node), "kubepods")
+	base := filepath.Join("/sys/fs/cgroup/pids", c.cgroupRootOf(p.Spec.NodeName), "kubepods")
 	var found string
 	_ = filepath.WalkDir(base, func(path string, d os.DirEntry, err error) error {
 		if err != nil || found != "" || !d.IsDir() || d.Name() != "pod"+string(p.UID) {
