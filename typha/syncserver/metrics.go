@@ -5,6 +5,7 @@ import "github.com/prometheus/client_golang/prometheus"
 // metrics are Calico's Typha server metric names.
 type metrics struct {
 	accepted    prometheus.Counter
+	dropped     prometheus.Counter
 	active      prometheus.Gauge
 	streaming   *prometheus.GaugeVec
 	pingLatency prometheus.Summary
@@ -19,6 +20,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
 		accepted: prometheus.NewCounter(prometheus.CounterOpts{Name: "typha_connections_accepted",
 			Help: "Total number of connections accepted over time."}),
+		dropped: prometheus.NewCounter(prometheus.CounterOpts{Name: "typha_connections_dropped",
+			Help: "Total number of connections dropped due to rebalancing."}),
 		active: prometheus.NewGauge(prometheus.GaugeOpts{Name: "typha_connections_active",
 			Help: "Number of open client connections, including connections that are still in the handshake."}),
 		streaming: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "typha_connections_streaming",
@@ -37,7 +40,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Size of the most recently generated binary snapshot (after compression)."}, []string{"syncer"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.accepted, m.active, m.streaming, m.pingLatency, m.kvsSent,
+		reg.MustRegister(m.accepted, m.dropped, m.active, m.streaming, m.pingLatency, m.kvsSent,
 			m.snapsGenerated, m.snapsReused, m.snapRawBytes, m.snapBytes)
 	}
 	return m

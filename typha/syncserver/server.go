@@ -39,6 +39,18 @@ type Config struct {
 	HandshakeTimeout time.Duration // 10s
 	WriteTimeout     time.Duration // 120s
 	MaxFallBehind    time.Duration // 300s
+	// MaxConns is the initial connection limit (Calico's
+	// MaxConnectionsUpperLimit, 10000); SetMaxConns changes it. Above it,
+	// one connection is dropped every DropInterval (1s) so that its client
+	// reconnects to another replica.
+	MaxConns     int
+	DropInterval time.Duration
+	// ShutdownTimeout: when Serve's context ends, the connections are
+	// dropped one at a time over this long (at most one per
+	// ShutdownMaxDropInterval), so clients move to other replicas
+	// gradually; zero drops them all at once.
+	ShutdownTimeout         time.Duration
+	ShutdownMaxDropInterval time.Duration // 1s
 	// SnapshotValidity is how long a compressed snapshot is reused after
 	// the chain moved past it (Calico's BinarySnapshotTimeout, 1s).
 	SnapshotValidity time.Duration
@@ -66,6 +78,11 @@ func (c *Config) defaults() {
 	def(&c.WriteTimeout, 120*time.Second)
 	def(&c.MaxFallBehind, 300*time.Second)
 	def(&c.SnapshotValidity, time.Second)
+	def(&c.DropInterval, time.Second)
+	def(&c.ShutdownMaxDropInterval, time.Second)
+	if c.MaxConns <= 0 {
+		c.MaxConns = 10000
+	}
 	if c.WriteBufferSize <= 0 {
 		c.WriteBufferSize = 16 << 10
 	}
@@ -85,12 +102,18 @@ type Server struct {
 	m       *metrics
 	nextID  atomic.Uint64
 	clients atomic.Int64
+
+	maxConns atomic.Int64
+	connsMu  sync.Mutex
+	conns    map[uint64]context.CancelFunc // every open connection's
 }
 
 // New returns a server for caches.
 func New(caches map[syncproto.SyncerType]*snapcache.Cache, cfg Config) *Server {
 	cfg.defaults()
-	s := &Server{cfg: cfg, caches: caches, m: newMetrics(cfg.Registerer), snaps: map[syncproto.SyncerType]*binarySnapshots{}}
+	s := &Server{cfg: cfg, caches: caches, m: newMetrics(cfg.Registerer), snaps: map[syncproto.SyncerType]*binarySnapshots{},
+		conns: map[uint64]context.CancelFunc{}}
+	s.maxConns.Store(int64(cfg.MaxConns))
 	for st, cache := range caches {
 		s.snaps[st] = newBinarySnapshots(string(st), cache, cfg, s.m)
 	}
@@ -100,14 +123,26 @@ func New(caches map[syncproto.SyncerType]*snapcache.Cache, cfg Config) *Server {
 // Clients is the number of connections open.
 func (s *Server) Clients() int { return int(s.clients.Load()) }
 
-// Serve accepts connections on l until ctx ends, then closes l and every
-// connection and returns once they are gone.
+// Serve accepts connections on l until ctx ends, then closes l, drops
+// the connections (gradually: Config.ShutdownTimeout) and returns once
+// they are gone.
 func (s *Server) Serve(ctx context.Context, l net.Listener) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	connCtx, stopConns := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopConns()
 	var wg sync.WaitGroup
-	defer wg.Wait()
 	go func() { <-ctx.Done(); l.Close() }()
+	wg.Add(1)
+	go func() { defer wg.Done(); s.govern(connCtx) }()
+	err := s.accept(ctx, connCtx, l, &wg)
+	if ctx.Err() != nil {
+		s.drain()
+	}
+	stopConns()
+	wg.Wait()
+	return err
+}
+
+func (s *Server) accept(ctx, connCtx context.Context, l net.Listener, wg *sync.WaitGroup) error {
 	for {
 		conn, err := l.Accept()
 		if err != nil {
@@ -124,7 +159,7 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s.serveConn(ctx, conn)
+			s.serveConn(connCtx, conn)
 		}()
 	}
 }
@@ -149,6 +184,8 @@ func (s *Server) serveConn(ctx context.Context, nc net.Conn) {
 	defer cancel()
 	go func() { <-ctx.Done(); nc.Close() }()
 	c := &conn{s: s, id: s.nextID.Add(1), c: nc, w: bufio.NewWriterSize(nc, s.cfg.WriteBufferSize)}
+	s.track(c.id, cancel)
+	defer s.untrack(c.id)
 	c.enc = syncproto.NewEncoder(c.w)
 	c.dec = syncproto.NewDecoder(bufio.NewReaderSize(nc, 4<<10))
 	c.log = s.cfg.Log.With("connID", c.id, "remote", nc.RemoteAddr().String())
