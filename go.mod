@@ -33,6 +33,7 @@ require (
 require sigs.k8s.io/network-policy-api v0.2.0
 
 require (
+	github.com/golang/snappy v1.0.0 // indirect
 	github.com/mdlayher/genetlink v1.3.2 // indirect
 	golang.org/x/crypto v0.58.0 // indirect
 	golang.zx2c4.com/wireguard v0.0.0-20231211153847-12269c276173 // indirect

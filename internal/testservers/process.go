@@ -1,6 +1,7 @@
 package testservers
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -60,7 +61,19 @@ func (p *process) stop() {
 
 // running reports whether the process is still alive.
 func (p *process) running() bool {
-	return p.cmd != nil && p.cmd.ProcessState == nil && p.cmd.Process.Signal(syscall.Signal(0)) == nil
+	return p.cmd != nil && p.cmd.ProcessState == nil && p.cmd.Process.Signal(syscall.Signal(0)) == nil && !zombie(p.cmd.Process.Pid)
+}
+
+// zombie: pid has exited and waits to be reaped (signal 0 still reaches
+// it).
+func zombie(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// The state follows the command name in parentheses.
+	i := bytes.LastIndexByte(b, ')')
+	return i >= 0 && i+2 < len(b) && b[i+2] == 'Z'
 }
 
 // tail returns the end of the log, for failure messages.

@@ -36,6 +36,25 @@ type Config struct {
 	PrometheusMetricsPort    int    // TYPHA_PROMETHEUSMETRICSPORT (9093)
 
 	LogSeverityScreen string // TYPHA_LOGSEVERITYSCREEN (INFO)
+
+	Rebalance Rebalance
+}
+
+// Rebalance is Calico's connection governance: a connection limit, set
+// from the replicas and nodes there are when ConnectionRebalancingMode is
+// "kubernetes", enforced by dropping connections one at a time; and a
+// graceful shutdown.
+type Rebalance struct {
+	Mode                    string        // TYPHA_CONNECTIONREBALANCINGMODE: none (default) or kubernetes
+	DropInterval            time.Duration // TYPHA_CONNECTIONDROPINTERVALSECS (1)
+	ShutdownTimeout         time.Duration // TYPHA_SHUTDOWNTIMEOUTSECS (300)
+	ShutdownMaxDropInterval time.Duration // TYPHA_SHUTDOWNCONNECTIONDROPINTERVALMAXSECS (1)
+	MaxConnsUpper           int           // TYPHA_MAXCONNECTIONSUPPERLIMIT (10000)
+	MaxConnsLower           int           // TYPHA_MAXCONNECTIONSLOWERLIMIT (400)
+	PollInterval            time.Duration // TYPHA_K8SSERVICEPOLLINTERVALSECS (30)
+	K8sNamespace            string        // TYPHA_K8SNAMESPACE (kube-system)
+	K8sServiceName          string        // TYPHA_K8SSERVICENAME (calico-typha)
+	K8sPortName             string        // TYPHA_K8SPORTNAME (calico-typha)
 }
 
 // ListenAddr is the server's address.
@@ -57,7 +76,6 @@ func joinHostPort(h string, p int) string {
 // refused are Calico's TYPHA_* parameters Tabby does not implement: set,
 // Typha refuses to start rather than run differently from what was asked.
 var refused = map[string]string{
-	"CONNECTIONREBALANCINGMODE": "kubernetes rebalancing is not implemented (clients spread at random over the replicas and move on a reconnect); use none",
 	"PROMETHEUSMETRICSCAFILE":   "the metrics endpoint serves plain HTTP only",
 	"PROMETHEUSMETRICSCERTFILE": "the metrics endpoint serves plain HTTP only",
 	"PROMETHEUSMETRICSKEYFILE":  "the metrics endpoint serves plain HTTP only",
@@ -67,9 +85,12 @@ var refused = map[string]string{
 func FromEnv(getenv func(string) string) (Config, error) {
 	c := Config{DatastoreType: "etcdv3", HealthHost: "localhost", HealthPort: 9098, PrometheusMetricsPort: 9093,
 		MaxMessageSize: 100, MaxFallBehind: 300 * time.Second, PingInterval: 10 * time.Second,
-		PongTimeout: 60 * time.Second, HandshakeTimeout: 10 * time.Second, LogSeverityScreen: "INFO"}
+		PongTimeout: 60 * time.Second, HandshakeTimeout: 10 * time.Second, LogSeverityScreen: "INFO",
+		Rebalance: Rebalance{Mode: "none", DropInterval: time.Second, ShutdownTimeout: 300 * time.Second,
+			ShutdownMaxDropInterval: time.Second, MaxConnsUpper: 10000, MaxConnsLower: 400, PollInterval: 30 * time.Second,
+			K8sNamespace: "kube-system", K8sServiceName: "calico-typha", K8sPortName: "calico-typha"}}
 	for name, why := range refused {
-		if v := getenv("TYPHA_" + name); v != "" && !(name == "CONNECTIONREBALANCINGMODE" && strings.EqualFold(v, "none")) {
+		if v := getenv("TYPHA_" + name); v != "" {
 			return c, fmt.Errorf("TYPHA_%s=%s is not supported: %s", name, v, why)
 		}
 	}
@@ -94,8 +115,26 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	p.str("PROMETHEUSMETRICSHOST", &c.PrometheusMetricsHost)
 	p.int("PROMETHEUSMETRICSPORT", &c.PrometheusMetricsPort)
 	p.str("LOGSEVERITYSCREEN", &c.LogSeverityScreen)
+	r := &c.Rebalance
+	p.str("CONNECTIONREBALANCINGMODE", &r.Mode)
+	p.secs("CONNECTIONDROPINTERVALSECS", &r.DropInterval)
+	p.secs("SHUTDOWNTIMEOUTSECS", &r.ShutdownTimeout)
+	p.secs("SHUTDOWNCONNECTIONDROPINTERVALMAXSECS", &r.ShutdownMaxDropInterval)
+	p.int("MAXCONNECTIONSUPPERLIMIT", &r.MaxConnsUpper)
+	p.int("MAXCONNECTIONSLOWERLIMIT", &r.MaxConnsLower)
+	p.secs("K8SSERVICEPOLLINTERVALSECS", &r.PollInterval)
+	p.str("K8SNAMESPACE", &r.K8sNamespace)
+	p.str("K8SSERVICENAME", &r.K8sServiceName)
+	p.str("K8SPORTNAME", &r.K8sPortName)
 	if p.err != nil {
 		return c, p.err
+	}
+	r.Mode = strings.ToLower(r.Mode)
+	if r.Mode != "none" && r.Mode != "kubernetes" {
+		return c, fmt.Errorf("TYPHA_CONNECTIONREBALANCINGMODE=%s: want none or kubernetes", r.Mode)
+	}
+	if r.MaxConnsUpper < 1 || r.MaxConnsLower < 1 {
+		return c, fmt.Errorf("TYPHA_MAXCONNECTIONSUPPERLIMIT and TYPHA_MAXCONNECTIONSLOWERLIMIT must be at least 1")
 	}
 	switch c.DatastoreType {
 	case "kubernetes", "etcdv3":

@@ -24,7 +24,14 @@ func TestFromEnv(t *testing.T) {
 	if c.ListenAddr() != ":6000" || c.PingInterval != 2500*time.Millisecond || c.TLS.CN != "calico-node" || !c.TLS.Set() {
 		t.Errorf("set: %+v", c)
 	}
-	for k, v := range map[string]string{"TYPHA_CONNECTIONREBALANCINGMODE": "kubernetes", "TYPHA_SERVERPORT": "x",
+	c, err = FromEnv(env(map[string]string{"TYPHA_CONNECTIONREBALANCINGMODE": "Kubernetes", "TYPHA_SHUTDOWNTIMEOUTSECS": "60",
+		"TYPHA_MAXCONNECTIONSLOWERLIMIT": "2", "TYPHA_K8SSERVICENAME": "typha"}))
+	r := c.Rebalance
+	if err != nil || r.Mode != "kubernetes" || r.ShutdownTimeout != time.Minute || r.MaxConnsLower != 2 || r.MaxConnsUpper != 10000 ||
+		r.K8sServiceName != "typha" || r.K8sPortName != "calico-typha" || r.DropInterval != time.Second {
+		t.Errorf("rebalancing: %+v %v", r, err)
+	}
+	for k, v := range map[string]string{"TYPHA_CONNECTIONREBALANCINGMODE": "random", "TYPHA_SERVERPORT": "x",
 		"TYPHA_DATASTORETYPE": "consul", "TYPHA_HEALTHENABLED": "maybe"} {
 		if _, err := FromEnv(env(map[string]string{k: v})); err == nil || !strings.Contains(err.Error(), k) {
 			t.Errorf("%s=%s: %v", k, v, err)

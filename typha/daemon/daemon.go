@@ -19,6 +19,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/tabbynet/tabby/confd"
 	"github.com/tabbynet/tabby/datastore"
@@ -59,7 +60,14 @@ type Options struct {
 	Listener net.Listener
 	// Ready, if set, is called with the server's address once it listens.
 	Ready func(addr string)
+	// Kube is the Kubernetes API rebalancing reads (the Kubernetes
+	// datastore's own client when nil).
+	Kube kubernetes.Interface
 }
+
+// ErrRebalanceNeedsKubernetes: kubernetes rebalancing without the
+// Kubernetes API.
+var ErrRebalanceNeedsKubernetes = errors.New("TYPHA_CONNECTIONREBALANCINGMODE=kubernetes needs the Kubernetes API (the Kubernetes datastore, KUBECONFIG or in-cluster)")
 
 // Run runs Typha until ctx ends.
 func Run(ctx context.Context, o Options) error {
@@ -69,6 +77,15 @@ func Run(ctx context.Context, o Options) error {
 	if o.Registry == nil {
 		o.Registry = prometheus.NewRegistry()
 	}
+	rb := o.Config.Rebalance
+	if o.Kube == nil {
+		if kc, ok := o.Client.(*kdd.Client); ok {
+			o.Kube = kc.Kubernetes()
+		}
+	}
+	if rb.Mode == "kubernetes" && o.Kube == nil {
+		return ErrRebalanceNeedsKubernetes
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	l, err := listen(o)
@@ -77,7 +94,7 @@ func Run(ctx context.Context, o Options) error {
 	}
 	caches := map[syncproto.SyncerType]*snapcache.Cache{}
 	var wg sync.WaitGroup
-	defer wg.Wait()
+	defer func() { cancel(); wg.Wait() }()
 	cm := newCacheMetrics(o.Registry)
 	for st, kinds := range Streams(o.Client) {
 		cache := snapcache.New(string(st), time.Now, o.Log.With("syncer", string(st)), cm.forSyncer(string(st)))
@@ -89,7 +106,15 @@ func Run(ctx context.Context, o Options) error {
 	sc := o.Config
 	srv := syncserver.New(caches, syncserver.Config{MaxMessageSize: sc.MaxMessageSize, PingInterval: sc.PingInterval,
 		PongTimeout: sc.PongTimeout, HandshakeTimeout: sc.HandshakeTimeout, MaxFallBehind: sc.MaxFallBehind,
-		Version: Version, Log: o.Log, Registerer: o.Registry})
+		MaxConns: rb.MaxConnsUpper, DropInterval: rb.DropInterval, ShutdownTimeout: rb.ShutdownTimeout,
+		ShutdownMaxDropInterval: rb.ShutdownMaxDropInterval, Version: Version, Log: o.Log, Registerer: o.Registry})
+	if rb.Mode == "kubernetes" {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rebalance(ctx, rb, o.Kube, caches[syncproto.SyncerTypeFelix], len(caches), srv, o.Log.With("thread", "k8s-poll"))
+		}()
+	}
 	stopHTTP, err := startHTTP(ctx, o, caches)
 	if err != nil {
 		l.Close()

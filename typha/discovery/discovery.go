@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -68,6 +69,24 @@ func (s Settings) Addrs(kube kubernetes.Interface) (func(context.Context) ([]str
 }
 
 func serviceAddrs(ctx context.Context, kube kubernetes.Interface, ns, svc string) ([]string, error) {
+	out, err := endpointAddrs(ctx, kube, ns, svc, PortName, true)
+	if err == nil && len(out) == 0 {
+		err = fmt.Errorf("Service %s/%s has no ready endpoint with a port named %s", ns, svc, PortName)
+	}
+	return out, err
+}
+
+// CountReplicas is the number of Typhas behind Service ns/svc, as Calico's
+// Typha counts them for rebalancing: the distinct addresses of its
+// EndpointSlices that have a port named port, ready or not.
+func CountReplicas(ctx context.Context, kube kubernetes.Interface, ns, svc, port string) (int, error) {
+	addrs, err := endpointAddrs(ctx, kube, ns, svc, port, false)
+	return len(slices.Compact(addrs)), err
+}
+
+// endpointAddrs lists Service ns/svc's endpoint addresses at the port
+// named port (host:port, sorted), the ready ones only if readyOnly.
+func endpointAddrs(ctx context.Context, kube kubernetes.Interface, ns, svc, port string, readyOnly bool) ([]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	list, err := kube.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + svc})
@@ -76,21 +95,18 @@ func serviceAddrs(ctx context.Context, kube kubernetes.Interface, ns, svc string
 	}
 	var out []string
 	for _, es := range list.Items {
-		out = append(out, sliceAddrs(es)...)
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("Service %s/%s has no ready endpoint with a port named %s", ns, svc, PortName)
+		out = append(out, sliceAddrs(es, port, readyOnly)...)
 	}
 	sort.Strings(out)
 	return out, nil
 }
 
-// sliceAddrs are the ready addresses of one EndpointSlice at its
-// calico-typha port.
-func sliceAddrs(es discoveryv1.EndpointSlice) []string {
+// sliceAddrs are the addresses of one EndpointSlice at its port named
+// name (the ready ones only if readyOnly).
+func sliceAddrs(es discoveryv1.EndpointSlice, name string, readyOnly bool) []string {
 	port := 0
 	for _, p := range es.Ports {
-		if p.Name != nil && *p.Name == PortName && p.Port != nil {
+		if p.Name != nil && *p.Name == name && p.Port != nil {
 			port = int(*p.Port)
 		}
 	}
@@ -99,7 +115,7 @@ func sliceAddrs(es discoveryv1.EndpointSlice) []string {
 	}
 	var out []string
 	for _, ep := range es.Endpoints {
-		if ep.Conditions.Ready != nil && !*ep.Conditions.Ready {
+		if readyOnly && ep.Conditions.Ready != nil && !*ep.Conditions.Ready {
 			continue
 		}
 		for _, a := range ep.Addresses {

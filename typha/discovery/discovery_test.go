@@ -21,13 +21,16 @@ func TestSliceAddrs(t *testing.T) {
 			{Addresses: []string{"fd00::3"}},
 		},
 	}
-	got := sliceAddrs(es)
+	got := sliceAddrs(es, PortName, true)
 	want := []string{"10.0.0.1:5473", "[fd00::3]:5473"}
 	if !slices.Equal(got, want) {
 		t.Errorf("got %v, want %v", got, want)
 	}
+	if got := sliceAddrs(es, PortName, false); len(got) != 3 {
+		t.Errorf("every endpoint, ready or not (rebalancing's count): %v", got)
+	}
 	es.Ports = es.Ports[:1]
-	if got := sliceAddrs(es); got != nil {
+	if got := sliceAddrs(es, PortName, true); got != nil {
 		t.Errorf("no calico-typha port: %v", got)
 	}
 }

@@ -120,6 +120,7 @@ type phase struct {
 	p50, p99, pmax       time.Duration
 	newClient            time.Duration // p50 of 5
 	typhaPerConn         float64       // bytes per connection (Typha phase)
+	snaps                string        // the Typhas' binary snapshots (Typha phase)
 }
 
 func runFanout(b *testing.B, nTypha, nDirect int) {
@@ -150,6 +151,17 @@ func runFanout(b *testing.B, nTypha, nDirect int) {
 			conns += ty.metric(b, "typha_connections_streaming")
 		}
 		p.typhaPerConn = float64(typhaRSS(typhas)-rssBefore) / conns
+		var gen, reused float64
+		for _, ty := range typhas {
+			gen += ty.metric(b, "typha_snapshots_generated")
+			reused += ty.metric(b, "typha_snapshots_reused")
+		}
+		raw, err := scrape(fmt.Sprintf("http://127.0.0.1:%d/metrics", typhas[0].metricsPort), "typha_snapshot_raw_bytes")
+		if err != nil {
+			b.Fatal(err)
+		}
+		zipped, _ := scrape(fmt.Sprintf("http://127.0.0.1:%d/metrics", typhas[0].metricsPort), "typha_snapshot_compressed_bytes")
+		p.snaps = fmt.Sprintf("compressed snapshots encoded %.0f times, reused %.0f; snapshot bytes (felix+bgp) %.0f, %.0f sent", gen, reused, raw, zipped)
 	})
 	for _, ty := range typhas {
 		ty.Kill()
@@ -169,7 +181,7 @@ func runFanout(b *testing.B, nTypha, nDirect int) {
 			p.name, p.nodes, p.watches, p.watchesIdle, p.apiCPU, p.apiRSS>>20, p.allInSync.Round(time.Millisecond),
 			p.p50.Round(time.Millisecond), p.p99.Round(time.Millisecond), p.pmax.Round(time.Millisecond), p.newClient.Round(time.Millisecond))
 		if p.typhaPerConn > 0 {
-			fmt.Printf("; Typha memory per connection %.0f KiB", p.typhaPerConn/1024)
+			fmt.Printf("; Typha memory per connection %.0f KiB; %s", p.typhaPerConn/1024, p.snaps)
 		}
 		fmt.Println()
 	}

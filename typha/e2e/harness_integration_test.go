@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -57,6 +58,9 @@ type cluster struct {
 	rest *rest.Config
 	kube kubernetes.Interface
 	ds   *kdd.Client
+
+	published int      // Typhas published behind the Service
+	names     sync.Map // their endpoint names (host:port) -> loopback address
 }
 
 func startCluster(t testing.TB) *cluster {
@@ -144,7 +148,7 @@ type typha struct {
 
 // startTypha starts the typha command on the cluster and waits until it
 // is ready (in sync with the datastore).
-func startTypha(t testing.TB, c *cluster, name string) *typha {
+func startTypha(t testing.TB, c *cluster, name string, extraEnv ...string) *typha {
 	t.Helper()
 	ty := &typha{metricsPort: freePort(t), healthPort: freePort(t)}
 	port := freePort(t)
@@ -154,6 +158,7 @@ func startTypha(t testing.TB, c *cluster, name string) *typha {
 		"TYPHA_HEALTHENABLED=true", "TYPHA_HEALTHHOST=127.0.0.1", "TYPHA_HEALTHPORT="+strconv.Itoa(ty.healthPort),
 		"TYPHA_PROMETHEUSMETRICSENABLED=true", "TYPHA_PROMETHEUSMETRICSHOST=127.0.0.1",
 		"TYPHA_PROMETHEUSMETRICSPORT="+strconv.Itoa(ty.metricsPort), "TYPHA_LOGSEVERITYSCREEN=Warning")
+	env = append(env, extraEnv...)
 	ty.Command = testservers.StartCommand(t, name, []string{typhaBin}, env)
 	deadline := time.Now().Add(60 * time.Second)
 	for {
@@ -174,13 +179,22 @@ func startTypha(t testing.TB, c *cluster, name string) *typha {
 // metric sums a metric's samples on a Prometheus text endpoint.
 func metric(t testing.TB, url, name string) float64 {
 	t.Helper()
+	v, err := scrape(url, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// scrape sums a metric's samples on a Prometheus text endpoint.
+func scrape(url, name string) (float64, error) {
 	resp, err := http.Get(url)
 	if err != nil {
-		t.Fatalf("reading %s: %v", url, err)
+		return 0, fmt.Errorf("reading %s: %w", url, err)
 	}
 	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return sumMetric(string(body), name, "")
+	body, err := io.ReadAll(resp.Body)
+	return sumMetric(string(body), name, ""), err
 }
 
 // sumMetric sums the samples of name whose labels contain match.
@@ -206,22 +220,26 @@ func (ty *typha) metric(t testing.TB, name string) float64 {
 	return metric(t, fmt.Sprintf("http://127.0.0.1:%d/metrics", ty.metricsPort), name)
 }
 
-// publish makes Service kube-system/calico-typha whose endpoints are the
-// Typhas, one EndpointSlice of type FQDN each, and returns the dialer that
-// takes their names to the Typhas' loopback addresses (the API server
-// refuses loopback addresses in EndpointSlices).
+// publish makes Service kube-system/calico-typha if it is not there yet
+// and adds the Typhas to its endpoints, one EndpointSlice of type FQDN
+// each, and returns the dialer that takes their names to the Typhas'
+// loopback addresses (the API server refuses loopback addresses in
+// EndpointSlices).
 func (c *cluster) publish(t testing.TB, typhas ...*typha) func(context.Context, string, string) (net.Conn, error) {
 	t.Helper()
 	ctx := context.Background()
-	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "calico-typha", Namespace: "kube-system"},
-		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "calico-typha", Port: 5473}}}}
-	if _, err := c.kube.CoreV1().Services("kube-system").Create(ctx, svc, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+	if c.published == 0 {
+		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "calico-typha", Namespace: "kube-system"},
+			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "calico-typha", Port: 5473}}}}
+		if _, err := c.kube.CoreV1().Services("kube-system").Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	names := map[string]string{}
-	for i, ty := range typhas {
+	for _, ty := range typhas {
+		i := c.published
+		c.published++
 		host := fmt.Sprintf("typha-%d.kube-system.test", i)
-		names[net.JoinHostPort(host, "5473")] = ty.addr
+		c.names.Store(net.JoinHostPort(host, "5473"), ty.addr)
 		port32, name, ready := int32(5473), "calico-typha", true
 		es := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("calico-typha-%d", i), Namespace: "kube-system",
 			Labels: map[string]string{discoveryv1.LabelServiceName: "calico-typha"}},
@@ -233,11 +251,11 @@ func (c *cluster) publish(t testing.TB, typhas ...*typha) func(context.Context, 
 		}
 	}
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		to, ok := names[addr]
+		to, ok := c.names.Load(addr)
 		if !ok {
 			return nil, fmt.Errorf("test dialer: unknown Typha %s", addr)
 		}
-		return (&net.Dialer{}).DialContext(ctx, network, to)
+		return (&net.Dialer{}).DialContext(ctx, network, to.(string))
 	}
 }
 

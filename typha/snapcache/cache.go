@@ -15,6 +15,7 @@ package snapcache
 import (
 	"log/slog"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -72,6 +73,7 @@ type Cache struct {
 
 	mu     sync.Mutex
 	kvs    map[string]syncproto.SerializedUpdate
+	kinds  map[string]int // keys per kind
 	status syncproto.SyncStatus
 	tail   *Breadcrumb
 }
@@ -81,7 +83,7 @@ func New(name string, now func() time.Time, log *slog.Logger, m Metrics) *Cache 
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Cache{name: name, now: now, log: log, metrics: m, kvs: map[string]syncproto.SerializedUpdate{},
+	return &Cache{name: name, now: now, log: log, metrics: m, kvs: map[string]syncproto.SerializedUpdate{}, kinds: map[string]int{},
 		tail: &Breadcrumb{Time: now(), ready: make(chan struct{})}}
 }
 
@@ -112,10 +114,18 @@ func (c *Cache) OnUpdates(ups []datastore.Update) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, su := range out {
+		_, had := c.kvs[su.Key]
+		kind, _, _ := strings.Cut(su.Key, "/")
 		if su.Deleted() {
 			delete(c.kvs, su.Key)
+			if had {
+				c.kinds[kind]--
+			}
 		} else {
 			c.kvs[su.Key] = su
+			if !had {
+				c.kinds[kind]++
+			}
 		}
 	}
 	c.publish(out)
@@ -145,6 +155,14 @@ func (c *Cache) Snapshot() Snapshot {
 	sort.Slice(kvs, func(i, j int) bool { return kvs[i].Key < kvs[j].Key })
 	s.KVs = kvs
 	return s
+}
+
+// Count is the number of keys of kind, and whether the cache is in sync
+// with the datastore (the count is then the datastore's).
+func (c *Cache) Count(kind string) (int, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.kinds[kind], c.status == syncproto.StatusInSync
 }
 
 // Status is the cache's current status.

@@ -55,6 +55,9 @@ type Config struct {
 	Dial    func(ctx context.Context, network, addr string) (net.Conn, error)
 	Backoff datastore.Backoff
 	Log     *slog.Logger
+	// DisableCompression: do not offer Calico's decoder restart and
+	// snappy (the stream is then plain gob, as an older client's).
+	DisableCompression bool
 }
 
 // Client is a datastore.Syncer over Typha.

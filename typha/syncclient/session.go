@@ -15,6 +15,7 @@ type session struct {
 	c   *Client
 	nc  net.Conn
 	w   *bufio.Writer
+	r   *bufio.Reader // the connection's bytes, beneath every decoder
 	enc *syncproto.Encoder
 	dec *syncproto.Decoder
 	// pending holds a resync's snapshot (the client was in sync before)
@@ -28,7 +29,8 @@ type session struct {
 func newSession(c *Client, nc net.Conn) *session {
 	s := &session{c: c, nc: nc, w: bufio.NewWriterSize(nc, 1<<10), snapshot: true}
 	s.enc = syncproto.NewEncoder(s.w)
-	s.dec = syncproto.NewDecoder(bufio.NewReaderSize(nc, 32<<10))
+	s.r = bufio.NewReaderSize(nc, 32<<10)
+	s.dec = syncproto.NewDecoder(s.r)
 	if c.inSync {
 		s.pending = map[string]syncproto.SerializedUpdate{}
 	}
@@ -50,7 +52,12 @@ func (s *session) receive() (any, error) {
 
 func (s *session) handshake() error {
 	cfg := s.c.cfg
-	err := s.send(syncproto.MsgClientHello{Hostname: cfg.Hostname, Info: cfg.Info, Version: cfg.Version, SyncerType: cfg.SyncerType})
+	hello := syncproto.MsgClientHello{Hostname: cfg.Hostname, Info: cfg.Info, Version: cfg.Version, SyncerType: cfg.SyncerType}
+	if !cfg.DisableCompression {
+		hello.SupportsDecoderRestart = true
+		hello.SupportedCompressionAlgorithms = []string{syncproto.CompressionSnappy}
+	}
+	err := s.send(hello)
 	if err != nil {
 		return err
 	}
@@ -58,12 +65,12 @@ func (s *session) handshake() error {
 	if err != nil {
 		return fmt.Errorf("reading Typha's hello: %w", err)
 	}
-	hello, ok := msg.(syncproto.MsgServerHello)
+	server, ok := msg.(syncproto.MsgServerHello)
 	if !ok {
 		return fmt.Errorf("unexpected first message from Typha: %T", msg)
 	}
-	if hello.SyncerType != cfg.SyncerType {
-		return fmt.Errorf("Typha serves syncer type %q, asked for %q", hello.SyncerType, cfg.SyncerType)
+	if server.SyncerType != cfg.SyncerType {
+		return fmt.Errorf("Typha serves syncer type %q, asked for %q", server.SyncerType, cfg.SyncerType)
 	}
 	return nil
 }
@@ -84,10 +91,31 @@ func (s *session) follow() error {
 			s.kvs(m.KVs)
 		case syncproto.MsgSyncStatus:
 			s.syncStatus(m.SyncStatus)
+		case syncproto.MsgDecoderRestart:
+			if err := s.restartDecoder(m); err != nil {
+				return err
+			}
 		default:
 			return fmt.Errorf("unexpected message from Typha: %T", msg)
 		}
 	}
+}
+
+// restartDecoder reads what follows as a new stream, compressed as m
+// says, and tells Typha it may send it.
+func (s *session) restartDecoder(m syncproto.MsgDecoderRestart) error {
+	if s.c.cfg.DisableCompression {
+		return fmt.Errorf("Typha restarted the stream (%q) though this client did not offer it", m.Message)
+	}
+	dec, err := syncproto.NewCompressedDecoder(s.r, m.CompressionAlgorithm)
+	if err != nil {
+		return fmt.Errorf("Typha's decoder restart: %w", err)
+	}
+	s.dec = dec
+	if err := s.send(syncproto.MsgACK{}); err != nil {
+		return fmt.Errorf("acknowledging Typha's decoder restart: %w", err)
+	}
+	return nil
 }
 
 func (s *session) kvs(kvs []syncproto.SerializedUpdate) {

@@ -80,9 +80,8 @@ type MsgClientHello struct {
 	Info       string
 	Version    string
 	SyncerType SyncerType
-	// SupportsDecoderRestart and SupportedCompressionAlgorithms are
-	// Calico's; Tabby's client sets neither and its server offers no
-	// compression.
+	// SupportsDecoderRestart: the client takes MsgDecoderRestart, needed
+	// for compression.
 	SupportsDecoderRestart         bool
 	SupportedCompressionAlgorithms []string
 	ClientConnID                   uint64
@@ -95,6 +94,20 @@ type MsgServerHello struct {
 	SupportsNodeResourceUpdates bool
 	ServerConnID                uint64
 }
+
+// CompressionSnappy is Calico's name for snappy's framed stream format.
+const CompressionSnappy = "snappy"
+
+// MsgDecoderRestart tells the client that what follows is a new stream
+// (compressed with CompressionAlgorithm, "" for none) to be read by a
+// new decoder; the client answers MsgACK once it has one.
+type MsgDecoderRestart struct {
+	Message              string
+	CompressionAlgorithm string
+}
+
+// MsgACK acknowledges a MsgDecoderRestart.
+type MsgACK struct{}
 
 // MsgSyncStatus carries the server's datastore status.
 type MsgSyncStatus struct {
@@ -120,6 +133,8 @@ type MsgKVs struct {
 func init() {
 	// Calico's registered names, so the envelopes read alike.
 	gob.RegisterName("github.com/projectcalico/typha/pkg/syncproto.MsgClientHello", MsgClientHello{})
+	gob.RegisterName("github.com/projectcalico/typha/pkg/syncproto.MsgDecoderRestart", MsgDecoderRestart{})
+	gob.RegisterName("github.com/projectcalico/typha/pkg/syncproto.MsgACK", MsgACK{})
 	gob.RegisterName("github.com/projectcalico/typha/pkg/syncproto.MsgServerHello", MsgServerHello{})
 	gob.RegisterName("github.com/projectcalico/typha/pkg/syncproto.MsgSyncStatus", MsgSyncStatus{})
 	gob.RegisterName("github.com/projectcalico/typha/pkg/syncproto.MsgPing", MsgPing{})

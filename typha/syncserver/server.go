@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -38,6 +39,21 @@ type Config struct {
 	HandshakeTimeout time.Duration // 10s
 	WriteTimeout     time.Duration // 120s
 	MaxFallBehind    time.Duration // 300s
+	// MaxConns is the initial connection limit (Calico's
+	// MaxConnectionsUpperLimit, 10000); SetMaxConns changes it. Above it,
+	// one connection is dropped every DropInterval (1s) so that its client
+	// reconnects to another replica.
+	MaxConns     int
+	DropInterval time.Duration
+	// ShutdownTimeout: when Serve's context ends, the connections are
+	// dropped one at a time over this long (at most one per
+	// ShutdownMaxDropInterval), so clients move to other replicas
+	// gradually; zero drops them all at once.
+	ShutdownTimeout         time.Duration
+	ShutdownMaxDropInterval time.Duration // 1s
+	// SnapshotValidity is how long a compressed snapshot is reused after
+	// the chain moved past it (Calico's BinarySnapshotTimeout, 1s).
+	SnapshotValidity time.Duration
 	// WriteBufferSize is each connection's write buffer (16 KiB).
 	WriteBufferSize int
 	Version         string
@@ -61,6 +77,12 @@ func (c *Config) defaults() {
 	def(&c.HandshakeTimeout, 10*time.Second)
 	def(&c.WriteTimeout, 120*time.Second)
 	def(&c.MaxFallBehind, 300*time.Second)
+	def(&c.SnapshotValidity, time.Second)
+	def(&c.DropInterval, time.Second)
+	def(&c.ShutdownMaxDropInterval, time.Second)
+	if c.MaxConns <= 0 {
+		c.MaxConns = 10000
+	}
 	if c.WriteBufferSize <= 0 {
 		c.WriteBufferSize = 16 << 10
 	}
@@ -76,28 +98,51 @@ func (c *Config) defaults() {
 type Server struct {
 	cfg     Config
 	caches  map[syncproto.SyncerType]*snapcache.Cache
+	snaps   map[syncproto.SyncerType]*binarySnapshots
 	m       *metrics
 	nextID  atomic.Uint64
 	clients atomic.Int64
+
+	maxConns atomic.Int64
+	connsMu  sync.Mutex
+	conns    map[uint64]context.CancelFunc // every open connection's
 }
 
 // New returns a server for caches.
 func New(caches map[syncproto.SyncerType]*snapcache.Cache, cfg Config) *Server {
 	cfg.defaults()
-	return &Server{cfg: cfg, caches: caches, m: newMetrics(cfg.Registerer)}
+	s := &Server{cfg: cfg, caches: caches, m: newMetrics(cfg.Registerer), snaps: map[syncproto.SyncerType]*binarySnapshots{},
+		conns: map[uint64]context.CancelFunc{}}
+	s.maxConns.Store(int64(cfg.MaxConns))
+	for st, cache := range caches {
+		s.snaps[st] = newBinarySnapshots(string(st), cache, cfg, s.m)
+	}
+	return s
 }
 
 // Clients is the number of connections open.
 func (s *Server) Clients() int { return int(s.clients.Load()) }
 
-// Serve accepts connections on l until ctx ends, then closes l and every
-// connection and returns once they are gone.
+// Serve accepts connections on l until ctx ends, then closes l, drops
+// the connections (gradually: Config.ShutdownTimeout) and returns once
+// they are gone.
 func (s *Server) Serve(ctx context.Context, l net.Listener) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	connCtx, stopConns := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopConns()
 	var wg sync.WaitGroup
-	defer wg.Wait()
 	go func() { <-ctx.Done(); l.Close() }()
+	wg.Add(1)
+	go func() { defer wg.Done(); s.govern(connCtx) }()
+	err := s.accept(ctx, connCtx, l, &wg)
+	if ctx.Err() != nil {
+		s.drain()
+	}
+	stopConns()
+	wg.Wait()
+	return err
+}
+
+func (s *Server) accept(ctx, connCtx context.Context, l net.Listener, wg *sync.WaitGroup) error {
 	for {
 		conn, err := l.Accept()
 		if err != nil {
@@ -114,7 +159,7 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s.serveConn(ctx, conn)
+			s.serveConn(connCtx, conn)
 		}()
 	}
 }
@@ -139,6 +184,8 @@ func (s *Server) serveConn(ctx context.Context, nc net.Conn) {
 	defer cancel()
 	go func() { <-ctx.Done(); nc.Close() }()
 	c := &conn{s: s, id: s.nextID.Add(1), c: nc, w: bufio.NewWriterSize(nc, s.cfg.WriteBufferSize)}
+	s.track(c.id, cancel)
+	defer s.untrack(c.id)
 	c.enc = syncproto.NewEncoder(c.w)
 	c.dec = syncproto.NewDecoder(bufio.NewReaderSize(nc, 4<<10))
 	c.log = s.cfg.Log.With("connID", c.id, "remote", nc.RemoteAddr().String())
@@ -158,9 +205,13 @@ func (c *conn) run(ctx context.Context, cancel context.CancelFunc) error {
 	st := c.s.m.streaming.WithLabelValues(string(hello.SyncerType))
 	st.Inc()
 	defer st.Dec()
+	crumb, status, err := c.sendSnapshot(cache, hello)
+	if err != nil {
+		return err
+	}
 	readErr := make(chan error, 1)
 	go func() { readErr <- c.read(); cancel() }()
-	err = c.stream(ctx, cache)
+	err = c.stream(ctx, crumb, status)
 	select {
 	case rerr := <-readErr:
 		if err == nil || errors.Is(err, context.Canceled) {
@@ -218,22 +269,78 @@ func (c *conn) read() error {
 	}
 }
 
-// stream sends the snapshot, then every crumb, with pings between.
-func (c *conn) stream(ctx context.Context, cache *snapcache.Cache) error {
-	cfg := c.s.cfg
+// sendSnapshot sends the snapshot, compressed when the client can take
+// it, and returns the crumb and status it ends at.
+func (c *conn) sendSnapshot(cache *snapcache.Cache, hello syncproto.MsgClientHello) (*snapcache.Breadcrumb, syncproto.SyncStatus, error) {
+	if compressible(hello) {
+		return c.sendBinarySnapshot(hello.SyncerType)
+	}
 	snap := cache.Snapshot()
 	if err := c.sendKVs(snap.KVs); err != nil {
-		return err
+		return nil, 0, err
 	}
-	status := snap.Status
-	if err := c.send(syncproto.MsgSyncStatus{SyncStatus: status}); err != nil {
-		return err
+	if err := c.send(syncproto.MsgSyncStatus{SyncStatus: snap.Status}); err != nil {
+		return nil, 0, err
+	}
+	return snap.Crumb, snap.Status, c.flush()
+}
+
+// compressible: the client takes a decoder restart to snappy.
+func compressible(hello syncproto.MsgClientHello) bool {
+	return hello.SupportsDecoderRestart && slices.Contains(hello.SupportedCompressionAlgorithms, syncproto.CompressionSnappy)
+}
+
+// sendBinarySnapshot switches the client to snappy, sends the shared
+// compressed snapshot (which ends by restarting the client's decoder
+// again), and starts a compressed stream for the deltas once the client
+// has acknowledged each restart.
+func (c *conn) sendBinarySnapshot(st syncproto.SyncerType) (*snapcache.Breadcrumb, syncproto.SyncStatus, error) {
+	snap, err := c.s.snaps[st].get()
+	if err != nil {
+		return nil, 0, fmt.Errorf("encoding the snapshot: %w", err)
+	}
+	restart := syncproto.MsgDecoderRestart{Message: "enable compression: snappy; send binary snapshot", CompressionAlgorithm: syncproto.CompressionSnappy}
+	if err := c.send(restart); err != nil {
+		return nil, 0, err
 	}
 	if err := c.flush(); err != nil {
-		return err
+		return nil, 0, err
 	}
-	snap.KVs = nil
-	crumb := snap.Crumb
+	if err := c.awaitACK(); err != nil {
+		return nil, 0, err
+	}
+	_ = c.c.SetWriteDeadline(c.s.cfg.Now().Add(c.s.cfg.WriteTimeout))
+	if _, err := c.w.Write(snap.Bytes); err != nil {
+		return nil, 0, fmt.Errorf("writing the snapshot: %w", err)
+	}
+	if err := c.flush(); err != nil {
+		return nil, 0, err
+	}
+	if err := c.awaitACK(); err != nil {
+		return nil, 0, err
+	}
+	c.enc, err = syncproto.NewCompressedEncoder(c.w, syncproto.CompressionSnappy)
+	return snap.crumb, snap.status, err
+}
+
+// awaitACK reads the client's MsgACK.
+func (c *conn) awaitACK() error {
+	_ = c.c.SetReadDeadline(c.s.cfg.Now().Add(c.s.cfg.HandshakeTimeout + c.s.cfg.WriteTimeout))
+	defer func() { _ = c.c.SetReadDeadline(time.Time{}) }()
+	msg, err := c.dec.Receive()
+	if err != nil {
+		return fmt.Errorf("waiting for the client's ACK: %w", err)
+	}
+	if _, ok := msg.(syncproto.MsgACK); !ok {
+		return fmt.Errorf("expected the client's ACK, got %T", msg)
+	}
+	c.lastRx.Store(c.s.cfg.Now().UnixNano())
+	return nil
+}
+
+// stream follows the chain from crumb, with pings between.
+func (c *conn) stream(ctx context.Context, crumb *snapcache.Breadcrumb, status syncproto.SyncStatus) error {
+	cfg := c.s.cfg
 	ping := time.NewTicker(cfg.PingInterval)
 	defer ping.Stop()
 	for {
@@ -306,7 +413,11 @@ func (c *conn) send(msg any) error {
 
 func (c *conn) flush() error {
 	_ = c.c.SetWriteDeadline(c.s.cfg.Now().Add(c.s.cfg.WriteTimeout))
-	if err := c.w.Flush(); err != nil {
+	err := c.enc.Flush()
+	if err == nil {
+		err = c.w.Flush()
+	}
+	if err != nil {
 		return fmt.Errorf("writing to the client: %w", err)
 	}
 	return nil

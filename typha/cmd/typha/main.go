@@ -16,6 +16,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
 	"github.com/tabbynet/tabby/datastore/dsconfig"
@@ -62,7 +64,22 @@ func run(ctx context.Context, getenv func(string) string) error {
 	defer client.Close()
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	return daemon.Run(ctx, daemon.Options{Config: cfg, Client: client, Log: log, Registry: reg})
+	o := daemon.Options{Config: cfg, Client: client, Log: log, Registry: reg}
+	if _, isKDD := client.(*kdd.Client); cfg.Rebalance.Mode == "kubernetes" && !isKDD {
+		if o.Kube, err = kubeFromEnv(getenv); err != nil {
+			return fmt.Errorf("%w: %v", daemon.ErrRebalanceNeedsKubernetes, err)
+		}
+	}
+	return daemon.Run(ctx, o)
+}
+
+// kubeFromEnv is the Kubernetes API from KUBECONFIG, or in-cluster.
+func kubeFromEnv(getenv func(string) string) (kubernetes.Interface, error) {
+	rc, err := clientcmd.BuildConfigFromFlags("", getenv("KUBECONFIG"))
+	if err != nil {
+		return nil, err
+	}
+	return kubernetes.NewForConfig(rc)
 }
 
 // level maps Calico's severities.
