@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -46,7 +45,7 @@ type Config struct {
 // Client implements datastore.Client over the Kubernetes API. It is safe
 // for concurrent use; it holds no state beyond its connections.
 type Client struct {
-	kube     kubernetes.Interface
+	native   *natives // pods, namespaces, nodes, ... (natives.go)
 	dyn      dynamic.Interface
 	meta     metadata.Interface // object metadata only (ListNames)
 	endpoint string
@@ -95,22 +94,24 @@ func New(cfg Config) (*Client, error) {
 			return nil, fmt.Errorf("kubernetes datastore: %w", err)
 		}
 	}
-	dyn, err := dynamic.NewForConfig(rc)
+	// One HTTP client (transport, credentials) for every API group.
+	httpClient, err := rest.HTTPClientFor(rc)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes datastore: %w", err)
 	}
-	native := rest.CopyConfig(rc)
-	native.ContentType = "application/vnd.kubernetes.protobuf"
-	native.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
-	kube, err := kubernetes.NewForConfig(native)
+	dyn, err := dynamic.NewForConfigAndClient(rc, httpClient)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes datastore: %w", err)
 	}
-	meta, err := metadata.NewForConfig(rc)
+	native, err := newNatives(rc, httpClient)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes datastore: %w", err)
 	}
-	c := &Client{kube: kube, dyn: dyn, meta: meta, endpoint: rc.Host, timeout: cfg.RequestTimeout, qps: [2]float32{rc.QPS, float32(rc.Burst)}, partial: &datastore.PartialReporter{}}
+	meta, err := metadata.NewForConfigAndClient(rc, httpClient)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes datastore: %w", err)
+	}
+	c := &Client{native: native, dyn: dyn, meta: meta, endpoint: rc.Host, timeout: cfg.RequestTimeout, qps: [2]float32{rc.QPS, float32(rc.Burst)}, partial: &datastore.PartialReporter{}}
 	c.kinds = c.backends()
 	return c, nil
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -69,8 +68,3 @@ func RESTConfig(s dsconfig.Spec) (*rest.Config, error) {
 	}
 	return rc, nil
 }
-
-// Kubernetes returns the typed clientset the client uses, for callers that
-// must touch native objects directly (the CNI plugin annotates pods, as
-// Calico's does).
-func (c *Client) Kubernetes() kubernetes.Interface { return c.kube }
