@@ -20,7 +20,6 @@ import (
 	"strings"
 	"time"
 
-
 	"github.com/tabbynet/tabby/confd"
 	"github.com/tabbynet/tabby/confd/bird"
 	"github.com/tabbynet/tabby/datastore"

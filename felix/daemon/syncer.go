@@ -4,7 +4,6 @@ import (
 	"log/slog"
 	"slices"
 
-
 	v3 "github.com/tabbynet/tabby/api/v3"
 	"github.com/tabbynet/tabby/datastore"
 	"github.com/tabbynet/tabby/datastore/kdd"
