@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"k8s.io/client-go/rest"
 )
@@ -77,6 +78,17 @@ func TestOneConnection(t *testing.T) {
 			rc, err := OneConnection(&rest.Config{Host: s.URL, BearerToken: "tok", TLSClientConfig: rest.TLSClientConfig{Insecure: true}})
 			if err != nil {
 				t.Fatal(err)
+			}
+			if h2 {
+				// Dialled ahead, before any request; the requests then
+				// use that connection.
+				deadline := time.Now().Add(30 * time.Second)
+				for conns.Load() == 0 && time.Now().Before(deadline) {
+					time.Sleep(time.Millisecond)
+				}
+				if conns.Load() != 1 {
+					t.Fatalf("%d connections before any request, want 1 (dialled ahead)", conns.Load())
+				}
 			}
 			protos := getMany(t, rc, 8)
 			want := "HTTP/2.0"
