@@ -69,7 +69,11 @@ func getPodAndNamespace(ctx context.Context, s store, namespace, name string) (*
 		defer close(nsDone)
 		ns, nsErr = s.namespace(ctx, namespace)
 	}()
-	pod, err := s.pod(ctx, namespace, name)
+	// From the watch cache: the kubelet learnt of the pod from an API
+	// server's watch, and what the ADD reads (the IPAM annotations) is
+	// set when the pod is created. A pod not (yet) found fails the ADD,
+	// which the kubelet retries.
+	pod, err := s.pod(ctx, namespace, name, true)
 	<-nsDone
 	if err != nil {
 		return nil, nil, fmt.Errorf("reading pod %s/%s: %w", namespace, name, kubeErr(err))
@@ -116,7 +120,7 @@ func (p *pods) Annotate(ctx context.Context, namespace, name, containerID string
 // Owner returns the container that last annotated the pod ("" when none,
 // or when the pod is gone).
 func (p *pods) Owner(ctx context.Context, namespace, name string) (string, error) {
-	pod, err := p.store.pod(ctx, namespace, name)
+	pod, err := p.store.pod(ctx, namespace, name, false)
 	if apierrors.IsNotFound(err) {
 		return "", nil
 	}
@@ -129,7 +133,7 @@ func (p *pods) Owner(ctx context.Context, namespace, name string) (string, error
 // Release blanks the address annotations if they still belong to
 // containerID (a late DEL must not blank a newer sandbox's).
 func (p *pods) Release(ctx context.Context, namespace, name, containerID string) error {
-	pod, err := p.store.pod(ctx, namespace, name)
+	pod, err := p.store.pod(ctx, namespace, name, false)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}

@@ -45,7 +45,7 @@ type source struct {
 	convert func(runtime.Object) (obj v3.Resource, visible bool, err error)
 	list    func(ctx context.Context, ns string, opts metav1.ListOptions) (runtime.Object, error)
 	watch   func(ctx context.Context, ns string, opts metav1.ListOptions) (watch.Interface, error)
-	get     func(ctx context.Context, ns, name string) (runtime.Object, error)
+	get     func(ctx context.Context, ns, name string, o metav1.GetOptions) (runtime.Object, error)
 }
 
 // kindBackend is how one v3 kind is stored: its sources, objects that are
@@ -116,8 +116,8 @@ func (c *Client) crdSource(info v3.KindInfo) *source {
 		watch: func(ctx context.Context, ns string, o metav1.ListOptions) (watch.Interface, error) {
 			return ri(ns).Watch(ctx, o)
 		},
-		get: func(ctx context.Context, ns, name string) (runtime.Object, error) {
-			return ri(ns).Get(ctx, name, metav1.GetOptions{})
+		get: func(ctx context.Context, ns, name string, o metav1.GetOptions) (runtime.Object, error) {
+			return ri(ns).Get(ctx, name, o)
 		},
 	}
 }
@@ -144,8 +144,8 @@ func (c *Client) workloadEndpoints(kb *kindBackend) {
 		watch: func(ctx context.Context, ns string, o metav1.ListOptions) (watch.Interface, error) {
 			return c.native.pods().watch(ctx, ns, o)
 		},
-		get: func(ctx context.Context, ns, name string) (runtime.Object, error) {
-			return c.native.pods().get(ctx, ns, name)
+		get: func(ctx context.Context, ns, name string, o metav1.GetOptions) (runtime.Object, error) {
+			return c.native.pods().get(ctx, ns, name, o)
 		},
 	}
 	kb.sources = []*source{pods}
@@ -181,8 +181,8 @@ func (c *Client) profiles(kb *kindBackend) {
 		watch: func(ctx context.Context, _ string, o metav1.ListOptions) (watch.Interface, error) {
 			return c.native.namespaces().watch(ctx, "", o)
 		},
-		get: func(ctx context.Context, _, name string) (runtime.Object, error) {
-			return c.native.namespaces().get(ctx, "", name)
+		get: func(ctx context.Context, _, name string, o metav1.GetOptions) (runtime.Object, error) {
+			return c.native.namespaces().get(ctx, "", name, o)
 		},
 	}
 	serviceAccounts := &source{
@@ -201,8 +201,8 @@ func (c *Client) profiles(kb *kindBackend) {
 		watch: func(ctx context.Context, _ string, o metav1.ListOptions) (watch.Interface, error) {
 			return c.native.serviceAccounts().watch(ctx, "", o)
 		},
-		get: func(ctx context.Context, ns, name string) (runtime.Object, error) {
-			return c.native.serviceAccounts().get(ctx, ns, name)
+		get: func(ctx context.Context, ns, name string, o metav1.GetOptions) (runtime.Object, error) {
+			return c.native.serviceAccounts().get(ctx, ns, name, o)
 		},
 	}
 	kb.sources = []*source{namespaces, serviceAccounts}
@@ -250,8 +250,8 @@ func (c *Client) networkPolicies(kb *kindBackend) {
 		watch: func(ctx context.Context, ns string, o metav1.ListOptions) (watch.Interface, error) {
 			return c.native.networkPolicies().watch(ctx, ns, o)
 		},
-		get: func(ctx context.Context, ns, name string) (runtime.Object, error) {
-			return c.native.networkPolicies().get(ctx, ns, name)
+		get: func(ctx context.Context, ns, name string, o metav1.GetOptions) (runtime.Object, error) {
+			return c.native.networkPolicies().get(ctx, ns, name, o)
 		},
 	}
 	kb.sources = []*source{crd, knp}
@@ -284,8 +284,8 @@ func (c *Client) nodes(kb *kindBackend) {
 		watch: func(ctx context.Context, _ string, o metav1.ListOptions) (watch.Interface, error) {
 			return c.native.nodes().watch(ctx, "", o)
 		},
-		get: func(ctx context.Context, _, name string) (runtime.Object, error) {
-			return c.native.nodes().get(ctx, "", name)
+		get: func(ctx context.Context, _, name string, o metav1.GetOptions) (runtime.Object, error) {
+			return c.native.nodes().get(ctx, "", name, o)
 		},
 	}
 	kb.sources = []*source{nodes}
@@ -295,7 +295,7 @@ func (c *Client) nodes(kb *kindBackend) {
 	}
 	kb.updateNative = func(ctx context.Context, r v3.Resource) (v3.Resource, error) {
 		n := r.(*v3.Node)
-		raw, err := c.native.nodes().get(ctx, "", n.Name)
+		raw, err := c.native.nodes().get(ctx, "", n.Name, metav1.GetOptions{})
 		if err != nil {
 			return nil, err
 		}

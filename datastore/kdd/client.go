@@ -58,7 +58,10 @@ type Client struct {
 	qps [2]float32
 }
 
-var _ datastore.Client = (*Client)(nil)
+var (
+	_ datastore.Client       = (*Client)(nil)
+	_ datastore.CachedGetter = (*Client)(nil)
+)
 
 // New builds a client. Connecting is lazy: an unreachable server shows up
 // as an UnavailableError on the first request.
@@ -340,6 +343,18 @@ func (c *Client) Delete(ctx context.Context, k datastore.Key, opts datastore.Del
 
 // Get implements datastore.Client.
 func (c *Client) Get(ctx context.Context, k datastore.Key) (v3.Resource, error) {
+	return c.get(ctx, k, metav1.GetOptions{})
+}
+
+// GetCached implements datastore.CachedGetter: the API server answers
+// from its watch cache as it is (resourceVersion 0), without a read
+// from etcd: a fraction of the time and of the server's work, and
+// possibly a little behind.
+func (c *Client) GetCached(ctx context.Context, k datastore.Key) (v3.Resource, error) {
+	return c.get(ctx, k, metav1.GetOptions{ResourceVersion: "0"})
+}
+
+func (c *Client) get(ctx context.Context, k datastore.Key, o metav1.GetOptions) (v3.Resource, error) {
 	fail := func(err error) (v3.Resource, error) { return nil, &datastore.OpError{Op: "get", Key: k, Err: err} }
 	kb, err := c.backend(k.Kind)
 	if err != nil {
@@ -360,9 +375,9 @@ func (c *Client) Get(ctx context.Context, k datastore.Key) (v3.Resource, error) 
 	}
 	ctx, cancel := c.reqCtx(ctx)
 	defer cancel()
-	raw, err := loc.src.get(ctx, loc.ns, loc.name)
+	raw, err := loc.src.get(ctx, loc.ns, loc.name, o)
 	if legacy, ok := legacyPolicyCRName(k); ok && loc.src.gvr.Group == v3.CRDGroup && apierrors.IsNotFound(err) {
-		raw, err = loc.src.get(ctx, loc.ns, legacy)
+		raw, err = loc.src.get(ctx, loc.ns, legacy, o)
 	}
 	if err != nil {
 		return fail(c.storeErr(err))

@@ -34,8 +34,8 @@ func (c *Client) endpointSlices() *kindBackend {
 		watch: func(ctx context.Context, ns string, o metav1.ListOptions) (watch.Interface, error) {
 			return c.native.endpointSlices().watch(ctx, ns, o)
 		},
-		get: func(ctx context.Context, ns, name string) (runtime.Object, error) {
-			return c.native.endpointSlices().get(ctx, ns, name)
+		get: func(ctx context.Context, ns, name string, o metav1.GetOptions) (runtime.Object, error) {
+			return c.native.endpointSlices().get(ctx, ns, name, o)
 		},
 	}
 	info := v3.KindInfo{Kind: v3.KindKubernetesEndpointSlice, Plural: "kubernetesendpointslices", Namespaced: true,

@@ -118,10 +118,10 @@ func (r nativeResource) watch(ctx context.Context, ns string, o metav1.ListOptio
 	return req.Watch(ctx)
 }
 
-func (r nativeResource) get(ctx context.Context, ns, name string) (runtime.Object, error) {
+func (r nativeResource) get(ctx context.Context, ns, name string, o metav1.GetOptions) (runtime.Object, error) {
 	out := r.newObj()
 	err := r.client.Get().NamespaceIfScoped(ns, ns != "").Resource(r.resource).Name(name).
-		VersionedParams(&metav1.GetOptions{}, r.params).Do(ctx).Into(out)
+		VersionedParams(&o, r.params).Do(ctx).Into(out)
 	return out, err
 }
 
