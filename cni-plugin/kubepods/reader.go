@@ -48,7 +48,7 @@ func clientFor(conf *netconf.NetConf) (rest.Interface, error) {
 	rc.Timeout = 3 * time.Second
 	rc.Dial = (&net.Dialer{Timeout: 3 * time.Second}).DialContext
 	// The pod and its namespace are read together: one connection.
-	if rc, err = kdd.OneConnection(rc); err != nil {
+	if rc, err = kdd.OneConnection(rc, ""); err != nil {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
 	}
 	core, err := kdd.NewCore(rc)

@@ -40,6 +40,10 @@ type Config struct {
 	// dialled once (see OneConnection): for one-call processes (the CNI
 	// plugin), whose first requests start together.
 	OneConnection bool
+	// TLSSessionFile, with OneConnection, keeps the TLS session in this
+	// file for the next process to resume instead of a full handshake
+	// (see tlssession.go).
+	TLSSessionFile string
 }
 
 // Client implements datastore.Client over the Kubernetes API. It is safe
@@ -93,7 +97,7 @@ func New(cfg Config) (*Client, error) {
 	}
 	if cfg.OneConnection {
 		var err error
-		if rc, err = OneConnection(rc); err != nil {
+		if rc, err = OneConnection(rc, cfg.TLSSessionFile); err != nil {
 			return nil, fmt.Errorf("kubernetes datastore: %w", err)
 		}
 	}

@@ -35,7 +35,10 @@ import (
 // onwards. rc is returned unchanged when it is not plain TLS to the
 // server: no TLS (http://), a custom transport already set, or a proxy
 // configured or named by the environment for this server.
-func OneConnection(rc *rest.Config) (*rest.Config, error) {
+//
+// With sessionPath set, the TLS session is kept in that file for the next
+// process to resume (see tlssession.go for why, and when it is not used).
+func OneConnection(rc *rest.Config, sessionPath string) (*rest.Config, error) {
 	if rc.Transport != nil || rc.Proxy != nil {
 		return rc, nil
 	}
@@ -49,6 +52,11 @@ func OneConnection(rc *rest.Config) (*rest.Config, error) {
 	tlsConf, err := rest.TLSConfigFor(rc)
 	if err != nil || tlsConf == nil {
 		return rc, err
+	}
+	if sessionPath != "" {
+		if cache := newSessionFile(sessionPath, rc); cache != nil {
+			tlsConf.ClientSessionCache = cache
+		}
 	}
 	dial := rc.Dial
 	if dial == nil {
