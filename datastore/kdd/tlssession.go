@@ -41,15 +41,17 @@ type sessionFile struct {
 
 var _ tls.ClientSessionCache = (*sessionFile)(nil)
 
-// newSessionFile returns the session cache for rc's server kept at path,
-// or nil when rc's trust cannot be named (a CA or certificate file that
-// cannot be read: the handshake will report that).
+// newSessionFile returns the session cache for rc's server, kept in a
+// file named path plus a digest of its key (clients of different servers
+// or trusts on one node do not replace each other's session), or nil
+// when rc's trust cannot be named (a CA or certificate file that cannot
+// be read: the handshake will report that).
 func newSessionFile(path string, rc *rest.Config) *sessionFile {
 	key, err := sessionKey(rc)
 	if err != nil {
 		return nil
 	}
-	return &sessionFile{path: path, key: key}
+	return &sessionFile{path: path + "-" + key[:16], key: key}
 }
 
 // sessionKey names the server and the trust a session is valid for.

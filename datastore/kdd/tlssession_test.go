@@ -64,7 +64,8 @@ func TestTLSSessionFile(t *testing.T) {
 	if resumed(t, rc, path) {
 		t.Fatal("the first connection resumed")
 	}
-	if m := mode(t, path); m != 0o600 {
+	file := newSessionFile(path, rc).path
+	if m := mode(t, file); m != 0o600 {
 		t.Fatalf("session file mode %o, want 600", m)
 	}
 	if !resumed(t, rc, path) {
@@ -75,7 +76,7 @@ func TestTLSSessionFile(t *testing.T) {
 	}
 
 	// Readable or writable by others: not used.
-	if err := os.Chmod(path, 0o640); err != nil {
+	if err := os.Chmod(file, 0o640); err != nil {
 		t.Fatal(err)
 	}
 	if resumed(t, rc, path) {
@@ -83,22 +84,30 @@ func TestTLSSessionFile(t *testing.T) {
 	}
 	// A link: not followed.
 	link := filepath.Join(t.TempDir(), "link")
-	os.Chmod(path, 0o600)
-	if err := os.Symlink(path, link); err != nil {
+	resumed(t, rc, path) // a private file again
+	if err := os.Symlink(file, newSessionFile(link, rc).path); err != nil {
 		t.Fatal(err)
 	}
 	if resumed(t, rc, link) {
 		t.Error("resumed through a symbolic link")
 	}
-	// Another trust (a different CA bundle) or server name: not used.
+	// Another trust (a different CA bundle): not used, even from the
+	// same file.
 	other := *rc
 	other.TLSClientConfig.CAData = append(append([]byte(nil), rc.TLSClientConfig.CAData...), rc.TLSClientConfig.CAData...)
 	resumed(t, rc, path) // keep a fresh session for rc
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(newSessionFile(path, &other).path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	if resumed(t, &other, path) {
 		t.Error("resumed a session kept under another CA bundle")
 	}
 	// Damaged: a full handshake, then a good session again.
-	if err := os.WriteFile(path, []byte("garbage"), 0o600); err != nil {
+	if err := os.WriteFile(file, []byte("garbage"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if resumed(t, rc, path) {
