@@ -41,7 +41,7 @@ type SecretGetter interface {
 }
 
 // KubeSecrets reads Secrets with a Kubernetes clientset (in Kubernetes
-// datastore mode, kdd.Client.Kubernetes()). It needs only `get` on the
+// datastore mode, datastore/kdd/clientset). It needs only `get` on the
 // named Secrets, so a Role restricted by resourceNames (as Calico's docs
 // grant calico-node) is enough.
 type KubeSecrets struct {

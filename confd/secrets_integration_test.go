@@ -17,6 +17,7 @@ import (
 
 	v3 "github.com/tabbynet/tabby/api/v3"
 	"github.com/tabbynet/tabby/datastore/kdd"
+	"github.com/tabbynet/tabby/datastore/kdd/clientset"
 	"github.com/tabbynet/tabby/internal/testservers"
 )
 
@@ -38,7 +39,10 @@ func TestSecretFromKubernetes(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	kube := c.Kubernetes()
+	kube, err := clientset.For(c)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 

@@ -23,6 +23,7 @@ import (
 	"github.com/tabbynet/tabby/confd/bird"
 	"github.com/tabbynet/tabby/confd/bird/birdtest"
 	"github.com/tabbynet/tabby/datastore/kdd"
+	"github.com/tabbynet/tabby/datastore/kdd/clientset"
 	"github.com/tabbynet/tabby/internal/testservers"
 )
 
@@ -49,7 +50,10 @@ func TestPrivilegedMD5FromSecret(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kube := c.Kubernetes()
+	kube, err := clientset.For(c)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	const ns = "calico-system"

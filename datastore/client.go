@@ -222,7 +222,8 @@ type ReadRequest struct {
 	Key  Key
 	List bool
 	Node string
-	// Cached: see ListOptions.Cached (lists only).
+	// Cached: see ListOptions.Cached; for a Get, the client's
+	// CachedGetter when it has one.
 	Cached bool
 }
 
@@ -254,7 +255,7 @@ func ReadEach(ctx context.Context, c Client, reqs []ReadRequest) []ReadResult {
 		go func() {
 			defer wg.Done()
 			if !r.List {
-				out[i].Object, out[i].Err = c.Get(ctx, r.Key)
+				out[i].Object, out[i].Err = get(ctx, c, r.Key, r.Cached)
 				return
 			}
 			out[i].List, out[i].Err = c.List(ctx, r.Key.Kind, ListOptions{Namespace: r.Key.Namespace, Node: r.Node, Cached: r.Cached})
@@ -262,6 +263,22 @@ func ReadEach(ctx context.Context, c Client, reqs []ReadRequest) []ReadResult {
 	}
 	wg.Wait()
 	return out
+}
+
+// CachedGetter is an optional interface of a Client: a Get that may be
+// answered from a cache a little behind the store, as ListOptions.Cached
+// allows for a List (on the Kubernetes datastore the API server's watch
+// cache, without a read from etcd).
+type CachedGetter interface {
+	GetCached(ctx context.Context, k Key) (v3.Resource, error)
+}
+
+// get is c.Get, or its GetCached when cached and c has one.
+func get(ctx context.Context, c Client, k Key, cached bool) (v3.Resource, error) {
+	if g, ok := c.(CachedGetter); ok && cached {
+		return g.GetCached(ctx, k)
+	}
+	return c.Get(ctx, k)
 }
 
 // NameLister is an optional interface of a Client: the names of a kind's

@@ -44,10 +44,11 @@ type Config struct {
 	// never depends on it, and an implementation that cannot lock returns
 	// a no-op unlock.
 	ClaimLock func(ctx context.Context, node string) (unlock func(), waited bool)
-	// CachedReads lets an allocation's look at the pools, reservations and
-	// the node's affinities come from a cache a little behind the store
-	// (datastore.ListOptions.Cached; see stateWant.consistent for why that
-	// is safe there). For the one-call CNI processes, whose lists on the
+	// CachedReads lets an allocation's look at the pools, reservations,
+	// the node's affinities, the IPAM settings, the node's labels and its
+	// hinted blocks come from a cache a little behind the store
+	// (datastore.ListOptions.Cached, datastore.CachedGetter; see
+	// stateWant.consistent for why that is safe there). For the one-call CNI processes, whose lists on the
 	// Kubernetes datastore otherwise wait ~90 ms after any write in the
 	// cluster; everything else (GC, checks, long-lived allocators) reads
 	// consistently.

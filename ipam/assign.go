@@ -95,11 +95,19 @@ func (a *Allocator) AutoAssign(ctx context.Context, args AutoAssignArgs) ([]neti
 		}
 		return nil, err
 	}
+	// Without a guess, the handle is created once the first block write
+	// is about to go (a block just claimed, or one read since): alongside
+	// it, as with a guess.
+	writing := func(cidr netip.Prefix, k int) {
+		if ahead == nil {
+			ahead = a.startHandle(ctx, args.HandleID, map[string]int{cidr.String(): k})
+		}
+	}
 	for _, v := range want {
 		if v.n == 0 {
 			continue
 		}
-		got, err := a.assignVersion(ctx, e, args, v.pools, v.n)
+		got, err := a.assignVersion(ctx, e, args, v.pools, v.n, writing)
 		done = append(done, got...)
 		if err != nil {
 			return fail(err)
@@ -123,8 +131,9 @@ func (a *Allocator) AutoAssign(ctx context.Context, args AutoAssignArgs) ([]neti
 
 // assignVersion takes n addresses from pools: the node's own blocks first,
 // then a newly claimed block, then (without strict affinity) any block
-// with room.
-func (a *Allocator) assignVersion(ctx context.Context, e *env, args AutoAssignArgs, pools []Pool, n int) ([]assigned, error) {
+// with room. writing is told of each block write about to be sent (the
+// block and how many addresses it takes).
+func (a *Allocator) assignVersion(ctx context.Context, e *env, args AutoAssignArgs, pools []Pool, n int, writing func(netip.Prefix, int)) ([]assigned, error) {
 	node := args.Hostname
 	var done []assigned
 	// takeBlock allocates what is still missing from one block. mutate may
@@ -144,6 +153,7 @@ func (a *Allocator) assignVersion(ctx context.Context, e *env, args AutoAssignAr
 				return errNoChange
 			}
 			got = AssignFromBlock(b, n-len(done), args.HandleID, args.Attrs, e.reserved)
+			writing(cidr, len(got))
 			return nil
 		})
 		switch {

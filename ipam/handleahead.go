@@ -18,7 +18,10 @@ import (
 // handle (recording them under their owner). They are independent, so when
 // the cache can tell which block each address will come from, AutoAssign
 // creates the handle at the same time as it writes the block: one round
-// trip of latency instead of two. The guess only saves time: when it is
+// trip of latency instead of two. When the cache cannot tell (the node
+// has no block with room yet: a claim comes first), the handle is created
+// as the first block write goes out, for that block. The guess only saves
+// time: when it is
 // wrong the handle is corrected afterwards, so a successful allocation
 // returns with the handle recording exactly its addresses; when the
 // allocation fails the handle is taken back. (A handle briefly ahead of its
@@ -37,7 +40,8 @@ type handleAhead struct {
 // guessBlocks returns the block counts an allocation will most likely
 // write: for each version, the first block assignVersion will try, when
 // the cache says it has room for all the version's addresses. nil when
-// that is not so for some version (no guess: the handle is written after).
+// that is not so for some version (no guess: the handle is then created
+// alongside the first block write, see AutoAssign).
 func (a *Allocator) guessBlocks(node string, reserved Reservations, want []versionWant) map[string]int {
 	counts := map[string]int{}
 	a.mu.Lock()

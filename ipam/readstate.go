@@ -31,7 +31,11 @@ type stateWant struct {
 	// pool or reservation changed a moment ago is a race the allocation
 	// could lose anyway, and an affinity missed only leads to a claim whose
 	// create finds the block taken (or to a block given up by the node, which
-	// the block's own compare-and-swap refuses). Consistent after waiting
+	// the block's own compare-and-swap refuses). The same holds for the
+	// IPAM settings and the node's labels, read with them, and for the
+	// blocks (datastore.CachedGetter): each block write is a
+	// compare-and-swap on the version read, so a block read behind the
+	// store costs a retry, never an address given twice. Consistent after waiting
 	// for another process's claim (Config.ClaimLock): its new affinity must
 	// be seen, or this process claims a second block.
 	consistent bool
@@ -57,10 +61,10 @@ func (a *Allocator) readState(ctx context.Context, node string, want stateWant) 
 	if want.env {
 		iPools = add(datastore.ReadRequest{Key: datastore.Key{Kind: v3.KindIPPool}, List: true, Cached: cached})
 		iRes = add(datastore.ReadRequest{Key: datastore.Key{Kind: v3.KindIPReservation}, List: true, Cached: cached})
-		iCfg = add(datastore.ReadRequest{Key: datastore.Key{Kind: v3.KindIPAMConfiguration, Name: "default"}})
+		iCfg = add(datastore.ReadRequest{Key: datastore.Key{Kind: v3.KindIPAMConfiguration, Name: "default"}, Cached: cached})
 	}
 	if want.labels {
-		iNode = add(datastore.ReadRequest{Key: datastore.Key{Kind: v3.KindNode, Name: node}})
+		iNode = add(datastore.ReadRequest{Key: datastore.Key{Kind: v3.KindNode, Name: node}, Cached: cached})
 	}
 	if want.affinities {
 		// Only this node's: the read costs O(node), not O(cluster).
@@ -69,7 +73,7 @@ func (a *Allocator) readState(ctx context.Context, node string, want stateWant) 
 	iBlocks := len(reqs)
 	if want.affinities {
 		for _, c := range want.blocks {
-			add(datastore.ReadRequest{Key: blockKey(c)})
+			add(datastore.ReadRequest{Key: blockKey(c), Cached: cached})
 		}
 	}
 	var st state

@@ -26,6 +26,7 @@ import (
 	"github.com/tabbynet/tabby/datastore/etcd"
 	"github.com/tabbynet/tabby/datastore/etcd/etcdlib"
 	"github.com/tabbynet/tabby/datastore/kdd"
+	"github.com/tabbynet/tabby/datastore/kdd/clientset"
 	"github.com/tabbynet/tabby/felix/daemon"
 	"github.com/tabbynet/tabby/internal/testservers"
 	"github.com/tabbynet/tabby/ipam"
@@ -146,7 +147,11 @@ func TestIntegrationComponentsRunWithManifestRBAC(t *testing.T) {
 			t.Fatalf("registering the node's BGP address: %v", err)
 		}
 		// The NetworkUnavailable condition cleared.
-		if err := agent.MarkNetworkAvailable(ctx, c.Kubernetes(), "node-a", time.Now()); err != nil {
+		kube, err := clientset.For(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := agent.MarkNetworkAvailable(ctx, kube, "node-a", time.Now()); err != nil {
 			t.Fatalf("clearing NetworkUnavailable: %v", err)
 		}
 		// The node's CalicoNodeStatus, reported.
@@ -200,7 +205,11 @@ func TestIntegrationComponentsRunWithManifestRBAC(t *testing.T) {
 		}
 		// calico-node finds Typha through the Service's EndpointSlices.
 		node, _ := as(t, nodeSA)
-		addrs, err := discovery.Settings{K8sServiceName: "calico-typha"}.Addrs(node.Kubernetes())
+		nodeKube, err := clientset.For(node)
+		if err != nil {
+			t.Fatal(err)
+		}
+		addrs, err := discovery.Settings{K8sServiceName: "calico-typha"}.Addrs(nodeKube)
 		if err != nil {
 			t.Fatal(err)
 		}

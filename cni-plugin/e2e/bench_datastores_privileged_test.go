@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"sync"
@@ -34,7 +35,9 @@ const benchNodes = 3
 // datastores side by side, same run: etcd (a real etcd) and the
 // Kubernetes datastore (a real kube-apiserver with Calico's CRDs; the
 // plugin reads the pod and its namespace and annotates the pod). Three
-// node namespaces, each with its own nodename.
+// node namespaces, each with its own nodename. The binaries are laid out
+// as install-cni installs them (sideBinaries: calico-k8s as calico on the
+// Kubernetes datastore).
 //
 //   - single: b.N pods one after another on one node, the two datastores
 //     alternating pod by pod (ABBA), each pod deleted after its ADD.
@@ -148,12 +151,37 @@ type dsSide struct {
 func (s *dsSide) nodeName(i int) string { return fmt.Sprintf("%s-node-%d", s.name, i+1) }
 
 // sideBinaries is the plugin build a side runs: this tree's, or the one
-// in baseline (then the side's name ends in -base).
-func sideBinaries(b testing.TB, name, baseline string) (string, string) {
-	if baseline == "" {
+// in baseline (then the side's name ends in -base), laid out as
+// install-cni installs it: on the Kubernetes datastore this tree's
+// install-cni puts calico-k8s in calico's place (kubernetes), so that side
+// runs calico-k8s as calico.
+func sideBinaries(b testing.TB, name, baseline string, kubernetes bool) (string, string) {
+	if baseline != "" {
+		return name + "-base", baseline
+	}
+	if !kubernetes {
 		return name, cniBinDir(b)
 	}
-	return name + "-base", baseline
+	dir := b.TempDir()
+	src := cniBinDir(b)
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, e := range entries {
+		from := e.Name()
+		if from == "calico" {
+			from = "calico-k8s"
+		}
+		data, err := os.ReadFile(filepath.Join(src, from))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, e.Name()), data, 0o755); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return name, dir
 }
 
 // newEtcdSide: a real etcd, the plugin reaching it on its unix socket.
@@ -165,7 +193,7 @@ func newEtcdSide(b testing.TB, baseline string) *dsSide {
 	}
 	b.Cleanup(func() { client.Close() })
 	s := &dsSide{client: client}
-	s.name, s.binDir = sideBinaries(b, "etcd", baseline)
+	s.name, s.binDir = sideBinaries(b, "etcd", baseline, false)
 	for i := 0; i < benchNodes; i++ {
 		s.addNode(b, map[string]any{"datastore_type": "etcdv3", "etcd_endpoints": e.UnixEndpoint()}, nil)
 	}
@@ -187,7 +215,7 @@ func newKDDSide(b testing.TB, baseline string) *dsSide {
 		b.Fatal(err)
 	}
 	s := &dsSide{client: client, kube: kubernetes.NewForConfigOrDie(rc)}
-	s.name, s.binDir = sideBinaries(b, "kdd", baseline)
+	s.name, s.binDir = sideBinaries(b, "kdd", baseline, true)
 	for i := 0; i < benchNodes; i++ {
 		n := netnstest.NewNode(b)
 		s.addNode(b, map[string]any{"datastore_type": "kubernetes", "policy": map[string]any{"type": "k8s"},

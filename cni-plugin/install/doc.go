@@ -6,6 +6,7 @@
 // calico-cni-plugin from the TokenRequest API. Every file is replaced
 // atomically (written beside its target, then renamed), so a container
 // runtime calling the plugin meanwhile sees the old file or the new one,
-// never a part. TokenRefresher keeps the token fresh: install-cni runs it
+// never a part. With the Kubernetes datastore, calico-k8s is installed as
+// calico (the lean calico binary would only exec it). TokenRefresher keeps the token fresh: install-cni runs it
 // when it stays up (SLEEP=true), calico-node runs it in-process.
 package install

@@ -163,6 +163,11 @@ func Install(ctx context.Context, c Config, kube *Kube, log *slog.Logger) error 
 	if err != nil {
 		return err
 	}
+	if k8s, err := installCalicoK8sAsCalico(c, conf, installed); err != nil {
+		return err
+	} else if k8s {
+		log.Info("installed calico-k8s as calico: the network configuration uses the Kubernetes datastore", "dir", c.BinDir)
+	}
 	if err := os.MkdirAll(c.NetDir, 0o755); err != nil {
 		return fmt.Errorf("creating %s: %w", c.NetDir, err)
 	}

@@ -311,3 +311,58 @@ func TestKubeconfigMode(t *testing.T) {
 		t.Error("a kubeconfig without a token was rendered")
 	}
 }
+
+// TestInstallCalicoK8sAsCalico: with the Kubernetes datastore the calico
+// binary would only exec calico-k8s, so calico-k8s is installed as calico
+// (one process start per call, not two); with etcd calico stays the lean
+// binary, as it does when calico-k8s is skipped or calico was not
+// (re)installed by this run.
+func TestInstallCalicoK8sAsCalico(t *testing.T) {
+	const etcdTemplate = `{"name": "k8s-pod-network", "cniVersion": "1.0.0", "plugins": [
+	  {"type": "calico", "etcd_endpoints": "__ETCD_ENDPOINTS__", "nodename": "__KUBERNETES_NODE_NAME__",
+	   "ipam": {"type": "calico-ipam"}, "policy": {"type": "k8s"}, "kubernetes": {"kubeconfig": "__KUBECONFIG_FILEPATH__"}}]}`
+	for _, tc := range []struct {
+		name     string
+		env      map[string]string
+		existing bool // calico already installed, UPDATE_CNI_BINARIES=false
+		want     string
+	}{
+		{"kubernetes datastore", nil, false, "binary calico-k8s"},
+		{"etcd", map[string]string{"CNI_NETWORK_CONFIG": etcdTemplate, "ETCD_ENDPOINTS": "https://10.0.0.1:2379"}, false, "binary calico"},
+		{"calico-k8s skipped", map[string]string{"SKIP_CNI_BINARIES": "calico-k8s"}, false, "binary calico"},
+		{"calico kept", map[string]string{"UPDATE_CNI_BINARIES": "false"}, true, "binary old"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := map[string]string{"KUBERNETES_NODE_NAME": "n1"}
+			for k, v := range tc.env {
+				m[k] = v
+			}
+			cfg, err := ConfigFromEnv(env(m))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.SourceDir = fakeImage(t, "calico", "calico-ipam", "calico-k8s")
+			cfg.BinDir, cfg.NetDir = t.TempDir(), t.TempDir()
+			cfg.TLSAssetsDir = filepath.Join(t.TempDir(), "none")
+			if tc.existing {
+				if err := os.WriteFile(filepath.Join(cfg.BinDir, "calico"), []byte("binary old"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := Install(context.Background(), cfg, nil, nil); err != nil {
+				t.Fatal(err)
+			}
+			got, err := os.ReadFile(filepath.Join(cfg.BinDir, "calico"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != tc.want {
+				t.Errorf("calico is %q, want %q", got, tc.want)
+			}
+			if m := mode(t, filepath.Join(cfg.BinDir, "calico")); m != 0o755 {
+				t.Errorf("calico mode %o", m)
+			}
+			noTemps(t, cfg.BinDir)
+		})
+	}
+}

@@ -6,7 +6,7 @@
 // etcd mode it reads the pod for its endpoint (ReaderFor) and, for
 // calico-ipam, the namespace's labels (NamespaceLabels). It is kept
 // out of package plugin so the etcd-mode binary does not link client-go's
-// typed clientset, whose start-up alone costs milliseconds per pod.
+// REST clients, whose start-up alone costs milliseconds per pod.
 package kubepods
 
 import (
@@ -19,9 +19,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	k8stypes "k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/tabbynet/tabby/cni-plugin/plugin"
 	"github.com/tabbynet/tabby/datastore"
@@ -36,23 +34,26 @@ const (
 )
 
 // For returns the pod store of a Kubernetes-datastore client (it must
-// expose its clientset, as datastore/kdd's does). Install it as
-// plugin.Plugin.PodsFor.
+// expose its core API group's REST client, as datastore/kdd's does).
+// Install it as plugin.Plugin.PodsFor.
 func For(c datastore.Client) (plugin.Pods, bool) {
-	k, ok := c.(interface{ Kubernetes() kubernetes.Interface })
+	k, ok := c.(coreClient)
 	if !ok {
 		return nil, false
 	}
-	return &pods{kube: k.Kubernetes()}, true
+	return &pods{store{k.Core()}}, true
 }
 
-type pods struct{ kube kubernetes.Interface }
+// coreClient is a datastore client that exposes its core API group.
+type coreClient interface{ Core() rest.Interface }
+
+type pods struct{ store store }
 
 // Request reads the pod and its namespace (in parallel, one round trip):
 // the pod's IPAM annotations merged with the namespace's pool annotations
 // and the namespace's labels (for pools' namespaceSelectors).
 func (p *pods) Request(ctx context.Context, namespace, name string) (plugin.PodInfo, error) {
-	pod, ns, err := getPodAndNamespace(ctx, p.kube, namespace, name)
+	pod, ns, err := getPodAndNamespace(ctx, p.store, namespace, name)
 	if err != nil {
 		return plugin.PodInfo{}, err
 	}
@@ -60,15 +61,19 @@ func (p *pods) Request(ctx context.Context, namespace, name string) (plugin.PodI
 }
 
 // getPodAndNamespace reads a pod and its namespace in parallel.
-func getPodAndNamespace(ctx context.Context, kube kubernetes.Interface, namespace, name string) (*corev1.Pod, *corev1.Namespace, error) {
+func getPodAndNamespace(ctx context.Context, s store, namespace, name string) (*corev1.Pod, *corev1.Namespace, error) {
 	var ns *corev1.Namespace
 	var nsErr error
 	nsDone := make(chan struct{})
 	go func() {
 		defer close(nsDone)
-		ns, nsErr = kube.CoreV1().Namespaces().Get(ctx, namespace, metav1.GetOptions{})
+		ns, nsErr = s.namespace(ctx, namespace)
 	}()
-	pod, err := kube.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
+	// From the watch cache: the kubelet learnt of the pod from an API
+	// server's watch, and what the ADD reads (the IPAM annotations) is
+	// set when the pod is created. A pod not (yet) found fails the ADD,
+	// which the kubelet retries.
+	pod, err := s.pod(ctx, namespace, name, true)
 	<-nsDone
 	if err != nil {
 		return nil, nil, fmt.Errorf("reading pod %s/%s: %w", namespace, name, kubeErr(err))
@@ -115,7 +120,7 @@ func (p *pods) Annotate(ctx context.Context, namespace, name, containerID string
 // Owner returns the container that last annotated the pod ("" when none,
 // or when the pod is gone).
 func (p *pods) Owner(ctx context.Context, namespace, name string) (string, error) {
-	pod, err := p.kube.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
+	pod, err := p.store.pod(ctx, namespace, name, false)
 	if apierrors.IsNotFound(err) {
 		return "", nil
 	}
@@ -128,7 +133,7 @@ func (p *pods) Owner(ctx context.Context, namespace, name string) (string, error
 // Release blanks the address annotations if they still belong to
 // containerID (a late DEL must not blank a newer sandbox's).
 func (p *pods) Release(ctx context.Context, namespace, name, containerID string) error {
-	pod, err := p.kube.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
+	pod, err := p.store.pod(ctx, namespace, name, false)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -157,8 +162,7 @@ func (p *pods) Release(ctx context.Context, namespace, name, containerID string)
 // plugin cannot change a pod's spec).
 func (p *pods) patch(ctx context.Context, namespace, name string, ann map[string]any) error {
 	body, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": ann}})
-	_, err := p.kube.CoreV1().Pods(namespace).Patch(ctx, name, k8stypes.MergePatchType, body, metav1.PatchOptions{}, "status")
-	if err != nil {
+	if err := p.store.patchStatus(ctx, namespace, name, body); err != nil {
 		return fmt.Errorf("annotating pod %s/%s: %w", namespace, name, kubeErr(err))
 	}
 	return nil

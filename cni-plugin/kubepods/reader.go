@@ -8,8 +8,7 @@ import (
 
 	"github.com/containernetworking/cni/pkg/types"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
@@ -26,15 +25,16 @@ import (
 // kubernetes.k8s_api_root overriding the server, as Calico's plugin reads
 // them). Install it as plugin.Plugin.PodReaderFor.
 func ReaderFor(conf *netconf.NetConf) (plugin.PodReader, error) {
-	kube, err := clientFor(conf)
+	core, err := clientFor(conf)
 	if err != nil {
 		return nil, err
 	}
-	return &reader{kube: kube}, nil
+	return &reader{store{core}}, nil
 }
 
-// clientFor is a clientset for the network config's kubernetes section.
-func clientFor(conf *netconf.NetConf) (kubernetes.Interface, error) {
+// clientFor is a core API group client for the network config's
+// kubernetes section.
+func clientFor(conf *netconf.NetConf) (rest.Interface, error) {
 	rc, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
 		&clientcmd.ClientConfigLoadingRules{ExplicitPath: conf.Kubernetes.Kubeconfig},
 		&clientcmd.ConfigOverrides{ClusterInfo: clientcmdapi.Cluster{Server: conf.Kubernetes.K8sAPIRoot}},
@@ -48,14 +48,14 @@ func clientFor(conf *netconf.NetConf) (kubernetes.Interface, error) {
 	rc.Timeout = 3 * time.Second
 	rc.Dial = (&net.Dialer{Timeout: 3 * time.Second}).DialContext
 	// The pod and its namespace are read together: one connection.
-	if rc, err = kdd.OneConnection(rc); err != nil {
+	if rc, err = kdd.OneConnection(rc, ""); err != nil {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
 	}
-	kube, err := kubernetes.NewForConfig(rc)
+	core, err := kdd.NewCore(rc)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
 	}
-	return kube, nil
+	return core, nil
 }
 
 // NamespaceLabels reads the labels of a pod's namespace for pools'
@@ -68,18 +68,18 @@ func NamespaceLabels(ctx context.Context, conf *netconf.NetConf, c datastore.Cli
 	if namespace == "" {
 		return nil, nil
 	}
-	var kube kubernetes.Interface
-	if k, ok := c.(interface{ Kubernetes() kubernetes.Interface }); ok {
-		kube = k.Kubernetes()
+	var core rest.Interface
+	if k, ok := c.(coreClient); ok {
+		core = k.Core()
 	} else if conf.Kubernetes.Kubeconfig != "" || conf.Policy.PolicyType == "k8s" {
 		var err error
-		if kube, err = clientFor(conf); err != nil {
+		if core, err = clientFor(conf); err != nil {
 			return nil, err
 		}
 	} else {
 		return nil, nil
 	}
-	ns, err := kube.CoreV1().Namespaces().Get(ctx, namespace, metav1.GetOptions{})
+	ns, err := store{core}.namespace(ctx, namespace)
 	if err != nil {
 		return nil, fmt.Errorf("failed to get namespace %s: %w", namespace, kubeErr(err))
 	}
@@ -89,7 +89,7 @@ func NamespaceLabels(ctx context.Context, conf *netconf.NetConf, c datastore.Cli
 	return ns.Labels, nil
 }
 
-type reader struct{ kube kubernetes.Interface }
+type reader struct{ store store }
 
 // Read gets the pod and its namespace (in parallel): the IPAM inputs
 // (ipamInputs: the pod's annotations, the namespace's pools where the pod
@@ -98,7 +98,7 @@ type reader struct{ kube kubernetes.Interface }
 // labels, profiles, service account and ports are the same in both
 // modes).
 func (r *reader) Read(ctx context.Context, namespace, name string) (plugin.PodInfo, error) {
-	pod, ns, err := getPodAndNamespace(ctx, r.kube, namespace, name)
+	pod, ns, err := getPodAndNamespace(ctx, r.store, namespace, name)
 	if err != nil {
 		return plugin.PodInfo{}, err
 	}

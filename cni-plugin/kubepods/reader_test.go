@@ -2,21 +2,24 @@ package kubepods
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"maps"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/kubernetes/fake"
-	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/rest"
 
 	"github.com/tabbynet/tabby/datastore"
+	"github.com/tabbynet/tabby/datastore/kdd"
 )
 
 // TestIPAMAnnotations: the namespace's pool lists apply unless the pod
@@ -96,20 +99,37 @@ func TestKubeErr(t *testing.T) {
 // found", and the address stayed allocated with no pod (found by
 // lab/cluster's chaos run: 1 of ~1,000 churned pods).
 func TestReleaseOfPodDeletedMeanwhile(t *testing.T) {
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", Annotations: map[string]string{
-		annotationPodIP: "10.0.0.5/32", annotationPodIPs: "10.0.0.5/32", annotationContainerID: "abc"}}}
-	kube := fake.NewSimpleClientset(pod)
-	kube.PrependReactor("patch", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
-		return true, nil, apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, "web")
-	})
-	p := &pods{kube: kube}
+	pod := &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", Annotations: map[string]string{
+			annotationPodIP: "10.0.0.5/32", annotationPodIPs: "10.0.0.5/32", annotationContainerID: "abc"}}}
+	var patchStatus atomic.Int32
+	patchStatus.Store(http.StatusNotFound)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		switch {
+		case r.Method == http.MethodGet && r.URL.Path == "/api/v1/namespaces/ns/pods/web":
+			json.NewEncoder(w).Encode(pod)
+		case r.Method == http.MethodPatch && r.URL.Path == "/api/v1/namespaces/ns/pods/web/status":
+			code := int(patchStatus.Load())
+			w.WriteHeader(code)
+			json.NewEncoder(w).Encode(&metav1.Status{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Status"},
+				Status: metav1.StatusFailure, Code: int32(code), Reason: metav1.StatusReason(http.StatusText(code))})
+		default:
+			t.Errorf("unexpected request %s %s", r.Method, r.URL.Path)
+			w.WriteHeader(http.StatusBadRequest)
+		}
+	}))
+	defer srv.Close()
+	core, err := kdd.NewCore(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &pods{store{core}}
 	if err := p.Release(context.Background(), "ns", "web", "abc"); err != nil {
 		t.Fatalf("Release of a pod deleted after its read: %v", err)
 	}
 	// Any other failure of the patch still fails the DEL (it is retried).
-	kube.PrependReactor("patch", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
-		return true, nil, apierrors.NewInternalError(errors.New("etcd down"))
-	})
+	patchStatus.Store(http.StatusInternalServerError)
 	if err := p.Release(context.Background(), "ns", "web", "abc"); err == nil {
 		t.Fatal("Release with a failing patch succeeded")
 	}

@@ -230,3 +230,26 @@ func TestResolveMTU(t *testing.T) {
 		}
 	}
 }
+
+// TestDatastoreOf: the datastore choice read from a config that may be
+// invalid (Parse's rule: datastore_type, else a kubeconfig or API root
+// without etcd_endpoints).
+func TestDatastoreOf(t *testing.T) {
+	tests := []struct {
+		conf string
+		want bool
+	}{
+		{`{"datastore_type":"kubernetes"}`, true},
+		{`{"datastore_type":"etcdv3","kubernetes":{"kubeconfig":"/k"}}`, false},
+		{`{"kubernetes":{"kubeconfig":"/k"}}`, true},
+		{`{"etcd_endpoints":"http://a:1","kubernetes":{"kubeconfig":"/k"}}`, false},
+		{`{"kubernetes":{"k8s_api_root":"https://x"}}`, true},
+		{`{}`, false},
+		{`not json`, false},
+	}
+	for _, tc := range tests {
+		if got, _ := DatastoreOf([]byte(tc.conf)); got != tc.want {
+			t.Errorf("%s: got %v, want %v", tc.conf, got, tc.want)
+		}
+	}
+}

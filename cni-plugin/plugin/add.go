@@ -65,6 +65,16 @@ func (p *Plugin) add(a *skel.CmdArgs) (res *current.Result, err error) {
 	if a.Netns == "" {
 		return nil, types.NewError(types.ErrInvalidEnvironmentVariables, "CNI_NETNS is required for ADD", "")
 	}
+	tm := newPhaseTimer("ADD")
+	defer tm.done()
+	// The client first: on the Kubernetes datastore it starts its
+	// connection (TLS handshake) now, alongside the checks below.
+	client, err := p.NewClient(c.conf)
+	if err != nil {
+		return nil, err
+	}
+	defer client.Close()
+	tm.mark("connect")
 	// Fail before taking an address if the namespace is not there.
 	if podNS, err := ns.GetNS(a.Netns); err != nil {
 		return nil, types.NewError(types.ErrInvalidEnvironmentVariables, "CNI_NETNS is not a usable network namespace", err.Error())
@@ -84,18 +94,11 @@ func (p *Plugin) add(a *skel.CmdArgs) (res *current.Result, err error) {
 	}
 	ctx, cancel := p.ctx()
 	defer cancel()
-	tm := newPhaseTimer("ADD")
-	defer tm.done()
-	client, err := p.NewClient(c.conf)
-	if err != nil {
-		return nil, err
-	}
-	defer client.Close()
 	// The process lives for one call: cache what IPAM reads for its
 	// lifetime, and read it (pools, settings, reservations, node labels,
 	// affinities) in parallel with the pod's annotations.
 	alloc := ipam.New(client, ipam.Config{CacheTTL: 5 * time.Second, ClaimLock: claimLock(p.HintDir, c.conf), CachedReads: true})
-	tm.mark("connect")
+	tm.mark("checks")
 
 	mtuFile := p.MTUFile
 	if mtuFile == "" {

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -74,23 +75,30 @@ func (p *Plugin) pods(client datastore.Client, c *call) (Pods, bool) {
 // New returns a Plugin with production dependencies, its datastore
 // clients built from the backends the binary links in.
 func New(backends dsconfig.Backends) *Plugin {
+	hints := hintDir()
 	return &Plugin{
 		Hostname:  os.Hostname,
-		NewClient: clientFor(backends),
+		NewClient: clientFor(backends, filepath.Join(hints, tlsSessionFile)),
 		HostNS:    ns.GetCurrentNS,
 		Timeout:   30 * time.Second,
-		HintDir:   hintDir(),
+		HintDir:   hints,
 	}
 }
 
+// tlsSessionFile, in the hint folder, keeps the Kubernetes API server's
+// TLS session for the next call to resume (root-only; see
+// datastore/kdd/tlssession.go).
+const tlsSessionFile = "kdd-tls-session"
+
 // clientFor builds the datastore client the network config names.
-func clientFor(backends dsconfig.Backends) func(*netconf.NetConf) (datastore.Client, error) {
+func clientFor(backends dsconfig.Backends, tlsSession string) func(*netconf.NetConf) (datastore.Client, error) {
 	return func(c *netconf.NetConf) (datastore.Client, error) {
 		spec := c.DatastoreSpec(os.Getenv)
 		// A pod ADD should fail fast when the datastore is down: the
 		// runtime retries, and a healthy datastore answers in milliseconds.
 		spec.RequestTimeout = 3 * time.Second
 		spec.OneCall = true
+		spec.TLSSessionFile = tlsSession
 		client, err := backends.New(spec)
 		if err != nil {
 			return nil, netconf.DatastoreConfigError(err)

@@ -20,14 +20,13 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
-
 	"github.com/tabbynet/tabby/confd"
 	"github.com/tabbynet/tabby/confd/bird"
 	"github.com/tabbynet/tabby/datastore"
 	"github.com/tabbynet/tabby/datastore/dsconfig"
 	"github.com/tabbynet/tabby/datastore/etcd/etcdlib"
 	"github.com/tabbynet/tabby/datastore/kdd"
+	"github.com/tabbynet/tabby/datastore/kdd/clientset"
 	"github.com/tabbynet/tabby/lib/calicolog"
 	"github.com/tabbynet/tabby/typha/discovery"
 	"github.com/tabbynet/tabby/typha/syncclient"
@@ -169,7 +168,11 @@ func RunWith(ctx context.Context, args []string, getenv func(string) string, std
 	}
 	if kc, ok := client.(*kdd.Client); ok {
 		ns := confd.SecretNamespace(getenv)
-		cfg.Secrets = confd.KubeSecrets{Client: kc.Kubernetes(), Namespace: ns}
+		kube, err := clientset.For(kc)
+		if err != nil {
+			return err
+		}
+		cfg.Secrets = confd.KubeSecrets{Client: kube, Namespace: ns}
 		d = confd.NewDaemon(cfg, drv)
 		syncer = kdd.NewSyncer(kc, confd.Kinds, callbacks(d))
 		log.Info("BGP password Secrets are read from namespace", "namespace", ns)
@@ -197,9 +200,9 @@ func RunWith(ctx context.Context, args []string, getenv func(string) string, std
 // kinds, resynced on a reconnection without a delete and re-add of
 // unchanged objects (typha/syncclient).
 func TyphaSyncer(c datastore.Client, t discovery.Settings, node string, log *slog.Logger, cb datastore.SyncerCallbacks) (datastore.Syncer, error) {
-	var kube kubernetes.Interface
-	if kc, ok := c.(*kdd.Client); ok {
-		kube = kc.Kubernetes()
+	kube, err := clientset.Of(c)
+	if err != nil {
+		return nil, err
 	}
 	cfg, err := t.Config(kube, discovery.Client{SyncerType: syncproto.SyncerTypeBGP, Kinds: confd.Kinds,
 		Hostname: node, Info: "confd", Log: log})

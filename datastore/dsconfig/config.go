@@ -69,6 +69,10 @@ type Spec struct {
 	// plugin): the Kubernetes datastore then sends everything over one
 	// HTTP/2 connection, dialled once. Not part of the file format.
 	OneCall bool `json:"-"`
+	// TLSSessionFile, for a OneCall client of the Kubernetes datastore,
+	// is where its TLS session is kept for the next process to resume
+	// (datastore/kdd/tlssession.go). Not part of the file format.
+	TLSSessionFile string `json:"-"`
 }
 
 // APIConfig is the CalicoAPIConfig document.

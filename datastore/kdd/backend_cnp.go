@@ -59,8 +59,8 @@ func (c *Client) globalNetworkPolicies(kb *kindBackend) {
 		watch: func(ctx context.Context, _ string, o metav1.ListOptions) (watch.Interface, error) {
 			return lw.WatchWithContext(ctx, o)
 		},
-		get: func(ctx context.Context, _, name string) (runtime.Object, error) {
-			return ri.Get(ctx, name, metav1.GetOptions{})
+		get: func(ctx context.Context, _, name string, o metav1.GetOptions) (runtime.Object, error) {
+			return ri.Get(ctx, name, o)
 		},
 	}
 	kb.sources = []*source{crd, cnp}

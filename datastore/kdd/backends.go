@@ -45,7 +45,7 @@ type source struct {
 	convert func(runtime.Object) (obj v3.Resource, visible bool, err error)
 	list    func(ctx context.Context, ns string, opts metav1.ListOptions) (runtime.Object, error)
 	watch   func(ctx context.Context, ns string, opts metav1.ListOptions) (watch.Interface, error)
-	get     func(ctx context.Context, ns, name string) (runtime.Object, error)
+	get     func(ctx context.Context, ns, name string, o metav1.GetOptions) (runtime.Object, error)
 }
 
 // kindBackend is how one v3 kind is stored: its sources, objects that are
@@ -116,8 +116,8 @@ func (c *Client) crdSource(info v3.KindInfo) *source {
 		watch: func(ctx context.Context, ns string, o metav1.ListOptions) (watch.Interface, error) {
 			return ri(ns).Watch(ctx, o)
 		},
-		get: func(ctx context.Context, ns, name string) (runtime.Object, error) {
-			return ri(ns).Get(ctx, name, metav1.GetOptions{})
+		get: func(ctx context.Context, ns, name string, o metav1.GetOptions) (runtime.Object, error) {
+			return ri(ns).Get(ctx, name, o)
 		},
 	}
 }
@@ -139,13 +139,13 @@ func (c *Client) workloadEndpoints(kb *kindBackend) {
 			return wep, visible, err
 		},
 		list: func(ctx context.Context, ns string, o metav1.ListOptions) (runtime.Object, error) {
-			return c.kube.CoreV1().Pods(ns).List(ctx, o)
+			return c.native.pods().list(ctx, ns, o)
 		},
 		watch: func(ctx context.Context, ns string, o metav1.ListOptions) (watch.Interface, error) {
-			return c.kube.CoreV1().Pods(ns).Watch(ctx, o)
+			return c.native.pods().watch(ctx, ns, o)
 		},
-		get: func(ctx context.Context, ns, name string) (runtime.Object, error) {
-			return c.kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		get: func(ctx context.Context, ns, name string, o metav1.GetOptions) (runtime.Object, error) {
+			return c.native.pods().get(ctx, ns, name, o)
 		},
 	}
 	kb.sources = []*source{pods}
@@ -176,13 +176,13 @@ func (c *Client) profiles(kb *kindBackend) {
 			return p, err == nil, err
 		},
 		list: func(ctx context.Context, _ string, o metav1.ListOptions) (runtime.Object, error) {
-			return c.kube.CoreV1().Namespaces().List(ctx, o)
+			return c.native.namespaces().list(ctx, "", o)
 		},
 		watch: func(ctx context.Context, _ string, o metav1.ListOptions) (watch.Interface, error) {
-			return c.kube.CoreV1().Namespaces().Watch(ctx, o)
+			return c.native.namespaces().watch(ctx, "", o)
 		},
-		get: func(ctx context.Context, _, name string) (runtime.Object, error) {
-			return c.kube.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+		get: func(ctx context.Context, _, name string, o metav1.GetOptions) (runtime.Object, error) {
+			return c.native.namespaces().get(ctx, "", name, o)
 		},
 	}
 	serviceAccounts := &source{
@@ -196,13 +196,13 @@ func (c *Client) profiles(kb *kindBackend) {
 			return p, err == nil, err
 		},
 		list: func(ctx context.Context, _ string, o metav1.ListOptions) (runtime.Object, error) {
-			return c.kube.CoreV1().ServiceAccounts("").List(ctx, o)
+			return c.native.serviceAccounts().list(ctx, "", o)
 		},
 		watch: func(ctx context.Context, _ string, o metav1.ListOptions) (watch.Interface, error) {
-			return c.kube.CoreV1().ServiceAccounts("").Watch(ctx, o)
+			return c.native.serviceAccounts().watch(ctx, "", o)
 		},
-		get: func(ctx context.Context, ns, name string) (runtime.Object, error) {
-			return c.kube.CoreV1().ServiceAccounts(ns).Get(ctx, name, metav1.GetOptions{})
+		get: func(ctx context.Context, ns, name string, o metav1.GetOptions) (runtime.Object, error) {
+			return c.native.serviceAccounts().get(ctx, ns, name, o)
 		},
 	}
 	kb.sources = []*source{namespaces, serviceAccounts}
@@ -245,13 +245,13 @@ func (c *Client) networkPolicies(kb *kindBackend) {
 			return p, true, nil
 		},
 		list: func(ctx context.Context, ns string, o metav1.ListOptions) (runtime.Object, error) {
-			return c.kube.NetworkingV1().NetworkPolicies(ns).List(ctx, o)
+			return c.native.networkPolicies().list(ctx, ns, o)
 		},
 		watch: func(ctx context.Context, ns string, o metav1.ListOptions) (watch.Interface, error) {
-			return c.kube.NetworkingV1().NetworkPolicies(ns).Watch(ctx, o)
+			return c.native.networkPolicies().watch(ctx, ns, o)
 		},
-		get: func(ctx context.Context, ns, name string) (runtime.Object, error) {
-			return c.kube.NetworkingV1().NetworkPolicies(ns).Get(ctx, name, metav1.GetOptions{})
+		get: func(ctx context.Context, ns, name string, o metav1.GetOptions) (runtime.Object, error) {
+			return c.native.networkPolicies().get(ctx, ns, name, o)
 		},
 	}
 	kb.sources = []*source{crd, knp}
@@ -279,13 +279,13 @@ func (c *Client) nodes(kb *kindBackend) {
 			return n, err == nil, err
 		},
 		list: func(ctx context.Context, _ string, o metav1.ListOptions) (runtime.Object, error) {
-			return c.kube.CoreV1().Nodes().List(ctx, o)
+			return c.native.nodes().list(ctx, "", o)
 		},
 		watch: func(ctx context.Context, _ string, o metav1.ListOptions) (watch.Interface, error) {
-			return c.kube.CoreV1().Nodes().Watch(ctx, o)
+			return c.native.nodes().watch(ctx, "", o)
 		},
-		get: func(ctx context.Context, _, name string) (runtime.Object, error) {
-			return c.kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		get: func(ctx context.Context, _, name string, o metav1.GetOptions) (runtime.Object, error) {
+			return c.native.nodes().get(ctx, "", name, o)
 		},
 	}
 	kb.sources = []*source{nodes}
@@ -295,10 +295,11 @@ func (c *Client) nodes(kb *kindBackend) {
 	}
 	kb.updateNative = func(ctx context.Context, r v3.Resource) (v3.Resource, error) {
 		n := r.(*v3.Node)
-		kn, err := c.kube.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
+		raw, err := c.native.nodes().get(ctx, "", n.Name, metav1.GetOptions{})
 		if err != nil {
 			return nil, err
 		}
+		kn := raw.(*corev1.Node)
 		if kn.ResourceVersion != n.ResourceVersion {
 			return nil, datastore.ErrConflict
 		}
@@ -309,7 +310,7 @@ func (c *Client) nodes(kb *kindBackend) {
 		// The status endpoint takes metadata changes too, and is what
 		// Calico's RBAC (nodes/status) allows a node agent to write. The
 		// resource version makes it a compare-and-swap.
-		got, err := c.kube.CoreV1().Nodes().UpdateStatus(ctx, merged, metav1.UpdateOptions{})
+		got, err := c.native.updateNodeStatus(ctx, merged)
 		if err != nil {
 			return nil, err
 		}

@@ -29,13 +29,13 @@ func (c *Client) endpointSlices() *kindBackend {
 			return v3.NewKubernetesEndpointSlice(es), true, nil
 		},
 		list: func(ctx context.Context, ns string, o metav1.ListOptions) (runtime.Object, error) {
-			return c.kube.DiscoveryV1().EndpointSlices(ns).List(ctx, o)
+			return c.native.endpointSlices().list(ctx, ns, o)
 		},
 		watch: func(ctx context.Context, ns string, o metav1.ListOptions) (watch.Interface, error) {
-			return c.kube.DiscoveryV1().EndpointSlices(ns).Watch(ctx, o)
+			return c.native.endpointSlices().watch(ctx, ns, o)
 		},
-		get: func(ctx context.Context, ns, name string) (runtime.Object, error) {
-			return c.kube.DiscoveryV1().EndpointSlices(ns).Get(ctx, name, metav1.GetOptions{})
+		get: func(ctx context.Context, ns, name string, o metav1.GetOptions) (runtime.Object, error) {
+			return c.native.endpointSlices().get(ctx, ns, name, o)
 		},
 	}
 	info := v3.KindInfo{Kind: v3.KindKubernetesEndpointSlice, Plural: "kubernetesendpointslices", Namespaced: true,

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -21,7 +20,7 @@ func FromSpec(s dsconfig.Spec) (datastore.Client, error) {
 		return nil, err
 	}
 	return New(Config{REST: rc, QPS: s.K8sClientQPS, Burst: s.K8sClientBurst, RequestTimeout: s.RequestTimeout,
-		OneConnection: s.OneCall})
+		OneConnection: s.OneCall, TLSSessionFile: s.TLSSessionFile})
 }
 
 // RESTConfig resolves Calico's KubeConfig settings as libcalico-go does:
@@ -69,8 +68,3 @@ func RESTConfig(s dsconfig.Spec) (*rest.Config, error) {
 	}
 	return rc, nil
 }
-
-// Kubernetes returns the typed clientset the client uses, for callers that
-// must touch native objects directly (the CNI plugin annotates pods, as
-// Calico's does).
-func (c *Client) Kubernetes() kubernetes.Interface { return c.kube }

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"k8s.io/client-go/rest"
 )
@@ -74,9 +75,20 @@ func TestOneConnection(t *testing.T) {
 	for _, h2 := range []bool{true, false} {
 		t.Run(fmt.Sprintf("h2=%v", h2), func(t *testing.T) {
 			s, conns := serveCounting(t, h2)
-			rc, err := OneConnection(&rest.Config{Host: s.URL, BearerToken: "tok", TLSClientConfig: rest.TLSClientConfig{Insecure: true}})
+			rc, err := OneConnection(&rest.Config{Host: s.URL, BearerToken: "tok", TLSClientConfig: rest.TLSClientConfig{Insecure: true}}, "")
 			if err != nil {
 				t.Fatal(err)
+			}
+			if h2 {
+				// Dialled ahead, before any request; the requests then
+				// use that connection.
+				deadline := time.Now().Add(30 * time.Second)
+				for conns.Load() == 0 && time.Now().Before(deadline) {
+					time.Sleep(time.Millisecond)
+				}
+				if conns.Load() != 1 {
+					t.Fatalf("%d connections before any request, want 1 (dialled ahead)", conns.Load())
+				}
 			}
 			protos := getMany(t, rc, 8)
 			want := "HTTP/2.0"
@@ -108,7 +120,7 @@ func TestOneConnectionLeavesOthers(t *testing.T) {
 		"proxy":     {Host: "https://127.0.0.1:1", Proxy: http.ProxyFromEnvironment},
 		"transport": {Host: "https://127.0.0.1:1", Transport: http.DefaultTransport},
 	} {
-		got, err := OneConnection(rc)
+		got, err := OneConnection(rc, "")
 		if err != nil || got != rc {
 			t.Errorf("%s: changed (%v)", name, err)
 		}
@@ -116,7 +128,7 @@ func TestOneConnectionLeavesOthers(t *testing.T) {
 	t.Setenv("HTTPS_PROXY", "http://proxy.example:3128")
 	t.Setenv("NO_PROXY", "")
 	rc := &rest.Config{Host: "https://api.example:6443"}
-	if got, _ := OneConnection(rc); got != rc {
+	if got, _ := OneConnection(rc, ""); got != rc {
 		t.Error("HTTPS_PROXY naming the server: changed")
 	}
 }

@@ -4,11 +4,10 @@ import (
 	"log/slog"
 	"slices"
 
-	"k8s.io/client-go/kubernetes"
-
 	v3 "github.com/tabbynet/tabby/api/v3"
 	"github.com/tabbynet/tabby/datastore"
 	"github.com/tabbynet/tabby/datastore/kdd"
+	"github.com/tabbynet/tabby/datastore/kdd/clientset"
 	"github.com/tabbynet/tabby/typha/discovery"
 	"github.com/tabbynet/tabby/typha/syncclient"
 	"github.com/tabbynet/tabby/typha/syncproto"
@@ -55,9 +54,9 @@ func FollowsServices(c datastore.Client) bool {
 // unchanged objects (typha/syncclient). The Service is looked up with c's
 // Kubernetes client (the Kubernetes datastore).
 func NewTyphaSyncer(c datastore.Client, t discovery.Settings, hostname string, log *slog.Logger, cb datastore.SyncerCallbacks, extra ...string) (datastore.Syncer, error) {
-	var kube kubernetes.Interface
-	if kc, ok := c.(*kdd.Client); ok {
-		kube = kc.Kubernetes()
+	kube, err := clientset.Of(c)
+	if err != nil {
+		return nil, err
 	}
 	cfg, err := t.Config(kube, discovery.Client{SyncerType: syncproto.SyncerTypeFelix,
 		Kinds: append(slices.Clone(SyncKinds(c)), extra...), Lean: true, Hostname: hostname, Info: "felix", Log: log})

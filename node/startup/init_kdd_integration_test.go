@@ -15,6 +15,7 @@ import (
 	v3 "github.com/tabbynet/tabby/api/v3"
 	"github.com/tabbynet/tabby/datastore"
 	"github.com/tabbynet/tabby/datastore/kdd"
+	"github.com/tabbynet/tabby/datastore/kdd/clientset"
 	"github.com/tabbynet/tabby/internal/testservers"
 	"github.com/tabbynet/tabby/node/registration"
 )
@@ -39,7 +40,11 @@ func TestIntegrationInitDatastoreKubernetes(t *testing.T) {
 	t.Cleanup(func() { c.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if _, err := c.Kubernetes().CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "kn1"}}, metav1.CreateOptions{}); err != nil {
+	kube, err := clientset.For(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kube.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "kn1"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	cfg, err := Load(envOf("NODENAME", "kn1", "CLUSTER_TYPE", "k8s,bgp", "CALICO_IPV4POOL_CIDR", "10.90.0.0/16",

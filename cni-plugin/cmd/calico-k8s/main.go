@@ -3,8 +3,10 @@
 // whose network config says datastore_type kubernetes, and every ADD of a
 // Kubernetes pod in etcd mode whose config has a kubeconfig and policy
 // type k8s (the pod is then read from Kubernetes, as Calico's plugin
-// reads it). It can also be
-// installed as the plugin itself. It only wires packages together.
+// reads it). It can also be installed as the plugin itself, which
+// install-cni does when the network configuration uses the Kubernetes
+// datastore (one process start per call instead of two). It only wires
+// packages together.
 package main
 
 import (

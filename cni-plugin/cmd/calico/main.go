@@ -7,7 +7,8 @@
 // clientset alone costs ~5 ms. For datastore_type kubernetes, and for an
 // etcd-mode ADD that reads the pod from Kubernetes (policy type k8s and a
 // kubeconfig), it hands the call, unchanged, to calico-k8s installed
-// beside it.
+// beside it. install-cni spares the Kubernetes datastore that second
+// process start: it installs calico-k8s as calico there.
 package main
 
 import (
@@ -49,7 +50,7 @@ func main() {
 	if err := replaceStdin(stdin); err != nil {
 		fail(types.NewError(types.ErrIOFailure, "passing the network configuration on", err.Error()))
 	}
-	kubernetes, endpoints := datastoreOf(stdin)
+	kubernetes, endpoints := netconf.DatastoreOf(stdin)
 	if kubernetes || readsPodFromKubernetes(stdin, os.Getenv) {
 		execKubernetesPlugin()
 	}
@@ -63,14 +64,6 @@ func main() {
 // maxStdin bounds the network configuration read from stdin: real ones
 // are a few KiB, and the runtime's whole call must fit the memory limit.
 const maxStdin = 64 << 20
-
-// wantsKubernetes applies the plugin's datastore choice (see
-// cni-plugin/netconf) to a config that may still be invalid: anything it
-// cannot read stays here, where the full parser reports it.
-func wantsKubernetes(conf []byte) bool {
-	k, _ := datastoreOf(conf)
-	return k
-}
 
 // readsPodFromKubernetes: an etcd-mode ADD of a Kubernetes pod whose
 // config gives policy type k8s and a kubeconfig (or API root) reads the
@@ -98,26 +91,6 @@ func readsPodFromKubernetes(conf []byte, getenv func(string) string) bool {
 		return false
 	}
 	return c.Policy.Type == "k8s" && (c.Kubernetes.Kubeconfig != "" || c.Kubernetes.K8sAPIRoot != "")
-}
-
-// datastoreOf reads, in one pass, whether the config is for the Kubernetes
-// datastore and its etcd_endpoints ("" when unreadable).
-func datastoreOf(conf []byte) (kubernetes bool, etcdEndpoints string) {
-	var c struct {
-		DatastoreType string `json:"datastore_type"`
-		EtcdEndpoints string `json:"etcd_endpoints"`
-		Kubernetes    struct {
-			Kubeconfig string `json:"kubeconfig"`
-			K8sAPIRoot string `json:"k8s_api_root"`
-		} `json:"kubernetes"`
-	}
-	if json.Unmarshal(conf, &c) != nil {
-		return false, ""
-	}
-	if c.DatastoreType != "" {
-		return c.DatastoreType == "kubernetes", c.EtcdEndpoints
-	}
-	return c.EtcdEndpoints == "" && (c.Kubernetes.Kubeconfig != "" || c.Kubernetes.K8sAPIRoot != ""), c.EtcdEndpoints
 }
 
 // origStdin keeps the *os.File that os.Stdin was before replaceStdin:

@@ -10,26 +10,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func TestWantsKubernetes(t *testing.T) {
-	tests := []struct {
-		conf string
-		want bool
-	}{
-		{`{"datastore_type":"kubernetes"}`, true},
-		{`{"datastore_type":"etcdv3","kubernetes":{"kubeconfig":"/k"}}`, false},
-		{`{"kubernetes":{"kubeconfig":"/k"}}`, true},
-		{`{"etcd_endpoints":"http://a:1","kubernetes":{"kubeconfig":"/k"}}`, false},
-		{`{"kubernetes":{"k8s_api_root":"https://x"}}`, true},
-		{`{}`, false},
-		{`not json`, false},
-	}
-	for _, tc := range tests {
-		if got := wantsKubernetes([]byte(tc.conf)); got != tc.want {
-			t.Errorf("%s: got %v, want %v", tc.conf, got, tc.want)
-		}
-	}
-}
-
 // TestReadsPodFromKubernetes: an etcd-mode ADD of a Kubernetes pod with
 // policy type k8s and a kubeconfig goes to calico-k8s (it reads the pod);
 // anything else stays in the lean binary.
