@@ -71,9 +71,13 @@ func getPodAndNamespace(ctx context.Context, s store, namespace, name string) (*
 	}()
 	// From the watch cache: the kubelet learnt of the pod from an API
 	// server's watch, and what the ADD reads (the IPAM annotations) is
-	// set when the pod is created. A pod not (yet) found fails the ADD,
-	// which the kubelet retries.
+	// set when the pod is created. A cache that has not seen the pod yet
+	// (another API server's, behind the kubelet's) is asked again with a
+	// consistent read, so the ADD fails only if the pod is really gone.
 	pod, err := s.pod(ctx, namespace, name, true)
+	if apierrors.IsNotFound(err) {
+		pod, err = s.pod(ctx, namespace, name, false)
+	}
 	<-nsDone
 	if err != nil {
 		return nil, nil, fmt.Errorf("reading pod %s/%s: %w", namespace, name, kubeErr(err))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"net/http"
 	"net/http/httptest"
@@ -132,5 +133,53 @@ func TestReleaseOfPodDeletedMeanwhile(t *testing.T) {
 	patchStatus.Store(http.StatusInternalServerError)
 	if err := p.Release(context.Background(), "ns", "web", "abc"); err == nil {
 		t.Fatal("Release with a failing patch succeeded")
+	}
+}
+
+// TestPodNotYetInWatchCache: a pod the API server's watch cache has not
+// seen yet (resourceVersion 0 answers 404) is read again consistently;
+// only a pod missing from both fails the ADD.
+func TestPodNotYetInWatchCache(t *testing.T) {
+	pod := &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}, ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web"}}
+	nsObj := &corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: "ns"}}
+	var exists atomic.Bool
+	var cachedReads, consistentReads atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		switch r.URL.Path {
+		case "/api/v1/namespaces/ns":
+			json.NewEncoder(w).Encode(nsObj)
+		case "/api/v1/namespaces/ns/pods/web":
+			cached := r.URL.Query().Get("resourceVersion") == "0"
+			if cached {
+				cachedReads.Add(1)
+			} else {
+				consistentReads.Add(1)
+			}
+			if cached || !exists.Load() {
+				w.WriteHeader(http.StatusNotFound)
+				json.NewEncoder(w).Encode(&metav1.Status{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Status"},
+					Status: metav1.StatusFailure, Code: http.StatusNotFound, Reason: metav1.StatusReasonNotFound})
+				return
+			}
+			json.NewEncoder(w).Encode(pod)
+		default:
+			t.Errorf("unexpected request %s %s", r.Method, r.URL.Path)
+			w.WriteHeader(http.StatusBadRequest)
+		}
+	}))
+	defer srv.Close()
+	core, err := kdd.NewCore(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exists.Store(true)
+	got, _, err := getPodAndNamespace(context.Background(), store{core}, "ns", "web")
+	if err != nil || got.Name != "web" || cachedReads.Load() != 1 || consistentReads.Load() != 1 {
+		t.Fatalf("pod behind the watch cache: %v, %v (cached reads %d, consistent %d)", got, err, cachedReads.Load(), consistentReads.Load())
+	}
+	exists.Store(false)
+	if _, _, err := getPodAndNamespace(context.Background(), store{core}, "ns", "web"); !apierrors.IsNotFound(errors.Unwrap(err)) && !strings.Contains(fmt.Sprint(err), "not found") {
+		t.Fatalf("a pod that is gone: %v, want not found", err)
 	}
 }
