@@ -24,6 +24,7 @@ import (
 	"github.com/tabbynet/tabby/confd"
 	"github.com/tabbynet/tabby/datastore"
 	"github.com/tabbynet/tabby/datastore/kdd"
+	"github.com/tabbynet/tabby/datastore/kdd/clientset"
 	felixdaemon "github.com/tabbynet/tabby/felix/daemon"
 	"github.com/tabbynet/tabby/felix/staged"
 	"github.com/tabbynet/tabby/typha/snapcache"
@@ -78,10 +79,12 @@ func Run(ctx context.Context, o Options) error {
 		o.Registry = prometheus.NewRegistry()
 	}
 	rb := o.Config.Rebalance
-	if o.Kube == nil {
-		if kc, ok := o.Client.(*kdd.Client); ok {
-			o.Kube = kc.Kubernetes()
+	if o.Kube == nil && rb.Mode == "kubernetes" {
+		kube, err := clientset.Of(o.Client)
+		if err != nil {
+			return err
 		}
+		o.Kube = kube
 	}
 	if rb.Mode == "kubernetes" && o.Kube == nil {
 		return ErrRebalanceNeedsKubernetes
