@@ -164,7 +164,7 @@ func (c *Cluster) e2eArgs(o E2EOptions) []string {
 	return append(args, filepath.Join(o.E2EBin, "e2e.test"), "--",
 		"--kubeconfig="+c.State.Kubeconfig, "--provider=skeleton", "--report-dir="+o.ReportDir,
 		// The cluster's nodes are all Linux on Debian's containerd.
-		"--node-os-distro=debian", "--num-nodes="+strconv.Itoa(len(c.State.Nodes)))
+		"--node-os-distro=debian", "--num-nodes="+strconv.Itoa(len(c.State.nodeNames())))
 }
 
 // ginkgoSpec is the part of a ginkgo v2 JSON spec report read here

@@ -22,6 +22,8 @@ namespaces) with Tabby installed by kubectl apply; see lab/cluster.
   up [--nodes N] [--subnets S] [--datastore kubernetes|etcdv3]
      [--pool-mode vxlan|vxlan-crosssubnet|bgp] [--manifest FILE] [--image FILE]
      [--dns]  (CoreDNS as the cluster DNS: hack/build-coredns.sh)
+     [--vm-nodes N]  (N more nodes that are qemu VMs on Debian's kernel,
+              vm-1..: SCTP; hack/build-vm-image.sh, ~2-5 min to Ready)
   down      remove everything of the cluster (also after a crash)
   status    nodes and pods
   env       exports pointing kubectl and calicoctl at the cluster
@@ -75,6 +77,7 @@ func runCluster(ctx context.Context, bin string, args []string) error {
 		fs.StringVar(&o.Manifest, "manifest", "", "manifest to apply (default manifests/tabby.yaml, tabby-etcd.yaml with etcdv3)")
 		fs.StringVar(&o.ImageTar, "image", filepath.Join(bin, "tabby-image.tar"), "the Tabby image tarball")
 		fs.BoolVar(&o.DNS, "dns", false, "run CoreDNS as the cluster DNS (hack/build-coredns.sh)")
+		fs.IntVar(&o.VMNodes, "vm-nodes", 0, "number of nodes that are qemu VMs on Debian's kernel (SCTP)")
 	}
 	var e2e cluster.E2EOptions
 	var suite string
