@@ -27,11 +27,13 @@ namespaces) with Tabby installed by kubectl apply; see lab/cluster.
   down      remove everything of the cluster (also after a crash)
   status    nodes and pods
   env       exports pointing kubectl and calicoctl at the cluster
-  e2e [--suite netpol|network] [--focus RE] [--skip RE] [--procs N]
+  e2e [--suite netpol|netpol-sctp|network] [--focus RE] [--skip RE] [--procs N]
       [--report-dir DIR]
             run the upstream e2e.test (default: the NetworkPolicy e2e;
-            network: the [sig-network] [Conformance] specs, on a cluster
-            up with --dns) against the cluster; prints "N passed, N failed,
+            netpol-sctp: its SCTP specs, on the VM nodes only (the others
+            tainted for the run; a cluster up with --vm-nodes); network:
+            the [sig-network] [Conformance] specs, on a cluster up with
+            --dns) against the cluster; prints "N passed, N failed,
             N skipped"
   apply -f FILE [--timeout 30s]
             Calico v3 resources (calicoctl) and Kubernetes NetworkPolicies
