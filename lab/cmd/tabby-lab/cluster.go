@@ -24,6 +24,8 @@ namespaces) with Tabby installed by kubectl apply; see lab/cluster.
      [--dns]  (CoreDNS as the cluster DNS: hack/build-coredns.sh)
      [--vm-nodes N]  (N more nodes that are qemu VMs on Debian's kernel,
               vm-1..: SCTP; hack/build-vm-image.sh, ~2-5 min to Ready)
+  vm-check  pods on the VM nodes reach the others' (TCP, VXLAN) and each
+            other (SCTP), through kubectl exec of agnhost connect
   down      remove everything of the cluster (also after a crash)
   status    nodes and pods
   env       exports pointing kubectl and calicoctl at the cluster
@@ -143,10 +145,13 @@ func runCluster(ctx context.Context, bin string, args []string) error {
 			return err
 		}
 		return printProbes(res, probe.output)
-	case "status", "env":
+	case "status", "env", "vm-check":
 		c, err := cluster.Open(state, bin, kubeBin, os.Stdout)
 		if err != nil {
 			return err
+		}
+		if verb == "vm-check" {
+			return c.CheckVMNodes(ctx, os.Stdout)
 		}
 		if verb == "env" {
 			fmt.Print(c.Env())
