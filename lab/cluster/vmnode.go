@@ -30,6 +30,9 @@ import (
 // boot, then runs kubelet and kube-proxy; calico-node comes as on every
 // node, from the DaemonSet.
 
+// VMNodeLabel is set (to "true") on every VM node by its kubelet.
+const VMNodeLabel = "tabby.lab/vm-node"
+
 // VMNodeState is one VM node as planned.
 type VMNodeState struct {
 	Name string `json:"name"`
@@ -143,7 +146,7 @@ for t in $TARS; do
 done
 say "images imported"
 /usr/local/bin/kubelet --config="$DIR/kubelet.yaml" --kubeconfig="$DIR/kubelet.kubeconfig" \
-	--hostname-override="$NAME" --node-ip="${ADDR%/*}" >"$DIR/kubelet.log" 2>&1 &
+	--hostname-override="$NAME" --node-ip="${ADDR%/*}" --node-labels=` + VMNodeLabel + `=true >"$DIR/kubelet.log" 2>&1 &
 /usr/local/bin/kube-proxy --config="$DIR/kube-proxy.yaml" >"$DIR/kube-proxy.log" 2>&1 &
 say "kubelet and kube-proxy started"
 wait
