@@ -250,8 +250,8 @@ e2e-cnp:
 
 ## e2e-cnp-sctp: the ClusterNetworkPolicy conformance tests with SCTP (the
 ## 4 SCTP-only ones e2e-cnp skips, the 4 mixed ones whose SCTP pokes it
-## leaves out) on a fresh cluster per datastore with one qemu VM node on
-## Debian's kernel, the namespace nodes tainted so every pod runs there
+## leaves out) on a fresh cluster per datastore with two qemu VM nodes on
+## Debian's kernel, the namespace node tainted so every pod runs on them
 ## (hack/e2e-cnp.sh with CNP_SCTP=1: E2E_DATASTORES, CNP_RUN)
 e2e-cnp-sctp:
 	CNP_SCTP=1 hack/e2e-cnp.sh

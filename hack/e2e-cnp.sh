@@ -14,9 +14,11 @@
 #   CNP_RUN         a regexp of the tests to run, e.g. "CNPAdminTierGress|CNPAdminTierPriorityField" (default: every test)
 #   CNP_SCTP        1: the tests with SCTP (the 4 SCTP-only ones and the 4
 #                   mixing SCTP with TCP and UDP; CNP_RUN overrides) on
-#                   clusters up with --vm-nodes 1 --nodes 2, the namespace
-#                   nodes tainted so every pod runs on the VM node (Debian's
-#                   kernel has SCTP; `make e2e-cnp-sctp`)
+#                   clusters up with --vm-nodes 2 --nodes 1, the namespace
+#                   node tainted so every pod runs on the VM nodes (Debian's
+#                   kernel has SCTP; two: the suite's host-network
+#                   StatefulSet wants its 2 pods on 2 nodes; `make
+#                   e2e-cnp-sctp`)
 #   CLUSTER_ARGS    extra `tabby-lab cluster up` flags
 #   TABBY_CLUSTER_STATE  the cluster's state folder (default
 #                   /run/tabby-cluster-cnp)
@@ -34,7 +36,7 @@ trap 'bin/tabby-lab cluster down >/dev/null' EXIT
 up_args=()
 if [[ ${CNP_SCTP:-} == 1 ]]; then
 	hack/build-vm-image.sh >/dev/null # cached
-	up_args+=(--vm-nodes 1 --nodes 2)
+	up_args+=(--vm-nodes 2 --nodes 1)
 	CNP_RUN=${CNP_RUN:-CNPAdminTierIngressSCTP|CNPAdminTierEgressSCTP|CNPBaselineTierIngressSCTP|CNPBaselineTierEgressSCTP|CNPAdminTierGress|CNPBaselineTierGress|CNPAdminTierEgressInlineCIDRPeers|CNPBaselineTierEgressInlineCIDRPeers}
 # The namespace nodes share this machine's kernel: without SCTP the SCTP
 # tests are skipped and the others run without their SCTP pokes
@@ -50,7 +52,7 @@ for ds in $datastores; do
 	bin/tabby-lab cluster up --datastore "$ds" "${up_args[@]}" ${CLUSTER_ARGS:-}
 	eval "$(bin/tabby-lab cluster env)"
 	if [[ ${CNP_SCTP:-} == 1 ]]; then
-		# Every pod of the suite on the VM node (calico-node tolerates it).
+		# Every pod of the suite on the VM nodes (calico-node tolerates it).
 		kubectl taint nodes -l '!tabby.lab/vm-node' --overwrite tabby.lab/namespace-node=:NoSchedule
 	fi
 	if [[ $ds == etcdv3 ]]; then
