@@ -14,8 +14,11 @@ SUITE=bookworm
 MIRROR=${TABBY_VM_MIRROR:-http://deb.debian.org/debian}
 # What the guests run: the kernel (ipip, wireguard, dummy, vxlan as
 # modules), iproute2, the iptables/ipset/conntrack tools felix drives, BIRD
-# for the lab's BGP, and tcpdump/ping for the tests' captures and probes.
-PACKAGES=linux-image-amd64,initramfs-tools,kmod,iproute2,iptables,ipset,conntrack,ca-certificates,bird2,tcpdump,iputils-ping,procps
+# for the lab's BGP, tcpdump/ping for the tests' captures and probes, and
+# containerd + runc for lab/cluster's VM nodes (kubelet's runtime).
+PACKAGES=linux-image-amd64,initramfs-tools,kmod,iproute2,iptables,ipset,conntrack,ca-certificates,bird2,tcpdump,iputils-ping,procps,containerd,runc
+# The root's size: a VM node imports ~0.5 GB of images (2 GB left 337 MB).
+SIZE=4G
 CACHE=${TABBY_VM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tabby-vm}
 
 # The guest's init: mounts, then the share's run script, then power off.
@@ -51,7 +54,7 @@ echo o >/proc/sysrq-trigger
 sleep 60
 INITEOF
 
-key=$(printf '%s\n%s\n%s\n' "$SUITE" "$PACKAGES" "$INIT" | sha256sum | cut -c1-16)
+key=$(printf '%s\n%s\n%s\n%s\n' "$SUITE" "$PACKAGES" "$SIZE" "$INIT" | sha256sum | cut -c1-16)
 OUT=$CACHE/$SUITE-$key
 if [[ -f $OUT/.done ]]; then
 	echo "$OUT"
@@ -73,7 +76,7 @@ rm -rf "$tmp/root/var/cache/apt/archives/"*.deb
 mkdir -p "$tmp/out"
 cp "$tmp"/root/boot/vmlinuz-* "$tmp/out/vmlinuz"
 cp "$tmp"/root/boot/initrd.img-* "$tmp/out/initrd.img"
-mkfs.ext4 -q -F -L tabbyroot -d "$tmp/root" "$tmp/out/root.img" 2G
+mkfs.ext4 -q -F -L tabbyroot -d "$tmp/root" "$tmp/out/root.img" "$SIZE"
 echo "$PACKAGES" >"$tmp/out/packages"
 echo "built in $((SECONDS - start)) s" >"$tmp/out/build-time"
 touch "$tmp/out/.done"

@@ -8,10 +8,14 @@
 #
 # Usage: hack/e2e-cluster.sh  (root; from the repository's root)
 # Environment:
-#   E2E_SUITE       netpol (default: the NetworkPolicy e2e) or network (the
+#   E2E_SUITE       netpol (default: the NetworkPolicy e2e), network (the
 #                   [sig-network] [Conformance] specs, on clusters up with
 #                   --dns: CoreDNS, which hack/build-kube-binaries.sh e2e
-#                   builds)
+#                   builds) or netpol-sctp (the NetworkPolicy e2e's SCTP
+#                   specs on clusters up with --vm-nodes 1 --nodes 2: the
+#                   VM node runs Debian's kernel, which has SCTP; its pods'
+#                   connectivity is checked first with `tabby-lab cluster
+#                   vm-check`)
 #   E2E_DATASTORES  datastores to run on (default "kubernetes etcdv3")
 #   E2E_ARGS        extra `tabby-lab cluster e2e` flags (--focus, --skip,
 #                   --procs)
@@ -29,6 +33,10 @@ up_args=()
 if [[ $suite == network ]]; then
 	up_args+=(--dns) # CoreDNS: built with e2e.test
 fi
+if [[ $suite == netpol-sctp ]]; then
+	hack/build-vm-image.sh >/dev/null # cached
+	up_args+=(--vm-nodes 1 --nodes 2)
+fi
 make --no-print-directory build image >/dev/null
 go build -o bin/ github.com/containernetworking/plugins/plugins/main/loopback
 echo "builds: $(($(date +%s) - t0))s"
@@ -42,6 +50,11 @@ for ds in $datastores; do
 	out=$(mktemp)
 	# E2E_ARGS is shell words (a focus may be quoted).
 	eval "e2e_args=(${E2E_ARGS:-})"
+	if [[ $suite == netpol-sctp ]] && ! bin/tabby-lab cluster vm-check; then
+		echo "e2e on $ds: the VM node's pods are not on the pod network"
+		rc=1
+		continue
+	fi
 	bin/tabby-lab cluster e2e --suite "$suite" "${e2e_args[@]}" | tee "$out" || rc=1
 	line=$(grep -a -E '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' "$out" | tail -1 || true)
 	rm -f "$out"

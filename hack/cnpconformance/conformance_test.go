@@ -46,6 +46,12 @@ var sctpOnly = []string{"CNPAdminTierIngressSCTP", "CNPAdminTierEgressSCTP", "CN
 
 var debug = flag.Bool("cnp-debug", false, "the suite's debug logs")
 
+// pokeTimeout is the suite's own TimeoutConfig.PokeTimeout (its default,
+// 10 s, when 0): how long a poke may take to show the expected result.
+// hack/e2e-cnp.sh raises it on VM nodes, where one `kubectl exec` of
+// agnhost connect alone can take longer under TCG.
+var pokeTimeout = flag.Duration("cnp-poke-timeout", 0, "the suite's PokeTimeout (0: its default, 10s)")
+
 func TestConformance(t *testing.T) {
 	cfg, err := config.GetConfig()
 	if err != nil {
@@ -64,6 +70,7 @@ func TestConformance(t *testing.T) {
 	}
 	o := suite.Options{Client: c, ClientSet: cs, KubeConfig: *cfg, Debug: *debug,
 		CleanupBaseResources: true, SupportedFeatures: sets.New(supported...), FS: &manifests}
+	o.TimeoutConfig.PokeTimeout = *pokeTimeout
 	noSCTP := os.Getenv("CNP_NO_SCTP")
 	if noSCTP != "" {
 		o.BaseManifests = "base/manifests-no-sctp.yaml"

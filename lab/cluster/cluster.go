@@ -48,7 +48,10 @@ type Options struct {
 	// cluster DNS, the kubelets' clusterDNS pointing at its Service, and
 	// gives agnhost what the DNS e2e's probers run (dns.go).
 	DNS bool
-	Out io.Writer
+	// VMNodes adds that many nodes that are qemu VMs on Debian's kernel
+	// (vmnode.go), for what this machine's kernel lacks (SCTP).
+	VMNodes int
+	Out     io.Writer
 }
 
 // Cluster is a running (or half-built) cluster and its state.
@@ -118,6 +121,7 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 	c := &Cluster{Dir: o.Dir, Bin: o.Bin, KubeBin: o.KubeBin, out: o.Out,
 		State: State{Prefix: prefix, Datastore: o.Datastore, DNS: o.DNS, Phase: "starting"}}
 	c.State.Nodes = planNodes(o.Dir, prefix, o.Nodes, o.Subnets)
+	c.State.VMNodes = planVMNodes(o.Dir, o.VMNodes)
 	if err := c.State.save(c.Dir); err != nil {
 		return nil, err
 	}
@@ -126,7 +130,16 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 	if err != nil {
 		return c, err
 	}
-	if err := c.step("nodes: containerd, images", func() error { return c.prepareNodes(o.ImageTar) }); err != nil {
+	tars, err := c.writeNodeFiles(o.ImageTar)
+	if err != nil {
+		return c, err
+	}
+	if len(c.State.VMNodes) > 0 {
+		if err := c.step("VM nodes: qemu started", func() error { return c.bootVMNodes(ctx, tars, p.CAFile, tok) }); err != nil {
+			return c, err
+		}
+	}
+	if err := c.step("nodes: containerd, images", func() error { return c.prepareNodes(tars) }); err != nil {
 		return c, err
 	}
 	if err := c.step("kubectl apply -f "+filepath.Base(o.Manifest), func() error { return c.install(ctx, o) }); err != nil {
@@ -135,7 +148,11 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 	if err := c.step("kubelets, kube-proxies", func() error { return c.startKubelets(p, tok) }); err != nil {
 		return c, err
 	}
-	if err := c.step("nodes Ready, calico-node and kube-controllers ready", func() error { return c.WaitReady(ctx, 5*time.Minute) }); err != nil {
+	ready := 5 * time.Minute
+	if len(c.State.VMNodes) > 0 {
+		ready = vmReadyTimeout // the VMs import their images under TCG
+	}
+	if err := c.step("nodes Ready, calico-node and kube-controllers ready", func() error { return c.WaitReady(ctx, ready) }); err != nil {
 		return c, err
 	}
 	c.State.Phase = "up"
@@ -190,7 +207,7 @@ func checkBinaries(o Options) error {
 // kube-scheduler.
 func (c *Cluster) upControlPlane(ctx context.Context, subnets int) (*pki, tokens, error) {
 	var p *pki
-	tok := newTokens(c.State.Nodes)
+	tok := newTokens(c.State.nodeNames())
 	err := c.step("control plane: etcd, kube-apiserver ready", func() error {
 		var err error
 		if p, err = newPKI(filepath.Join(c.Dir, "pki")); err != nil {
@@ -248,19 +265,26 @@ func (c *Cluster) startForwarder(p *pki, tok tokens) error {
 	return err
 }
 
-// prepareNodes builds every node up to a running containerd with the
-// images imported, in parallel.
-func (c *Cluster) prepareNodes(imageTar string) error {
+// writeNodeFiles writes what every node reads (containerd's
+// configuration, the support images) and returns the image tarballs to
+// import, imageTar (Tabby's) last.
+func (c *Cluster) writeNodeFiles(imageTar string) ([]string, error) {
 	if err := os.WriteFile(filepath.Join(c.Dir, "containerd.toml"), []byte(c.containerdConfig()), 0o644); err != nil {
-		return err
+		return nil, err
 	}
 	tars, err := c.writeSupportImages(c.State.DNS)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	tars = append(tars, imageTar)
+	return append(tars, imageTar), nil
+}
+
+// prepareNodes builds every node up to a running containerd with the
+// images imported, in parallel.
+func (c *Cluster) prepareNodes(tars []string) error {
 	for i := range c.State.Nodes {
 		n := &c.State.Nodes[i]
+		var err error
 		if err := makeNodeNetns(c.cpNetns(), *n); err != nil {
 			return err
 		}

@@ -30,10 +30,10 @@ type tokens struct {
 	Nodes        map[string]string
 }
 
-func newTokens(nodes []NodeState) tokens {
+func newTokens(nodes []string) tokens {
 	t := tokens{Admin: "admin-" + randHex(16), Proxy: "proxy-" + randHex(16), Nodes: map[string]string{}}
 	for _, n := range nodes {
-		t.Nodes[n.Name] = "node-" + randHex(16)
+		t.Nodes[n] = "node-" + randHex(16)
 	}
 	return t
 }

@@ -43,6 +43,11 @@ const (
 	NetpolFocus = `\[sig-network\] Netpol`
 	// NetpolSkip is empty: nothing of the NetworkPolicy e2e is skipped.
 	NetpolSkip = ``
+	// NetpolSCTPFocus is the NetworkPolicy e2e's SCTP specs
+	// ([Feature:SCTPConnectivity]), for a cluster with VM nodes: this
+	// machine's kernel has no SCTP, Debian's in the VMs has
+	// (E2EOptions.VMNodesOnly).
+	NetpolSCTPFocus = `\[sig-network\] Netpol.*\[Feature:SCTPConnectivity\]`
 	// NetworkFocus is every [sig-network] [Conformance] spec (`make
 	// e2e-network`; the cluster needs the DNS: Options.DNS).
 	NetworkFocus = `\[sig-network\].*\[Conformance\]`
@@ -57,8 +62,18 @@ func E2ESuites() map[string][2]string {
 	return map[string][2]string{
 		"netpol":  {NetpolFocus, NetpolSkip},
 		"network": {NetworkFocus, NetworkSkip},
+		// Only on the VM nodes (E2ESuiteOnVMNodes).
+		"netpol-sctp": {NetpolSCTPFocus, ""},
 	}
 }
+
+// E2ESuiteOnVMNodes says whether a suite's pods must run on the VM nodes
+// only (their kernel has what this machine's lacks).
+func E2ESuiteOnVMNodes(suite string) bool { return suite == "netpol-sctp" }
+
+// NamespaceNodeTaint is the taint (NoSchedule) a run on the VM nodes only
+// puts on the namespace nodes, and names to e2e.test as non-blocking.
+const NamespaceNodeTaint = "tabby.lab/namespace-node"
 
 // E2EOptions say which upstream e2e tests to run and how.
 type E2EOptions struct {
@@ -73,6 +88,11 @@ type E2EOptions struct {
 	ReportDir string
 	// Timeout bounds the whole run (default 2h).
 	Timeout time.Duration
+	// VMNodesOnly schedules the specs' pods on the VM nodes only: the
+	// namespace nodes are tainted (NamespaceNodeTaint, NoSchedule) for the
+	// run and e2e.test told the taint does not block (its
+	// --non-blocking-taints); the calico-node DaemonSet tolerates it.
+	VMNodesOnly bool
 	// Out receives the ginkgo output as it runs (default discarded; it is
 	// also kept in ReportDir/e2e.log).
 	Out io.Writer
@@ -106,6 +126,13 @@ func (c *Cluster) RunE2E(ctx context.Context, o E2EOptions) (E2EResult, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout+5*time.Minute)
 	defer cancel()
+	if o.VMNodesOnly {
+		untaint, err := c.taintNamespaceNodes(ctx)
+		if err != nil {
+			return E2EResult{}, err
+		}
+		defer untaint()
+	}
 	logf, err := os.Create(filepath.Join(o.ReportDir, "e2e.log"))
 	if err != nil {
 		return E2EResult{}, err
@@ -161,10 +188,37 @@ func (c *Cluster) e2eArgs(o E2EOptions) []string {
 	if o.Skip != "" {
 		args = append(args, "--skip="+o.Skip)
 	}
-	return append(args, filepath.Join(o.E2EBin, "e2e.test"), "--",
+	args = append(args, filepath.Join(o.E2EBin, "e2e.test"), "--",
 		"--kubeconfig="+c.State.Kubeconfig, "--provider=skeleton", "--report-dir="+o.ReportDir,
 		// The cluster's nodes are all Linux on Debian's containerd.
-		"--node-os-distro=debian", "--num-nodes="+strconv.Itoa(len(c.State.Nodes)))
+		"--node-os-distro=debian", "--num-nodes="+strconv.Itoa(len(c.State.nodeNames())))
+	if o.VMNodesOnly {
+		args = append(args, "--non-blocking-taints="+NamespaceNodeTaint)
+	}
+	return args
+}
+
+// taintNamespaceNodes puts NamespaceNodeTaint on every namespace node and
+// returns what removes it again. A cluster without VM nodes is an error:
+// nothing could be scheduled.
+func (c *Cluster) taintNamespaceNodes(ctx context.Context) (func(), error) {
+	if len(c.State.VMNodes) == 0 {
+		return nil, errors.New("this run needs VM nodes: bring the cluster up with --vm-nodes N")
+	}
+	var names []string
+	for _, n := range c.State.Nodes {
+		names = append(names, n.Name)
+	}
+	untaint := func() {
+		args := append(append([]string{"taint", "nodes"}, names...), NamespaceNodeTaint+":NoSchedule-")
+		_, _ = c.Kubectl(context.Background(), args...)
+	}
+	args := append(append([]string{"taint", "nodes", "--overwrite"}, names...), NamespaceNodeTaint+"=:NoSchedule")
+	if _, err := c.Kubectl(ctx, args...); err != nil {
+		untaint()
+		return nil, err
+	}
+	return untaint, nil
 }
 
 // ginkgoSpec is the part of a ginkgo v2 JSON spec report read here

@@ -138,15 +138,16 @@ func (c *Cluster) readiness(ctx context.Context, kc kubernetes.Interface) string
 			}
 		}
 	}
-	if ready != len(c.State.Nodes) {
-		return fmt.Sprintf("%d of %d nodes Ready", ready, len(c.State.Nodes))
+	all := len(c.State.nodeNames())
+	if ready != all {
+		return fmt.Sprintf("%d of %d nodes Ready", ready, all)
 	}
 	ds, err := kc.AppsV1().DaemonSets("kube-system").Get(ctx, "calico-node", metav1.GetOptions{})
 	if err != nil {
 		return err.Error()
 	}
-	if !daemonSetDone(ds, len(c.State.Nodes)) {
-		return fmt.Sprintf("calico-node: %d of %d ready, %d updated", ds.Status.NumberReady, len(c.State.Nodes), ds.Status.UpdatedNumberScheduled)
+	if !daemonSetDone(ds, all) {
+		return fmt.Sprintf("calico-node: %d of %d ready, %d updated", ds.Status.NumberReady, all, ds.Status.UpdatedNumberScheduled)
 	}
 	deployments := []string{"calico-kube-controllers"}
 	if c.State.DNS {

@@ -13,7 +13,11 @@ import (
 // the API server's exec/logs (a lab), and eviction and image GC relaxed so
 // the shared disk never evicts pods or the imported images. With the
 // cluster DNS, clusterDNS is its Service's address.
-func (c *Cluster) kubeletConfig(n NodeState) string {
+func (c *Cluster) kubeletConfig(n NodeState) string { return c.kubeletConfigFor(n, c.cgroupRoot(n)) }
+
+// kubeletConfigFor is the KubeletConfiguration with cgroupRoot root (a VM
+// node's kubelet owns its machine: "/").
+func (c *Cluster) kubeletConfigFor(n NodeState, root string) string {
 	dns := ""
 	if c.State.DNS {
 		dns = "clusterDNS: [" + dnsServiceIP + "]\n"
@@ -38,7 +42,7 @@ imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 serializeImagePulls: false
 nodeStatusUpdateFrequency: 4s
-%s`, c.cgroupRoot(n), dns)
+%s`, root, dns)
 }
 
 // kubeProxyConfig is node n's KubeProxyConfiguration: iptables mode, and

@@ -31,6 +31,8 @@ type State struct {
 	// Kubeconfig is the admin's, for the root namespace.
 	Kubeconfig string      `json:"kubeconfig"`
 	Nodes      []NodeState `json:"nodes"`
+	// VMNodes are the nodes that are qemu VMs (Options.VMNodes).
+	VMNodes []VMNodeState `json:"vmNodes,omitempty"`
 	// Image is the Tabby image the manifest was applied with.
 	Image string `json:"image,omitempty"`
 }

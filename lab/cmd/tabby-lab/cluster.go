@@ -22,14 +22,20 @@ namespaces) with Tabby installed by kubectl apply; see lab/cluster.
   up [--nodes N] [--subnets S] [--datastore kubernetes|etcdv3]
      [--pool-mode vxlan|vxlan-crosssubnet|bgp] [--manifest FILE] [--image FILE]
      [--dns]  (CoreDNS as the cluster DNS: hack/build-coredns.sh)
+     [--vm-nodes N]  (N more nodes that are qemu VMs on Debian's kernel,
+              vm-1..: SCTP; hack/build-vm-image.sh, ~2-5 min to Ready)
+  vm-check  pods on the VM nodes reach the others' (TCP, VXLAN) and each
+            other (SCTP), through kubectl exec of agnhost connect
   down      remove everything of the cluster (also after a crash)
   status    nodes and pods
   env       exports pointing kubectl and calicoctl at the cluster
-  e2e [--suite netpol|network] [--focus RE] [--skip RE] [--procs N]
+  e2e [--suite netpol|netpol-sctp|network] [--focus RE] [--skip RE] [--procs N]
       [--report-dir DIR]
             run the upstream e2e.test (default: the NetworkPolicy e2e;
-            network: the [sig-network] [Conformance] specs, on a cluster
-            up with --dns) against the cluster; prints "N passed, N failed,
+            netpol-sctp: its SCTP specs, on the VM nodes only (the others
+            tainted for the run; a cluster up with --vm-nodes); network:
+            the [sig-network] [Conformance] specs, on a cluster up with
+            --dns) against the cluster; prints "N passed, N failed,
             N skipped"
   apply -f FILE [--timeout 30s]
             Calico v3 resources (calicoctl) and Kubernetes NetworkPolicies
@@ -75,6 +81,7 @@ func runCluster(ctx context.Context, bin string, args []string) error {
 		fs.StringVar(&o.Manifest, "manifest", "", "manifest to apply (default manifests/tabby.yaml, tabby-etcd.yaml with etcdv3)")
 		fs.StringVar(&o.ImageTar, "image", filepath.Join(bin, "tabby-image.tar"), "the Tabby image tarball")
 		fs.BoolVar(&o.DNS, "dns", false, "run CoreDNS as the cluster DNS (hack/build-coredns.sh)")
+		fs.IntVar(&o.VMNodes, "vm-nodes", 0, "number of nodes that are qemu VMs on Debian's kernel (SCTP)")
 	}
 	var e2e cluster.E2EOptions
 	var suite string
@@ -138,10 +145,13 @@ func runCluster(ctx context.Context, bin string, args []string) error {
 			return err
 		}
 		return printProbes(res, probe.output)
-	case "status", "env":
+	case "status", "env", "vm-check":
 		c, err := cluster.Open(state, bin, kubeBin, os.Stdout)
 		if err != nil {
 			return err
+		}
+		if verb == "vm-check" {
+			return c.CheckVMNodes(ctx, os.Stdout)
 		}
 		if verb == "env" {
 			fmt.Print(c.Env())

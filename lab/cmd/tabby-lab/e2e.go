@@ -13,7 +13,7 @@ import (
 // e2eFlags registers `tabby-lab cluster e2e`'s flags.
 func e2eFlags(fs *flag.FlagSet, o *cluster.E2EOptions, suite *string, kubeBin string) {
 	fs.StringVar(&o.E2EBin, "e2e-bin", kubeBin, "folder of e2e.test and ginkgo (hack/build-kube-binaries.sh e2e)")
-	fs.StringVar(suite, "suite", "netpol", "netpol (the NetworkPolicy e2e) or network (the sig-network conformance specs): the default focus and skip")
+	fs.StringVar(suite, "suite", "netpol", "netpol (the NetworkPolicy e2e), netpol-sctp (its SCTP specs, on the VM nodes only) or network (the sig-network conformance specs): the default focus and skip")
 	fs.StringVar(&o.Focus, "focus", "", "ginkgo focus: the specs to run (default: the suite's)")
 	fs.StringVar(&o.Skip, "skip", "", "ginkgo skip: specs left out of the focus (default: the suite's)")
 	fs.IntVar(&o.Procs, "procs", 1, "ginkgo processes running specs in parallel")
@@ -25,8 +25,9 @@ func e2eFlags(fs *flag.FlagSet, o *cluster.E2EOptions, suite *string, kubeBin st
 func e2eSuite(fs *flag.FlagSet, o *cluster.E2EOptions, suite string) error {
 	sel, ok := cluster.E2ESuites()[suite]
 	if !ok {
-		return fmt.Errorf("e2e suite %q: use netpol or network", suite)
+		return fmt.Errorf("e2e suite %q: use netpol, netpol-sctp or network", suite)
 	}
+	o.VMNodesOnly = cluster.E2ESuiteOnVMNodes(suite)
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if !set["focus"] {
