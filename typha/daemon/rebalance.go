@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"time"
 
@@ -56,7 +55,7 @@ func rebalance(ctx context.Context, r Rebalance, kube kubernetes.Interface, feli
 		case err != nil || typhas <= 0:
 			log.Warn("Failed to get number of Typhas", "numTyphas", typhas, "error", err)
 		case !inSync || nodes <= 0:
-			log.Warn("Failed to get number of nodes", "numNodes", nodes, "error", fmt.Sprintf("in sync %v", inSync))
+			log.Warn("Failed to get number of nodes", "numNodes", nodes, "inSync", inSync)
 		default:
 			limit, reason = MaxConnLimit(r, typhas, nodes, syncers)
 		}

@@ -64,6 +64,49 @@ func startNode(ctx context.Context, t *testing.T, c *cluster, name string, dial 
 	return n
 }
 
+// startNodes starts n nodes and waits until every felix has programmed
+// its dataplane and every confd has applied its configuration.
+func startNodes(ctx context.Context, t *testing.T, c *cluster, n int, dial dialer, wg *sync.WaitGroup) []*node {
+	t.Helper()
+	var ns []*node
+	for i := range n {
+		ns = append(ns, startNode(ctx, t, c, nodeName(i), dial, wg))
+	}
+	waitUntil(t, "every felix programmed and every confd applied", 60*time.Second, func() bool {
+		for _, n := range ns {
+			if n.kernel.Count("iptables") == 0 || !n.confdIn.Load() {
+				return false
+			}
+		}
+		return true
+	})
+	return ns
+}
+
+// markWrites notes what each node has written so far; the function it
+// returns, called after a move between Typhas, waits for anything the
+// move would write and fails the test for every felix dataplane write or
+// BIRD configuration applied since.
+func markWrites(ns []*node) func(t *testing.T, when string) {
+	before := make([]int, len(ns))
+	applied := make([]int64, len(ns))
+	for i, n := range ns {
+		before[i], applied[i] = n.restores(), n.applies.Load()
+	}
+	return func(t *testing.T, when string) {
+		t.Helper()
+		time.Sleep(2 * time.Second) // anything the move would write, written
+		for i, n := range ns {
+			if d := n.restores() - before[i]; d != 0 {
+				t.Errorf("%s: %s: felix wrote the dataplane %d times", when, nodeName(i), d)
+			}
+			if d := n.applies.Load() - applied[i]; d != 0 {
+				t.Errorf("%s: %s: confd applied %d BIRD configurations", when, nodeName(i), d)
+			}
+		}
+	}
+}
+
 // restores is how many times felix wrote iptables or ipsets.
 func (n *node) restores() int {
 	w := 0
@@ -94,18 +137,7 @@ func TestTyphaReplicaKilled(t *testing.T) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
-	var ns []*node
-	for i := range nodes {
-		ns = append(ns, startNode(ctx, t, c, nodeName(i), dial, &wg))
-	}
-	waitUntil(t, "every felix programmed and every confd applied", 60*time.Second, func() bool {
-		for _, n := range ns {
-			if n.kernel.Count("iptables") == 0 || !n.confdIn.Load() {
-				return false
-			}
-		}
-		return true
-	})
+	ns := startNodes(ctx, t, c, nodes, dial, &wg)
 	waitUntil(t, "every client connected", 30*time.Second, func() bool {
 		return a.metric(t, "typha_connections_streaming")+b.metric(t, "typha_connections_streaming") == 2*nodes
 	})
@@ -114,25 +146,13 @@ func TestTyphaReplicaKilled(t *testing.T) {
 	if onA == 0 {
 		t.Fatal("no client chose typha-a: the test would prove nothing")
 	}
-	before := make([]int, nodes)
-	applied := make([]int64, nodes)
-	for i, n := range ns {
-		before[i], applied[i] = n.restores(), n.applies.Load()
-	}
+	noRewrites := markWrites(ns)
 
 	a.Kill()
 	took := waitUntil(t, "every client on typha-b", 20*time.Second, func() bool {
 		return b.metric(t, "typha_connections_streaming") == 2*nodes
 	})
-	time.Sleep(2 * time.Second) // anything the resync would write, written
-	for i, n := range ns {
-		if d := n.restores() - before[i]; d != 0 {
-			t.Errorf("%s: felix wrote the dataplane %d times for the resync", nodeName(i), d)
-		}
-		if d := n.applies.Load() - applied[i]; d != 0 {
-			t.Errorf("%s: confd applied %d BIRD configurations for the resync", nodeName(i), d)
-		}
-	}
+	noRewrites(t, "the resync")
 	t.Logf("typha-a killed with %d of %d connections; all on typha-b after %s; dataplane writes for the resync: 0",
 		onA, 2*nodes, took.Round(time.Millisecond))
 	if took > 10*time.Second {
@@ -140,6 +160,7 @@ func TestTyphaReplicaKilled(t *testing.T) {
 	}
 
 	// Still live: a policy change reaches every felix's dataplane.
+	before := make([]int, nodes)
 	for i, n := range ns {
 		before[i] = n.restores()
 	}

@@ -34,37 +34,10 @@ func TestTyphaRebalanceAndGracefulShutdown(t *testing.T) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
-	var ns []*node
-	for i := range nodes {
-		ns = append(ns, startNode(ctx, t, c, nodeName(i), dial, &wg))
-	}
-	waitUntil(t, "every felix programmed and every confd applied", 60*time.Second, func() bool {
-		for _, n := range ns {
-			if n.kernel.Count("iptables") == 0 || !n.confdIn.Load() {
-				return false
-			}
-		}
-		return true
-	})
+	ns := startNodes(ctx, t, c, nodes, dial, &wg)
 	waitUntil(t, "every client on typha-a", 30*time.Second, func() bool { return a.metric(t, "typha_connections_streaming") == 2*nodes })
 	time.Sleep(time.Second) // let the dataplanes settle
-	before := make([]int, nodes)
-	applied := make([]int64, nodes)
-	for i, n := range ns {
-		before[i], applied[i] = n.restores(), n.applies.Load()
-	}
-	noRewrites := func(when string) {
-		t.Helper()
-		time.Sleep(2 * time.Second) // anything a resync would write, written
-		for i, n := range ns {
-			if d := n.restores() - before[i]; d != 0 {
-				t.Errorf("%s: %s: felix wrote the dataplane %d times", when, nodeName(i), d)
-			}
-			if d := n.applies.Load() - applied[i]; d != 0 {
-				t.Errorf("%s: %s: confd applied %d BIRD configurations", when, nodeName(i), d)
-			}
-		}
-	}
+	noRewrites := markWrites(ns)
 
 	b, d := startTypha(t, c, "typha-b", env...), startTypha(t, c, "typha-c", env...)
 	c.publish(t, b, d)
@@ -79,7 +52,7 @@ func TestTyphaRebalanceAndGracefulShutdown(t *testing.T) {
 	if dropped < 14 {
 		t.Errorf("typha-a dropped %.0f connections, want at least 14", dropped)
 	}
-	noRewrites("rebalancing")
+	noRewrites(t, "rebalancing")
 
 	onB := streaming(b)
 	if onB < 2 {
@@ -112,5 +85,5 @@ func TestTyphaRebalanceAndGracefulShutdown(t *testing.T) {
 	if between == 0 {
 		t.Errorf("typha-b went from %d connections to none at once (counts seen %v): not one at a time", onB, seen)
 	}
-	noRewrites("graceful shutdown")
+	noRewrites(t, "graceful shutdown")
 }

@@ -85,13 +85,19 @@ type typha struct {
 
 func startTypha(t *testing.T, c *snapcache.Cache) *typha {
 	t.Helper()
+	return startTyphaWith(t, c, syncserver.Config{})
+}
+
+// startTyphaWith is startTypha with the server configured by cfg.
+func startTyphaWith(t *testing.T, c *snapcache.Cache, cfg syncserver.Config) *typha {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	ty := &typha{addr: l.Addr().String(), stop: cancel, done: make(chan struct{})}
-	srv := syncserver.New(map[syncproto.SyncerType]*snapcache.Cache{syncproto.SyncerTypeFelix: c}, syncserver.Config{})
+	srv := syncserver.New(map[syncproto.SyncerType]*snapcache.Cache{syncproto.SyncerTypeFelix: c}, cfg)
 	go func() { defer close(ty.done); _ = srv.Serve(ctx, l) }()
 	t.Cleanup(func() { cancel(); <-ty.done })
 	return ty

@@ -3,7 +3,6 @@ package syncclient_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"testing"
 	"time"
 
@@ -42,22 +41,13 @@ func TestCompressedAndPlainClientsAgree(t *testing.T) {
 	}
 	cache.OnStatusUpdated(datastore.StatusInSync)
 	reg := prometheus.NewRegistry()
-	srv := syncserver.New(map[syncproto.SyncerType]*snapcache.Cache{syncproto.SyncerTypeFelix: cache},
-		syncserver.Config{Registerer: reg, SnapshotValidity: time.Hour})
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = srv.Serve(ctx, l) }()
-	t.Cleanup(func() { cancel(); <-done })
+	addr := startTyphaWith(t, cache, syncserver.Config{Registerer: reg, SnapshotValidity: time.Hour}).addr
 
 	follow := func(name string, plain bool) *recorder {
 		rec := newRecorder()
 		cl := syncclient.New(syncclient.Config{SyncerType: syncproto.SyncerTypeFelix, Hostname: name, DisableCompression: plain,
-			Addrs: func(context.Context) ([]string, error) { return []string{l.Addr().String()}, nil }}, rec)
-		cctx, ccancel := context.WithCancel(ctx)
+			Addrs: func(context.Context) ([]string, error) { return []string{addr}, nil }}, rec)
+		cctx, ccancel := context.WithCancel(context.Background())
 		cdone := make(chan struct{})
 		go func() { defer close(cdone); cl.Run(cctx) }()
 		t.Cleanup(func() { ccancel(); <-cdone })

@@ -2,7 +2,6 @@ package syncserver_test
 
 import (
 	"bufio"
-	"context"
 	"io"
 	"net"
 	"testing"
@@ -67,18 +66,9 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 func TestConnectionLimitAndGracefulShutdown(t *testing.T) {
 	cache := snapcache.New("felix", time.Now, nil, nil)
 	cache.OnStatusUpdated(datastore.StatusInSync)
-	srv := syncserver.New(map[syncproto.SyncerType]*snapcache.Cache{syncproto.SyncerTypeFelix: cache},
-		syncserver.Config{DropInterval: 20 * time.Millisecond, ShutdownTimeout: 2 * time.Second})
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = srv.Serve(ctx, l) }()
-	defer func() { cancel(); <-done }()
+	srv, addr, cancel := serve(t, cache, syncserver.Config{DropInterval: 20 * time.Millisecond, ShutdownTimeout: 2 * time.Second})
 
-	ends := openClients(t, l.Addr().String(), 10)
+	ends := openClients(t, addr, 10)
 	waitFor(t, "10 clients", func() bool { return srv.Clients() == 10 })
 	srv.SetMaxConns(4)
 	waitFor(t, "6 clients dropped", func() bool { return closed(ends) == 6 && srv.Clients() == 4 })
@@ -93,7 +83,6 @@ func TestConnectionLimitAndGracefulShutdown(t *testing.T) {
 		seen[closed(ends)] = true
 		return closed(ends) == 10
 	})
-	<-done
 	if !seen[7] || !seen[8] {
 		t.Errorf("the shutdown closed the connections at once (counts seen %v), not one at a time", seen)
 	}

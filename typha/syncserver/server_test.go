@@ -23,18 +23,9 @@ import (
 func TestStuckClientDropped(t *testing.T) {
 	cache := snapcache.New("felix", time.Now, nil, nil)
 	cache.OnStatusUpdated(datastore.StatusInSync)
-	srv := syncserver.New(map[syncproto.SyncerType]*snapcache.Cache{syncproto.SyncerTypeFelix: cache},
-		syncserver.Config{WriteTimeout: 300 * time.Millisecond, WriteBufferSize: 4 << 10})
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = srv.Serve(ctx, l) }()
-	defer func() { cancel(); <-done }()
+	srv, addr, _ := serve(t, cache, syncserver.Config{WriteTimeout: 300 * time.Millisecond, WriteBufferSize: 4 << 10})
 
-	conn, err := net.Dial("tcp", l.Addr().String())
+	conn, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,4 +53,20 @@ func TestStuckClientDropped(t *testing.T) {
 		cache.OnUpdates([]datastore.Update{{Type: datastore.EventModified, Key: datastore.KeyOf(p), Object: p}})
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// serve runs a server of cache's felix stream on a loopback port until
+// the test ends or cancel is called, and returns it and its address.
+func serve(t *testing.T, cache *snapcache.Cache, cfg syncserver.Config) (srv *syncserver.Server, addr string, cancel context.CancelFunc) {
+	t.Helper()
+	srv = syncserver.New(map[syncproto.SyncerType]*snapcache.Cache{syncproto.SyncerTypeFelix: cache}, cfg)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = srv.Serve(ctx, l) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return srv, l.Addr().String(), cancel
 }
