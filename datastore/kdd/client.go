@@ -44,6 +44,9 @@ type Config struct {
 	// file for the next process to resume instead of a full handshake
 	// (see tlssession.go).
 	TLSSessionFile string
+	// Relay is calico-node's relay socket (see ViaRelay): used, instead
+	// of a connection of the client's own, when it answers.
+	Relay string
 }
 
 // Client implements datastore.Client over the Kubernetes API. It is safe
@@ -60,6 +63,8 @@ type Client struct {
 	partial *datastore.PartialReporter
 	// qps is the client's request rate limit (QPS, burst), as configured.
 	qps [2]float32
+	// relayed: requests go through calico-node's relay (Config.Relay).
+	relayed bool
 }
 
 var (
@@ -91,11 +96,15 @@ func New(cfg Config) (*Client, error) {
 	if rc.UserAgent == "" {
 		rc.UserAgent = "tabby"
 	}
+	relayed := false
+	if cfg.Relay != "" {
+		rc, relayed = ViaRelay(rc, cfg.Relay)
+	}
 	if rc.Dial == nil {
 		// Bound connecting; a request's own deadline bounds the rest.
 		rc.Dial = (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext
 	}
-	if cfg.OneConnection {
+	if cfg.OneConnection && !relayed {
 		var err error
 		if rc, err = OneConnection(rc, cfg.TLSSessionFile); err != nil {
 			return nil, fmt.Errorf("kubernetes datastore: %w", err)
@@ -118,10 +127,14 @@ func New(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes datastore: %w", err)
 	}
-	c := &Client{native: native, dyn: dyn, meta: meta, endpoint: rc.Host, timeout: cfg.RequestTimeout, qps: [2]float32{rc.QPS, float32(rc.Burst)}, partial: &datastore.PartialReporter{}}
+	c := &Client{native: native, dyn: dyn, meta: meta, endpoint: rc.Host, timeout: cfg.RequestTimeout, qps: [2]float32{rc.QPS, float32(rc.Burst)}, partial: &datastore.PartialReporter{}, relayed: relayed}
 	c.kinds = c.backends()
 	return c, nil
 }
+
+// Relayed reports whether the client's requests go through calico-node's
+// relay (Config.Relay) rather than to the API server itself.
+func (c *Client) Relayed() bool { return c.relayed }
 
 // Close implements datastore.Client; connections are pooled by client-go
 // and need no explicit release.

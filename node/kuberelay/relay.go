@@ -1,0 +1,169 @@
+package kuberelay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+)
+
+// Config says what a Relay serves and where.
+type Config struct {
+	// REST is calico-node's own client configuration: its watches.
+	REST *rest.Config
+	// Node is this node's name: the pods, node and block affinities
+	// cached are this node's.
+	Node string
+	// Socket is the unix socket served [dsconfig.DefaultKubeRelay].
+	Socket string
+	// Log receives the relay's log [slog.Default()].
+	Log *slog.Logger
+}
+
+// Relay serves the node's CNI plugin; see the package comment.
+type Relay struct {
+	socket  string
+	log     *slog.Logger
+	forward http.Handler
+	kinds   []*cachedKind
+	// answered and forwarded count requests (Counts).
+	answered, forwarded atomic.Int64
+}
+
+// New builds a relay; nothing is watched or served until Run.
+func New(cfg Config) (*Relay, error) {
+	if cfg.REST == nil || cfg.Node == "" || cfg.Socket == "" {
+		return nil, errors.New("kube relay: a client configuration, the node's name and a socket are required")
+	}
+	log := cfg.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	fwd, err := newForwarder(cfg.REST)
+	if err != nil {
+		return nil, err
+	}
+	dyn, err := dynamic.NewForConfig(cfg.REST)
+	if err != nil {
+		return nil, fmt.Errorf("kube relay: %w", err)
+	}
+	return &Relay{socket: cfg.Socket, log: log, forward: fwd, kinds: cachedKinds(dyn, cfg.Node)}, nil
+}
+
+// Run watches, serves the socket until ctx ends, then removes it.
+func (r *Relay) Run(ctx context.Context) error {
+	for _, k := range r.kinds {
+		go k.inf.Run(ctx.Done())
+	}
+	l, err := listen(r.socket)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: r, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	r.log.Info("serving the CNI plugin's Kubernetes API relay", "socket", r.socket)
+	err = srv.Serve(l)
+	_ = os.Remove(r.socket)
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// Synced reports whether every cache has its first list (before, every
+// request is forwarded).
+func (r *Relay) Synced() bool {
+	for _, k := range r.kinds {
+		if !k.inf.HasSynced() {
+			return false
+		}
+	}
+	return true
+}
+
+// Counts returns how many requests were answered from the caches and how
+// many were forwarded (refused ones included).
+func (r *Relay) Counts() (answered, forwarded int64) {
+	return r.answered.Load(), r.forwarded.Load()
+}
+
+// listen makes the socket, root-only: what it answers locally is not
+// authorised per request.
+func listen(socket string) (net.Listener, error) {
+	if err := os.MkdirAll(filepath.Dir(socket), 0o755); err != nil {
+		return nil, fmt.Errorf("kube relay: %w", err)
+	}
+	if err := os.Remove(socket); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("kube relay: removing the old socket: %w", err)
+	}
+	l, err := net.Listen("unix", socket)
+	if err != nil {
+		return nil, fmt.Errorf("kube relay: %w", err)
+	}
+	if err := os.Chmod(socket, 0o600); err != nil {
+		l.Close()
+		return nil, fmt.Errorf("kube relay: %w", err)
+	}
+	return l, nil
+}
+
+// ServeHTTP answers from a cache what one can answer, and forwards the
+// rest.
+func (r *Relay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	t0 := time.Now()
+	if r.answer(w, req) {
+		r.answered.Add(1)
+		r.log.Debug("answered", "method", req.Method, "path", req.URL.Path, "query", req.URL.RawQuery, "took", time.Since(t0))
+		return
+	}
+	r.forwarded.Add(1)
+	defer func() {
+		r.log.Debug("forwarded", "method", req.Method, "path", req.URL.Path, "query", req.URL.RawQuery, "took", time.Since(t0))
+	}()
+	if req.Header.Get("Authorization") == "" {
+		writeStatus(w, apierrors.NewUnauthorized("the kube relay forwards only requests that carry their own credentials"))
+		return
+	}
+	r.forward.ServeHTTP(w, req)
+}
+
+// newForwarder is a reverse proxy to the API server over a transport
+// that trusts the server as calico-node does but holds none of its
+// credentials: each request authenticates with its own.
+func newForwarder(rc *rest.Config) (http.Handler, error) {
+	u, err := url.Parse(rc.Host)
+	if err != nil || u.Host == "" {
+		return nil, fmt.Errorf("kube relay: the API server's address %q: %v", rc.Host, err)
+	}
+	anon := &rest.Config{Host: rc.Host, Dial: rc.Dial, TLSClientConfig: rest.TLSClientConfig{
+		Insecure: rc.Insecure, ServerName: rc.ServerName, CAFile: rc.CAFile, CAData: rc.CAData}}
+	rt, err := rest.TransportFor(anon)
+	if err != nil {
+		return nil, fmt.Errorf("kube relay: %w", err)
+	}
+	return &httputil.ReverseProxy{
+		Rewrite:       func(pr *httputil.ProxyRequest) { pr.SetURL(u) },
+		Transport:     rt,
+		FlushInterval: -1, // watches stream
+		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
+			writeStatus(w, apierrors.NewServiceUnavailable("kube relay: the API server: "+err.Error()))
+		},
+	}, nil
+}

@@ -1,0 +1,203 @@
+//go:build integration
+
+package kuberelay_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	v3 "github.com/tabbynet/tabby/api/v3"
+	"github.com/tabbynet/tabby/datastore"
+	"github.com/tabbynet/tabby/datastore/kdd"
+	"github.com/tabbynet/tabby/internal/testservers"
+	"github.com/tabbynet/tabby/node/kuberelay"
+)
+
+// TestRelay against a real kube-apiserver: what the relay answers from its
+// caches (reads at resourceVersion 0 of what it watches: a list of the
+// pools, the node's affinities by their label, a missing IPAMConfig as
+// NotFound, a pod of this node) and what it forwards (a pod of another
+// node, consistent reads, writes); a forwarded write is authorised as the
+// caller's own token, never as calico-node's; a request without
+// credentials is refused; a change reaches the cache; the socket is
+// root-only; without a relay the client talks to the API server itself.
+func TestRelay(t *testing.T) {
+	ctx := context.Background()
+	k := testservers.StartKubeAPIServer(t)
+	admin, err := clientcmd.BuildConfigFromFlags("", k.Kubeconfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	testservers.ApplyCRDs(t, admin, "../../manifests/crds")
+	kube := kubernetes.NewForConfigOrDie(admin)
+	direct, err := kdd.New(kdd.Config{REST: admin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustCreate(t, direct, &v3.IPPool{TypeMeta: metav1.TypeMeta{Kind: v3.KindIPPool}, ObjectMeta: metav1.ObjectMeta{Name: "p1"}, Spec: v3.IPPoolSpec{CIDR: "10.9.0.0/16"}})
+	for _, n := range []string{"node1", "node2"} {
+		mustCreate(t, direct, &v3.BlockAffinity{TypeMeta: metav1.TypeMeta{Kind: v3.KindBlockAffinity}, ObjectMeta: metav1.ObjectMeta{Name: n + "-10-9-0-0-26"},
+			Spec: v3.BlockAffinitySpec{Node: n, CIDR: "10.9.0.0/26", State: v3.BlockAffinityStateConfirmed}})
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "pod-" + n, Namespace: "default"},
+			Spec: corev1.PodSpec{NodeName: n, Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
+		if _, err := kube.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	socket := filepath.Join(t.TempDir(), "relay", "kube-relay.sock")
+	r, err := kuberelay.New(kuberelay.Config{REST: admin, Node: "node1", Socket: socket, Log: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- r.Run(rctx) }()
+	defer func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+		if _, err := os.Stat(socket); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("socket left after Run: %v", err)
+		}
+	}()
+	waitFor(t, "the relay's caches to sync", r.Synced)
+	if st, err := os.Stat(socket); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("socket %v %v: want mode 0600", st, err)
+	}
+
+	// The plugin's client, with a token of its own that may read but not
+	// write pods.
+	plugin := rest.CopyConfig(admin)
+	plugin.BearerToken = tokenFor(t, kube, "cni-reader", []string{"get"})
+	relayed, ok := kdd.ViaRelay(plugin, socket)
+	if !ok {
+		t.Fatal("ViaRelay: the relay is listening, want it used")
+	}
+	c, err := kdd.New(kdd.Config{REST: relayed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := func() [2]int64 { a, f := r.Counts(); return [2]int64{a, f} }
+
+	before := counts()
+	pools, err := c.List(ctx, v3.KindIPPool, datastore.ListOptions{Cached: true})
+	if err != nil || len(pools.Items) != 1 || pools.Items[0].GetName() != "p1" {
+		t.Fatalf("cached pool list: %v %v", pools, err)
+	}
+	affs, err := c.List(ctx, v3.KindBlockAffinity, datastore.ListOptions{Node: "node1", Cached: true})
+	if err != nil || len(affs.Items) != 1 || affs.Items[0].(*v3.BlockAffinity).Spec.Node != "node1" {
+		t.Fatalf("cached affinities of node1: %v %v", affs, err)
+	}
+	if _, err := c.GetCached(ctx, datastore.Key{Kind: v3.KindIPAMConfiguration, Name: "default"}); !errors.Is(err, datastore.ErrNotFound) {
+		t.Fatalf("cached IPAMConfiguration default: %v, want not found", err)
+	}
+	if got := counts(); got[0]-before[0] != 3 || got[1] != before[1] {
+		t.Fatalf("counts %v -> %v: want 3 answered from the caches, none forwarded", before, got)
+	}
+
+	// Pods through the core group's REST client, as the plugin reads them.
+	core := kubernetes.NewForConfigOrDie(relayed).CoreV1()
+	before = counts()
+	for _, n := range []string{"node1", "node2"} {
+		p, err := core.Pods("default").Get(ctx, "pod-"+n, metav1.GetOptions{ResourceVersion: "0"})
+		if err != nil || p.Spec.NodeName != n {
+			t.Fatalf("pod of %s through the relay: %v %v", n, p, err)
+		}
+	}
+	if _, err := core.Pods("default").Get(ctx, "pod-node1", metav1.GetOptions{}); err != nil {
+		t.Fatalf("consistent read through the relay: %v", err)
+	}
+	if got := counts(); got[0]-before[0] != 1 || got[1]-before[1] != 2 {
+		t.Fatalf("counts %v -> %v: want node1's pod from the cache; node2's (not cached) and the consistent read forwarded", before, got)
+	}
+
+	// Writes are the caller's: this token may not patch pods.
+	_, err = core.Pods("default").Patch(ctx, "pod-node1", "application/merge-patch+json", []byte(`{"metadata":{"annotations":{"a":"b"}}}`), metav1.PatchOptions{})
+	if !apierrors.IsForbidden(err) {
+		t.Fatalf("patch with a read-only token through the relay: %v, want forbidden (the caller's own authority)", err)
+	}
+	anon := rest.CopyConfig(relayed)
+	anon.BearerToken = ""
+	if _, err := kubernetes.NewForConfigOrDie(anon).CoreV1().Pods("default").Get(ctx, "pod-node1", metav1.GetOptions{}); !apierrors.IsUnauthorized(err) {
+		t.Fatalf("forwarded read without credentials: %v, want unauthorized", err)
+	}
+
+	// A change reaches the cache.
+	mustCreate(t, direct, &v3.IPPool{TypeMeta: metav1.TypeMeta{Kind: v3.KindIPPool}, ObjectMeta: metav1.ObjectMeta{Name: "p2"}, Spec: v3.IPPoolSpec{CIDR: "10.10.0.0/16"}})
+	waitFor(t, "the new pool in the relay's cache", func() bool {
+		l, err := c.List(ctx, v3.KindIPPool, datastore.ListOptions{Cached: true})
+		return err == nil && len(l.Items) == 2
+	})
+
+	// No relay: the client goes to the API server itself.
+	if _, ok := kdd.ViaRelay(plugin, filepath.Join(t.TempDir(), "none.sock")); ok {
+		t.Fatal("ViaRelay with no relay listening: want the API server itself")
+	}
+}
+
+func mustCreate(t *testing.T, c datastore.Client, r v3.Resource) {
+	t.Helper()
+	if _, err := c.Create(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func waitFor(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// tokenFor returns a token of a new service account allowed verbs on
+// pods only.
+func tokenFor(t *testing.T, kube kubernetes.Interface, name string, verbs []string) string {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := kube.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	grantPods(t, kube, name, verbs)
+	tok, err := kube.CoreV1().ServiceAccounts("default").CreateToken(ctx, name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok.Status.Token
+}
+
+// grantPods lets service account default/name do verbs on pods.
+func grantPods(t *testing.T, kube kubernetes.Interface, name string, verbs []string) {
+	t.Helper()
+	ctx := context.Background()
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: verbs}}}
+	if _, err := kube.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: name},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: "default", Name: name}}}
+	if _, err := kube.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
