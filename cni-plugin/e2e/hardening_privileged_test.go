@@ -333,6 +333,66 @@ func TestPrivilegedRepeatedAdd(t *testing.T) {
 	}
 }
 
+// TestPrivilegedRepeatedAddAfterCrash: an ADD whose process died after
+// its IPAM writes, before its veth (here: the veth removed by hand), is
+// repeated: the second ADD finds the first's mark (attempts.go), reads
+// the handle and gets the same address. With the marks wiped, the second
+// ADD adds an address to the handle rather than give one twice, and DEL
+// releases both.
+func TestPrivilegedRepeatedAddAfterCrash(t *testing.T) {
+	c := newCluster(t, clusterOpts{pools: []string{"10.236.0.0/16"}})
+	p := c.newPod("crashed")
+	in := invocation{command: "ADD", conf: c.conf("1.0.0", ""), cid: "cid-crashed", netns: p.netns.Path(), args: k8sArgs("default", "crashed")}
+	removeVeth := func() {
+		t.Helper()
+		veths := c.hostVeths(t)
+		if len(veths) != 1 {
+			t.Fatalf("cali links: %v", veths)
+		}
+		l := c.nodeLink(t, veths[0])
+		if err := c.inNode(func() error { return netlink.LinkDel(l) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first := c.mustRun(t, in)
+	removeVeth()
+	second := c.mustRun(t, in)
+	if fmt.Sprint(first.ips) != fmt.Sprint(second.ips) {
+		t.Fatalf("ADD repeated after a crash: first %v, then %v", first.ips, second.ips)
+	}
+	if n := c.allocations(t); n != 1 {
+		t.Fatalf("%d addresses allocated after the repeated ADD, want 1", n)
+	}
+
+	// Without its folder every ADD reads the handle: the same address.
+	removeVeth()
+	marks := filepath.Join(os.Getenv("TABBY_CNI_HINT_DIR"), "attempts")
+	if err := os.RemoveAll(marks); err != nil {
+		t.Fatal(err)
+	}
+	if again := c.mustRun(t, in); fmt.Sprint(again.ips) != fmt.Sprint(first.ips) || c.allocations(t) != 1 {
+		t.Fatalf("ADD with no marks folder: %v (first %v), %d allocated", again.ips, first.ips, c.allocations(t))
+	}
+	// With the folder there but this mark gone, the handle is not read.
+	removeVeth()
+	entries, err := os.ReadDir(marks)
+	if err != nil || len(entries) != 1 {
+		t.Fatalf("marks after an ADD: %v %v, want one", entries, err)
+	}
+	if err := os.Remove(filepath.Join(marks, entries[0].Name())); err != nil {
+		t.Fatal(err)
+	}
+	third := c.mustRun(t, in)
+	if n := c.allocations(t); n != 2 || fmt.Sprint(third.ips) == fmt.Sprint(first.ips) {
+		t.Fatalf("ADD with the marks wiped: %v (first %v), %d addresses allocated: want a second address under the handle", third.ips, first.ips, n)
+	}
+	in.command = "DEL"
+	c.mustRun(t, in)
+	if left := c.leftovers(); len(left) > 0 {
+		t.Fatalf("left behind: %v", left)
+	}
+}
+
 // TestPrivilegedStaleDelKeepsLivePod: the DEL of an old sandbox of a pod
 // whose WorkloadEndpoint is gone does not remove the new sandbox's veth
 // (issue 19, item 7).

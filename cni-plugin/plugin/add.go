@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/netip"
 	"strings"
@@ -138,7 +139,7 @@ func (p *Plugin) add(a *skel.CmdArgs) (res *current.Result, err error) {
 			prepCh <- prepared{prep, err}
 		}()
 	}
-	addrs, ipamErr := p.ipam(ctx, c, a, client, alloc, tm)
+	addrs, ipamErr := p.ipam(ctx, c, a, client, alloc, repeated, tm)
 	tm.mark("assign")
 	var pr prepared
 	if repeated {
@@ -304,7 +305,7 @@ func (p *Plugin) readPod(ctx context.Context, c *call) (PodInfo, error) {
 // kubeconfig, where the rest of the pod is kept for its endpoint): its
 // annotations, its namespace's pool annotations and labels, in parallel
 // with warming the allocator's view; then it assigns the pod's addresses.
-func (p *Plugin) ipam(ctx context.Context, c *call, a *skel.CmdArgs, client datastore.Client, alloc *ipam.Allocator, tm *phaseTimer) ([]net.IPNet, error) {
+func (p *Plugin) ipam(ctx context.Context, c *call, a *skel.CmdArgs, client datastore.Client, alloc *ipam.Allocator, repeated bool, tm *phaseTimer) ([]net.IPNet, error) {
 	var info PodInfo
 	var reqErr error
 	reqDone := make(chan struct{})
@@ -325,11 +326,16 @@ func (p *Plugin) ipam(ctx context.Context, c *call, a *skel.CmdArgs, client data
 	if c.conf.IPAM.Type == CalicoIPAM {
 		// A repeated ADD gets what its handle already holds, as
 		// calico-ipam gives it: asked alongside the reads an allocation
-		// needs.
+		// needs, when an earlier ADD may have written it (attempts.go).
 		heldDone := make(chan struct{})
+		marks := attemptsIn(p.HintDir)
 		go func() {
 			defer close(heldDone)
-			held, heldErr = alloc.IPsByHandle(ctx, c.id.handle)
+			if repeated || marks.mayHold(c.id.handle) {
+				held, heldErr = alloc.IPsByHandle(ctx, c.id.handle)
+			} else {
+				heldErr = ipam.ErrHandleNotFound
+			}
 		}()
 		hints := loadBlockHints(p.HintDir, c.conf, c.node)
 		warmErr = alloc.Warm(ctx, c.node, hints.read...)
@@ -339,6 +345,9 @@ func (p *Plugin) ipam(ctx context.Context, c *call, a *skel.CmdArgs, client data
 	<-reqDone
 	if reqErr != nil {
 		return nil, reqErr
+	}
+	if c.conf.IPAM.Type == CalicoIPAM && (heldErr == nil || errors.Is(heldErr, ipam.ErrHandleNotFound)) {
+		p.markAttempt(c)
 	}
 	switch {
 	case heldErr != nil && !errors.Is(heldErr, ipam.ErrHandleNotFound):
@@ -355,4 +364,14 @@ func (p *Plugin) ipam(ctx context.Context, c *call, a *skel.CmdArgs, client data
 	}
 	tm.mark("read")
 	return p.assign(ctx, c, a, alloc, info)
+}
+
+// markAttempt marks the attachment's handle as written (attempts.go)
+// before its first write, or when a repeated ADD found it.
+func (p *Plugin) markAttempt(c *call) {
+	if err := attemptsIn(p.HintDir).start(c.id.handle); err != nil {
+		// The next ADD of this attachment reads the handle anyway unless
+		// the folder is usable again (then see attempts.go).
+		slog.Warn("could not mark the IPAM handle as written; a repeated ADD may not find its addresses", "handle", c.id.handle, "err", err)
+	}
 }

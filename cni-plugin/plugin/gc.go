@@ -92,6 +92,7 @@ func (g *collector) collect(ctx context.Context, h string, al ipam.Allocated) er
 	if _, err := g.alloc.ReleaseByHandle(ctx, h); err != nil && !errors.Is(err, ipam.ErrHandleNotFound) {
 		return err
 	}
+	attemptsIn(g.p.HintDir).done(h)
 	return nil
 }
 

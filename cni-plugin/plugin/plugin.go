@@ -269,6 +269,7 @@ func (p *Plugin) release(ctx context.Context, c *call, a *skel.CmdArgs, alloc *i
 	if _, err := alloc.ReleaseByHandle(ctx, c.id.handle); err != nil && !errors.Is(err, ipam.ErrHandleNotFound) {
 		return err
 	}
+	attemptsIn(p.HintDir).done(c.id.handle)
 	return nil
 }
 

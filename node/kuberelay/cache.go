@@ -47,7 +47,7 @@ func cachedKinds(dyn dynamic.Interface, node string) []*cachedKind {
 		{gvr: crd("ippools"), kind: "IPPool", complete: true},
 		{gvr: crd("ipreservations"), kind: "IPReservation", complete: true},
 		{gvr: crd("ipamconfigs"), kind: "IPAMConfig", complete: true},
-		{gvr: crd("blockaffinities"), kind: "BlockAffinity", labels: kdd.NodeAffinitySelector(node)},
+		{gvr: affinitiesGVR, kind: "BlockAffinity", labels: kdd.NodeAffinitySelector(node)},
 		{gvr: core("namespaces"), kind: "Namespace", complete: true},
 		{gvr: core("nodes"), kind: "Node"},
 		{gvr: core("pods"), kind: "Pod", namespaced: true},
@@ -110,6 +110,13 @@ func (r *Relay) answer(w http.ResponseWriter, req *http.Request) bool {
 	rq, ok := parsePath(req.URL.Path)
 	if !ok {
 		return false
+	}
+	if rq.gvr == blocksGVR && rq.name != "" && q.Get("labelSelector") == "" {
+		o, ok := r.blocks.get(rq.name)
+		if ok {
+			writeJSON(w, http.StatusOK, o)
+		}
+		return ok
 	}
 	k := r.kind(rq.gvr)
 	if k == nil || !k.inf.HasSynced() || rq.namespace != "" && !k.namespaced {

@@ -38,6 +38,7 @@ type Relay struct {
 	log     *slog.Logger
 	forward http.Handler
 	kinds   []*cachedKind
+	blocks  *affineBlocks
 	// answered and forwarded count requests (Counts).
 	answered, forwarded atomic.Int64
 }
@@ -59,11 +60,15 @@ func New(cfg Config) (*Relay, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kube relay: %w", err)
 	}
-	return &Relay{socket: cfg.Socket, log: log, forward: fwd, kinds: cachedKinds(dyn, cfg.Node)}, nil
+	r := &Relay{socket: cfg.Socket, log: log, forward: fwd, kinds: cachedKinds(dyn, cfg.Node),
+		blocks: &affineBlocks{dyn: dyn, watches: map[string]*blockWatch{}}}
+	r.blocks.follow(r.kind(affinitiesGVR).inf)
+	return r, nil
 }
 
 // Run watches, serves the socket until ctx ends, then removes it.
 func (r *Relay) Run(ctx context.Context) error {
+	r.blocks.run(ctx)
 	for _, k := range r.kinds {
 		go k.inf.Run(ctx.Done())
 	}

@@ -6,8 +6,10 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/netip"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -24,6 +26,7 @@ import (
 	"github.com/tabbynet/tabby/datastore"
 	"github.com/tabbynet/tabby/datastore/kdd"
 	"github.com/tabbynet/tabby/internal/testservers"
+	"github.com/tabbynet/tabby/ipam"
 	"github.com/tabbynet/tabby/node/kuberelay"
 )
 
@@ -49,9 +52,10 @@ func TestRelay(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustCreate(t, direct, &v3.IPPool{TypeMeta: metav1.TypeMeta{Kind: v3.KindIPPool}, ObjectMeta: metav1.ObjectMeta{Name: "p1"}, Spec: v3.IPPoolSpec{CIDR: "10.9.0.0/16"}})
+	blocks := map[string]netip.Prefix{"node1": netip.MustParsePrefix("10.9.0.0/26"), "node2": netip.MustParsePrefix("10.9.0.64/26")}
 	for _, n := range []string{"node1", "node2"} {
-		mustCreate(t, direct, &v3.BlockAffinity{TypeMeta: metav1.TypeMeta{Kind: v3.KindBlockAffinity}, ObjectMeta: metav1.ObjectMeta{Name: n + "-10-9-0-0-26"},
-			Spec: v3.BlockAffinitySpec{Node: n, CIDR: "10.9.0.0/26", State: v3.BlockAffinityStateConfirmed}})
+		mustCreate(t, direct, &v3.BlockAffinity{TypeMeta: metav1.TypeMeta{Kind: v3.KindBlockAffinity}, ObjectMeta: metav1.ObjectMeta{Name: ipam.AffinityName(n, blocks[n])},
+			Spec: v3.BlockAffinitySpec{Node: n, CIDR: blocks[n].String(), State: v3.BlockAffinityStateConfirmed}})
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "pod-" + n, Namespace: "default"},
 			Spec: corev1.PodSpec{NodeName: n, Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
 		if _, err := kube.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
@@ -109,6 +113,26 @@ func TestRelay(t *testing.T) {
 	}
 	if got := counts(); got[0]-before[0] != 3 || got[1] != before[1] {
 		t.Fatalf("counts %v -> %v: want 3 answered from the caches, none forwarded", before, got)
+	}
+
+	// Blocks: node1's affine block, once it exists, from its own watch;
+	// node2's (not affine to node1) from the API server.
+	for n, p := range blocks {
+		mustCreate(t, direct, ipam.NewBlock(p, n, metav1.Now()))
+	}
+	blockKey := func(n string) datastore.Key { return datastore.Key{Kind: v3.KindIPAMBlock, Name: ipam.BlockName(blocks[n])} }
+	waitFor(t, "node1's block in the relay's cache", func() bool {
+		before := counts()
+		_, err := c.GetCached(ctx, blockKey("node1"))
+		return err == nil && counts()[0] == before[0]+1
+	})
+	// (This caller may not read blocks: the API server says so.)
+	before = counts()
+	if _, err := c.GetCached(ctx, blockKey("node2")); err == nil || !strings.Contains(err.Error(), "forbidden") {
+		t.Fatalf("node2's block through the relay with a token that may not read blocks: %v, want forbidden", err)
+	}
+	if got := counts(); got[1] != before[1]+1 {
+		t.Fatalf("counts %v -> %v: want node2's block (not affine to node1) forwarded", before, got)
 	}
 
 	// Pods through the core group's REST client, as the plugin reads them.
