@@ -120,7 +120,9 @@ func TestRelay(t *testing.T) {
 	for n, p := range blocks {
 		mustCreate(t, direct, ipam.NewBlock(p, n, metav1.Now()))
 	}
-	blockKey := func(n string) datastore.Key { return datastore.Key{Kind: v3.KindIPAMBlock, Name: ipam.BlockName(blocks[n])} }
+	blockKey := func(n string) datastore.Key {
+		return datastore.Key{Kind: v3.KindIPAMBlock, Name: ipam.BlockName(blocks[n])}
+	}
 	waitFor(t, "node1's block in the relay's cache", func() bool {
 		before := counts()
 		_, err := c.GetCached(ctx, blockKey("node1"))
