@@ -84,6 +84,7 @@ func (r *Relay) Run(ctx context.Context) error {
 		_ = srv.Shutdown(sctx)
 	}()
 	r.log.Info("serving the CNI plugin's Kubernetes API relay", "socket", r.socket)
+	go r.report(ctx, reportInterval)
 	err = srv.Serve(l)
 	_ = os.Remove(r.socket)
 	if errors.Is(err, http.ErrServerClosed) {
@@ -107,6 +108,30 @@ func (r *Relay) Synced() bool {
 // many were forwarded (refused ones included).
 func (r *Relay) Counts() (answered, forwarded int64) {
 	return r.answered.Load(), r.forwarded.Load()
+}
+
+// reportInterval is how often, at most, the relay logs its counts.
+const reportInterval = 10 * time.Second
+
+// report logs the counts every interval when they changed, until ctx
+// ends: whether the node's CNI plugin goes through the relay, and how
+// much of it the caches answer.
+func (r *Relay) report(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	var last [2]int64
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		a, f := r.Counts()
+		if now := [2]int64{a, f}; now != last {
+			last = now
+			r.log.Info("CNI plugin requests through the kube relay since start", "answeredFromWatches", a, "forwarded", f)
+		}
+	}
 }
 
 // listen makes the socket, root-only: what it answers locally is not
