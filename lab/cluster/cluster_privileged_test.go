@@ -391,7 +391,7 @@ func (c *Cluster) tabbyLab(ctx context.Context, args ...string) (string, error) 
 // calico-node's kube relay and some of its reads were answered from the
 // relay's watches (calico-node logs its counts every 10 s).
 func (c *Cluster) checkKubeRelay(t *testing.T, ctx context.Context, nodes ...string) {
-	answered := regexp.MustCompile(`node="([^"]+)".*answeredFromWatches=([0-9]+)`)
+	answered, node := regexp.MustCompile(`answeredFromWatches=([0-9]+)`), regexp.MustCompile(`node="([^"]+)"`)
 	seen := map[string]bool{}
 	eventuallyC(t, 45*time.Second, "every node's relay answering the plugin", func() bool {
 		out, err := c.Kubectl(ctx, "-n", "kube-system", "logs", "-l", "k8s-app=calico-node", "-c", "calico-node", "--tail=-1")
@@ -399,8 +399,9 @@ func (c *Cluster) checkKubeRelay(t *testing.T, ctx context.Context, nodes ...str
 			t.Fatalf("calico-node logs: %v", err)
 		}
 		for _, l := range strings.Split(out, "\n") {
-			if m := answered.FindStringSubmatch(l); m != nil && strings.Contains(l, "through the kube relay") && m[2] != "0" {
-				seen[m[1]] = true
+			a, n := answered.FindStringSubmatch(l), node.FindStringSubmatch(l)
+			if a != nil && n != nil && strings.Contains(l, "through the kube relay") && a[1] != "0" {
+				seen[n[1]] = true
 			}
 		}
 		for _, n := range nodes {
