@@ -26,6 +26,9 @@ type cachedKind struct {
 	// labels is the label selector the watch is restricted to ("" every
 	// object): a list is answered only for this very selector.
 	labels string
+	// fields is the field selector the watch is restricted to: a list of
+	// a kind so restricted is never answered (the plugin sends none).
+	fields string
 	// complete: the watch holds every object of the resource, so a Get
 	// it misses is NotFound; otherwise such a Get is forwarded.
 	complete bool
@@ -54,7 +57,8 @@ func cachedKinds(dyn dynamic.Interface, node string) []*cachedKind {
 	}
 	fields := map[string]string{"nodes": "metadata.name=" + node, "pods": "spec.nodeName=" + node}
 	for _, k := range kinds {
-		f, l := fields[k.gvr.Resource], k.labels
+		k.fields = fields[k.gvr.Resource]
+		f, l := k.fields, k.labels
 		k.inf = dynamicinformer.NewFilteredDynamicInformer(dyn, k.gvr, metav1.NamespaceAll, 0, cache.Indexers{},
 			func(o *metav1.ListOptions) { o.FieldSelector, o.LabelSelector = f, l }).Informer()
 	}
@@ -104,7 +108,7 @@ func (r *Relay) answer(w http.ResponseWriter, req *http.Request) bool {
 		return false
 	}
 	q := req.URL.Query()
-	if q.Get("resourceVersion") != "0" || q.Get("watch") != "" || q.Get("fieldSelector") != "" {
+	if q.Get("resourceVersion") != "0" || q.Get("watch") != "" || q.Get("fieldSelector") != "" || q.Get("continue") != "" {
 		return false
 	}
 	rq, ok := parsePath(req.URL.Path)
@@ -125,7 +129,7 @@ func (r *Relay) answer(w http.ResponseWriter, req *http.Request) bool {
 	if rq.name != "" {
 		return q.Get("labelSelector") == "" && k.get(w, rq)
 	}
-	if !sameSelector(q.Get("labelSelector"), k.labels) {
+	if k.fields != "" || !sameSelector(q.Get("labelSelector"), k.labels) {
 		return false
 	}
 	k.list(w, rq.namespace)

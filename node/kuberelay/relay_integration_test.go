@@ -149,8 +149,13 @@ func TestRelay(t *testing.T) {
 	if _, err := core.Pods("default").Get(ctx, "pod-node1", metav1.GetOptions{}); err != nil {
 		t.Fatalf("consistent read through the relay: %v", err)
 	}
-	if got := counts(); got[0]-before[0] != 1 || got[1]-before[1] != 2 {
-		t.Fatalf("counts %v -> %v: want node1's pod from the cache; node2's (not cached) and the consistent read forwarded", before, got)
+	// A list of pods: the cache holds this node's only, so it is the API
+	// server's (this token may not list: forbidden).
+	if _, err := core.Pods("default").List(ctx, metav1.ListOptions{ResourceVersion: "0"}); !apierrors.IsForbidden(err) {
+		t.Fatalf("pod list through the relay with a token that may not list: %v, want forbidden", err)
+	}
+	if got := counts(); got[0]-before[0] != 1 || got[1]-before[1] != 3 {
+		t.Fatalf("counts %v -> %v: want node1's pod from the cache; node2's (not cached), the consistent read and the list forwarded", before, got)
 	}
 
 	// Writes are the caller's: this token may not patch pods.
