@@ -44,7 +44,11 @@ const Qemu = "qemu-system-x86_64"
 // qemuArgs is the command line: software emulation on every vCPU
 // (-accel tcg,thread=multi -cpu max: /dev/kvm here runs only PVM guests),
 // no_timer_check (without it concurrent VMs can panic on "IO-APIC + timer
-// doesn't work"), the image shared read-only (snapshot=on).
+// doesn't work"), tsc=reliable (TCG's guest TSC is the host's, which is
+// synchronized, yet the guest's boot check marks it unstable and falls
+// back to the HPET, which has no vDSO: every clock read of a Go program
+// became a system call and MMIO; measured in lab/cluster/STATUS.md "SCTP on
+// VM nodes"), the image shared read-only (snapshot=on).
 func (c VMConfig) qemuArgs(console string) []string {
 	return []string{
 		"-accel", "tcg,thread=multi", "-cpu", "max",
@@ -52,7 +56,7 @@ func (c VMConfig) qemuArgs(console string) []string {
 		"-display", "none", "-monitor", "none", "-no-reboot", "-nodefaults",
 		"-serial", "file:" + console,
 		"-kernel", c.Image.Kernel, "-initrd", c.Image.Initrd,
-		"-append", fmt.Sprintf("root=/dev/vda rw console=ttyS0 quiet panic=-1 no_timer_check init=/sbin/tabbyinit tabby.id=%d", c.ID),
+		"-append", fmt.Sprintf("root=/dev/vda rw console=ttyS0 quiet panic=-1 no_timer_check tsc=reliable init=/sbin/tabbyinit tabby.id=%d", c.ID),
 		"-drive", "file=" + c.Image.Root + ",if=virtio,format=raw,snapshot=on",
 		"-virtfs", "local,path=" + c.Share + ",mount_tag=share,security_model=none",
 		"-netdev", "tap,id=n0,ifname=" + c.Tap + ",script=no,downscript=no",

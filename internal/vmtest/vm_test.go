@@ -8,7 +8,8 @@ import (
 
 // TestQemuArgs: the pitfalls measured on this kind of machine are in the
 // command line: software emulation on every vCPU (/dev/kvm runs only PVM
-// guests), no_timer_check (concurrent VMs panicked without it), the
+// guests), no_timer_check (concurrent VMs panicked without it),
+// tsc=reliable (the HPET otherwise: Go's clock reads as system calls), the
 // shared image never written, the NIC on the segment's tap.
 func TestQemuArgs(t *testing.T) {
 	c := VMConfig{Image: Image{Root: "/img/root.img", Kernel: "/img/vmlinuz", Initrd: "/img/initrd.img"}, ID: 3,
@@ -25,7 +26,7 @@ func TestQemuArgs(t *testing.T) {
 		}
 	}
 	i := slices.Index(args, "-append")
-	if i < 0 || !strings.Contains(args[i+1], "no_timer_check") || !strings.Contains(args[i+1], "tabby.id=3") ||
+	if i < 0 || !strings.Contains(args[i+1], "no_timer_check") || !strings.Contains(args[i+1], "tsc=reliable") || !strings.Contains(args[i+1], "tabby.id=3") ||
 		!strings.Contains(args[i+1], "init=/sbin/tabbyinit") {
 		t.Errorf("kernel command line: %v", args)
 	}
