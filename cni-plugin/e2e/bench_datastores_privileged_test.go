@@ -203,9 +203,10 @@ func newEtcdSide(b testing.TB, baseline string) *dsSide {
 // newKDDSide: a real kube-apiserver with Calico's CRDs, reached from each
 // node namespace through a loopback proxy.
 // With relayed, each node has calico-node's relay (node/kuberelay) and
-// the plugin goes through it, as on a node where calico-node runs (side
-// "kdd"); without, the plugin reaches the API server itself, as when
-// calico-node is not running (side "kdd-direct", or "kdd-base").
+// the plugin asks it first for its cached reads, as on a node where
+// calico-node runs (side "kdd"); without, the plugin asks the API server
+// for everything, as when calico-node is not running (side "kdd-direct",
+// or "kdd-base").
 func newKDDSide(b testing.TB, baseline string, relayed bool) *dsSide {
 	k := testservers.StartKubeAPIServer(b, testservers.WithAPIServerFlags("--shutdown-watch-termination-grace-period=1s"))
 	rc, err := clientcmd.BuildConfigFromFlags("", k.Kubeconfig())

@@ -30,7 +30,7 @@ func startRelay(t testing.TB, node ns.NetNS, kubeconfig, name string) (string, f
 	if err != nil {
 		t.Fatal(err)
 	}
-	// calico-node's connection leaves from the node, as the plugin's does.
+	// calico-node's watches leave from the node, as the plugin's requests do.
 	rc.Dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		var conn net.Conn
 		err := node.Do(func(ns.NetNS) error {

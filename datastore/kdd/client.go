@@ -44,8 +44,8 @@ type Config struct {
 	// file for the next process to resume instead of a full handshake
 	// (see tlssession.go).
 	TLSSessionFile string
-	// Relay is calico-node's relay socket (see ViaRelay): used, instead
-	// of a connection of the client's own, when it answers.
+	// Relay is calico-node's relay socket (see ViaRelay): the reads that
+	// may be a little behind are asked of it first, when it is there.
 	Relay string
 }
 
@@ -63,7 +63,7 @@ type Client struct {
 	partial *datastore.PartialReporter
 	// qps is the client's request rate limit (QPS, burst), as configured.
 	qps [2]float32
-	// relayed: requests go through calico-node's relay (Config.Relay).
+	// relayed: reads are asked of calico-node's relay first (Config.Relay).
 	relayed bool
 }
 
@@ -96,15 +96,15 @@ func New(cfg Config) (*Client, error) {
 	if rc.UserAgent == "" {
 		rc.UserAgent = "tabby"
 	}
-	relayed := false
-	if cfg.Relay != "" {
-		rc, relayed = ViaRelay(rc, cfg.Relay)
+	relayed := cfg.Relay != "" && relayListening(cfg.Relay)
+	if relayed {
+		rc = ViaRelay(rc, cfg.Relay)
 	}
 	if rc.Dial == nil {
 		// Bound connecting; a request's own deadline bounds the rest.
 		rc.Dial = (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext
 	}
-	if cfg.OneConnection && !relayed {
+	if cfg.OneConnection {
 		var err error
 		if rc, err = OneConnection(rc, cfg.TLSSessionFile); err != nil {
 			return nil, fmt.Errorf("kubernetes datastore: %w", err)
@@ -132,8 +132,8 @@ func New(cfg Config) (*Client, error) {
 	return c, nil
 }
 
-// Relayed reports whether the client's requests go through calico-node's
-// relay (Config.Relay) rather than to the API server itself.
+// Relayed reports whether the client asks calico-node's relay first
+// (Config.Relay named a socket that was there).
 func (c *Client) Relayed() bool { return c.relayed }
 
 // Close implements datastore.Client; connections are pooled by client-go

@@ -30,7 +30,7 @@ type cachedKind struct {
 	// a kind so restricted is never answered (the plugin sends none).
 	fields string
 	// complete: the watch holds every object of the resource, so a Get
-	// it misses is NotFound; otherwise such a Get is forwarded.
+	// it misses is NotFound; otherwise such a Get is not held (421).
 	complete bool
 	inf      cache.SharedIndexInformer
 }
@@ -156,7 +156,7 @@ func sameSelector(a, b string) bool {
 }
 
 // get answers a Get from the cache: the object, or NotFound when the
-// cache is complete; false (forward) when it is not.
+// cache is complete; false (not held) when it is not.
 func (k *cachedKind) get(w http.ResponseWriter, rq request) bool {
 	key := rq.name
 	if k.namespaced {

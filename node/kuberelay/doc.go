@@ -1,27 +1,22 @@
 // Package kuberelay is calico-node's relay for the node's CNI plugin on
 // the Kubernetes datastore: an HTTP server on a root-only unix socket that
-// the plugin's API client talks to instead of the API server.
+// answers the plugin's reads that may be a little behind from
+// calico-node's own watches.
 //
 // Why: an ADD is a process that lives for one call. Against the API server
-// it pays a TLS handshake and a round of nine reads (pools, reservations,
-// IPAM settings, the node, its block affinities, the pod, its namespace,
-// its blocks, its handle) before its first write; calico-node is already
-// watching most of that. Through the relay the reads the plugin allows to
-// be a little behind (resourceVersion=0, which the API server answers
-// from its own watch cache) are answered from calico-node's watches of
-// the same objects, and every other request (writes, consistent reads,
-// watches) goes on to the API server over calico-node's connection,
-// already up.
+// it pays a round of reads (pools, reservations, IPAM settings, the node,
+// its block affinities and block, the pod, its namespace) before its first
+// write. The plugin sends those reads with resourceVersion=0, which the
+// API server answers from its watch cache; the relay answers them from
+// watches of the same objects, on the node, while the plugin's own
+// connection to the API server (for its writes) is still being set up.
 //
-// Authority stays the plugin's: a forwarded request carries the plugin's
-// own bearer token (one without is refused), over a connection that holds
-// no credentials of calico-node's. What is answered locally is what
-// calico-node may read anyway, to a caller that is root on the node.
-//
-// A cached answer is given only when the cache holds exactly what the
-// request asks: a synced informer of that resource, with the same label
-// selector and no field selector. A Get the cache misses is forwarded
-// unless the cache holds every object of its resource (then it is the
-// API server's 404, as its watch cache would say). Nothing here changes
-// what is stored: the plugin's writes are the same requests, forwarded.
+// The relay holds no credentials of the plugin's and forwards nothing: a
+// request it does not hold exactly (a synced watch of that resource, the
+// same label selector, no field selector, a Get of an object the watch
+// has, or a Get the watch would have if it existed) is answered 421
+// Misdirected Request, and the plugin sends it to the API server itself
+// (datastore/kdd ViaRelay). What it answers is what calico-node may read
+// anyway, to a caller that is root on the node. Nothing it does changes
+// what is stored.
 package kuberelay

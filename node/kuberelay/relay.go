@@ -7,16 +7,17 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"path/filepath"
 	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
+
+	"github.com/tabbynet/tabby/datastore/kdd"
 )
 
 // Config says what a Relay serves and where.
@@ -34,13 +35,12 @@ type Config struct {
 
 // Relay serves the node's CNI plugin; see the package comment.
 type Relay struct {
-	socket  string
-	log     *slog.Logger
-	forward http.Handler
-	kinds   []*cachedKind
-	blocks  *affineBlocks
-	// answered and forwarded count requests (Counts).
-	answered, forwarded atomic.Int64
+	socket string
+	log    *slog.Logger
+	kinds  []*cachedKind
+	blocks *affineBlocks
+	// answered and missed count requests (Counts).
+	answered, missed atomic.Int64
 }
 
 // New builds a relay; nothing is watched or served until Run.
@@ -52,15 +52,11 @@ func New(cfg Config) (*Relay, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	fwd, err := newForwarder(cfg.REST)
-	if err != nil {
-		return nil, err
-	}
 	dyn, err := dynamic.NewForConfig(cfg.REST)
 	if err != nil {
 		return nil, fmt.Errorf("kube relay: %w", err)
 	}
-	r := &Relay{socket: cfg.Socket, log: log, forward: fwd, kinds: cachedKinds(dyn, cfg.Node),
+	r := &Relay{socket: cfg.Socket, log: log, kinds: cachedKinds(dyn, cfg.Node),
 		blocks: &affineBlocks{dyn: dyn, watches: map[string]*blockWatch{}}}
 	r.blocks.follow(r.kind(affinitiesGVR).inf)
 	return r, nil
@@ -93,8 +89,8 @@ func (r *Relay) Run(ctx context.Context) error {
 	return err
 }
 
-// Synced reports whether every cache has its first list (before, every
-// request is forwarded).
+// Synced reports whether every cache has its first list (before, no
+// request is answered).
 func (r *Relay) Synced() bool {
 	for _, k := range r.kinds {
 		if !k.inf.HasSynced() {
@@ -105,9 +101,9 @@ func (r *Relay) Synced() bool {
 }
 
 // Counts returns how many requests were answered from the caches and how
-// many were forwarded (refused ones included).
-func (r *Relay) Counts() (answered, forwarded int64) {
-	return r.answered.Load(), r.forwarded.Load()
+// many were not.
+func (r *Relay) Counts() (answered, missed int64) {
+	return r.answered.Load(), r.missed.Load()
 }
 
 // reportInterval is how often, at most, the relay logs its counts.
@@ -129,7 +125,7 @@ func (r *Relay) report(ctx context.Context, interval time.Duration) {
 		a, f := r.Counts()
 		if now := [2]int64{a, f}; now != last {
 			last = now
-			r.log.Info("CNI plugin requests through the kube relay since start", "answeredFromWatches", a, "forwarded", f)
+			r.log.Info("CNI plugin requests through the kube relay since start", "answeredFromWatches", a, "notHeld", f)
 		}
 	}
 }
@@ -154,46 +150,17 @@ func listen(socket string) (net.Listener, error) {
 	return l, nil
 }
 
-// ServeHTTP answers from a cache what one can answer, and forwards the
-// rest.
+// ServeHTTP answers from a cache what one can answer; anything else is
+// 421 Misdirected Request (kdd.RelayMissStatus), and the plugin asks the
+// API server.
 func (r *Relay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	t0 := time.Now()
 	if r.answer(w, req) {
 		r.answered.Add(1)
-		r.log.Debug("answered", "method", req.Method, "path", req.URL.Path, "query", req.URL.RawQuery, "took", time.Since(t0))
 		return
 	}
-	r.forwarded.Add(1)
-	defer func() {
-		r.log.Debug("forwarded", "method", req.Method, "path", req.URL.Path, "query", req.URL.RawQuery, "took", time.Since(t0))
-	}()
-	if req.Header.Get("Authorization") == "" {
-		writeStatus(w, apierrors.NewUnauthorized("the kube relay forwards only requests that carry their own credentials"))
-		return
-	}
-	r.forward.ServeHTTP(w, req)
-}
-
-// newForwarder is a reverse proxy to the API server over a transport
-// that trusts the server as calico-node does but holds none of its
-// credentials: each request authenticates with its own.
-func newForwarder(rc *rest.Config) (http.Handler, error) {
-	u, err := url.Parse(rc.Host)
-	if err != nil || u.Host == "" {
-		return nil, fmt.Errorf("kube relay: the API server's address %q: %v", rc.Host, err)
-	}
-	anon := &rest.Config{Host: rc.Host, Dial: rc.Dial, TLSClientConfig: rest.TLSClientConfig{
-		Insecure: rc.Insecure, ServerName: rc.ServerName, CAFile: rc.CAFile, CAData: rc.CAData}}
-	rt, err := rest.TransportFor(anon)
-	if err != nil {
-		return nil, fmt.Errorf("kube relay: %w", err)
-	}
-	return &httputil.ReverseProxy{
-		Rewrite:       func(pr *httputil.ProxyRequest) { pr.SetURL(u) },
-		Transport:     rt,
-		FlushInterval: -1, // watches stream
-		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
-			writeStatus(w, apierrors.NewServiceUnavailable("kube relay: the API server: "+err.Error()))
-		},
-	}, nil
+	r.missed.Add(1)
+	r.log.Debug("not cached", "method", req.Method, "path", req.URL.Path, "query", req.URL.RawQuery, "took", time.Since(t0))
+	writeStatus(w, &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: kdd.RelayMissStatus,
+		Reason: metav1.StatusReasonUnknown, Message: "the kube relay does not hold this: ask the API server"}})
 }

@@ -6,6 +6,8 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net"
+	"net/http"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -31,13 +33,14 @@ import (
 )
 
 // TestRelay against a real kube-apiserver: what the relay answers from its
-// caches (reads at resourceVersion 0 of what it watches: a list of the
+// watches (reads at resourceVersion 0 of what it watches: a list of the
 // pools, the node's affinities by their label, a missing IPAMConfig as
-// NotFound, a pod of this node) and what it forwards (a pod of another
-// node, consistent reads, writes); a forwarded write is authorised as the
-// caller's own token, never as calico-node's; a request without
-// credentials is refused; a change reaches the cache; the socket is
-// root-only; without a relay the client talks to the API server itself.
+// NotFound, a pod of this node, the node's affine block) and what it does
+// not hold (a pod or block of another node, consistent reads, lists of
+// kinds watched by field), which the client then asks the API server with
+// its own credentials; the relay answers nothing else (a write sent to it
+// is 421 and changes nothing); a change reaches the cache; the socket is
+// root-only and removed at the end; a stale socket is not asked twice.
 func TestRelay(t *testing.T) {
 	ctx := context.Background()
 	k := testservers.StartKubeAPIServer(t)
@@ -89,11 +92,8 @@ func TestRelay(t *testing.T) {
 	// write pods.
 	plugin := rest.CopyConfig(admin)
 	plugin.BearerToken = tokenFor(t, kube, "cni-reader", []string{"get"})
-	relayed, ok := kdd.ViaRelay(plugin, socket)
-	if !ok {
-		t.Fatal("ViaRelay: the relay is listening, want it used")
-	}
-	c, err := kdd.New(kdd.Config{REST: relayed})
+	relayed := kdd.ViaRelay(plugin, socket)
+	c, err := kdd.New(kdd.Config{REST: plugin, Relay: socket})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func TestRelay(t *testing.T) {
 		t.Fatalf("cached IPAMConfiguration default: %v, want not found", err)
 	}
 	if got := counts(); got[0]-before[0] != 3 || got[1] != before[1] {
-		t.Fatalf("counts %v -> %v: want 3 answered from the caches, none forwarded", before, got)
+		t.Fatalf("counts %v -> %v: want 3 answered from the caches, none missed", before, got)
 	}
 
 	// Blocks: node1's affine block, once it exists, from its own watch;
@@ -128,13 +128,14 @@ func TestRelay(t *testing.T) {
 		_, err := c.GetCached(ctx, blockKey("node1"))
 		return err == nil && counts()[0] == before[0]+1
 	})
-	// (This caller may not read blocks: the API server says so.)
+	// (This caller may not read blocks: the API server says so, as it
+	// would without a relay.)
 	before = counts()
 	if _, err := c.GetCached(ctx, blockKey("node2")); err == nil || !strings.Contains(err.Error(), "forbidden") {
-		t.Fatalf("node2's block through the relay with a token that may not read blocks: %v, want forbidden", err)
+		t.Fatalf("node2's block with a token that may not read blocks: %v, want the API server's forbidden", err)
 	}
 	if got := counts(); got[1] != before[1]+1 {
-		t.Fatalf("counts %v -> %v: want node2's block (not affine to node1) forwarded", before, got)
+		t.Fatalf("counts %v -> %v: want node2's block (not affine to node1) not held", before, got)
 	}
 
 	// Pods through the core group's REST client, as the plugin reads them.
@@ -152,21 +153,27 @@ func TestRelay(t *testing.T) {
 	// A list of pods: the cache holds this node's only, so it is the API
 	// server's (this token may not list: forbidden).
 	if _, err := core.Pods("default").List(ctx, metav1.ListOptions{ResourceVersion: "0"}); !apierrors.IsForbidden(err) {
-		t.Fatalf("pod list through the relay with a token that may not list: %v, want forbidden", err)
+		t.Fatalf("pod list with a token that may not list: %v, want the API server's forbidden", err)
 	}
-	if got := counts(); got[0]-before[0] != 1 || got[1]-before[1] != 3 {
-		t.Fatalf("counts %v -> %v: want node1's pod from the cache; node2's (not cached), the consistent read and the list forwarded", before, got)
+	if got := counts(); got[0]-before[0] != 1 || got[1]-before[1] != 2 {
+		t.Fatalf("counts %v -> %v: want node1's pod from the cache; node2's and the list not held (the consistent read not asked)", before, got)
 	}
 
-	// Writes are the caller's: this token may not patch pods.
-	_, err = core.Pods("default").Patch(ctx, "pod-node1", "application/merge-patch+json", []byte(`{"metadata":{"annotations":{"a":"b"}}}`), metav1.PatchOptions{})
-	if !apierrors.IsForbidden(err) {
-		t.Fatalf("patch with a read-only token through the relay: %v, want forbidden (the caller's own authority)", err)
+	// The relay answers nothing but reads: a write sent to it is 421 and
+	// changes nothing.
+	raw := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", socket)
+	}}}
+	req, _ := http.NewRequest(http.MethodPatch, "http://kube-relay/api/v1/namespaces/default/pods/pod-node1",
+		strings.NewReader(`{"metadata":{"annotations":{"a":"b"}}}`))
+	req.Header.Set("Content-Type", "application/merge-patch+json")
+	resp, err := raw.Do(req)
+	if err != nil || resp.StatusCode != kdd.RelayMissStatus {
+		t.Fatalf("PATCH sent to the relay: %v %v, want %d", resp, err, kdd.RelayMissStatus)
 	}
-	anon := rest.CopyConfig(relayed)
-	anon.BearerToken = ""
-	if _, err := kubernetes.NewForConfigOrDie(anon).CoreV1().Pods("default").Get(ctx, "pod-node1", metav1.GetOptions{}); !apierrors.IsUnauthorized(err) {
-		t.Fatalf("forwarded read without credentials: %v, want unauthorized", err)
+	resp.Body.Close()
+	if p, err := kube.CoreV1().Pods("default").Get(ctx, "pod-node1", metav1.GetOptions{}); err != nil || p.Annotations["a"] != "" {
+		t.Fatalf("pod after a PATCH sent to the relay: %v %v", p.Annotations, err)
 	}
 
 	// A change reaches the cache.
@@ -176,9 +183,26 @@ func TestRelay(t *testing.T) {
 		return err == nil && len(l.Items) == 2
 	})
 
-	// No relay: the client goes to the API server itself.
-	if _, ok := kdd.ViaRelay(plugin, filepath.Join(t.TempDir(), "none.sock")); ok {
-		t.Fatal("ViaRelay with no relay listening: want the API server itself")
+	// A stale socket (calico-node killed): the first read fails over to
+	// the API server, later ones are not asked of it.
+	stale := filepath.Join(t.TempDir(), "stale.sock")
+	l, err := net.Listen("unix", stale)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.(*net.UnixListener).SetUnlinkOnClose(false)
+	l.Close()
+	sc, err := kdd.New(kdd.Config{REST: admin, Relay: stale})
+	if err != nil || !sc.Relayed() {
+		t.Fatalf("client with a stale relay socket: %v, relayed %v", err, sc != nil && sc.Relayed())
+	}
+	for range 2 {
+		if l, err := sc.List(ctx, v3.KindIPPool, datastore.ListOptions{Cached: true}); err != nil || len(l.Items) != 2 {
+			t.Fatalf("pools with a stale relay socket: %v %v", l, err)
+		}
+	}
+	if nc, err := kdd.New(kdd.Config{REST: admin, Relay: filepath.Join(t.TempDir(), "none.sock")}); err != nil || nc.Relayed() {
+		t.Fatalf("client with no relay socket: %v, relayed %v", err, nc != nil && nc.Relayed())
 	}
 }
 
