@@ -63,9 +63,9 @@ func BenchmarkCNIDatastores(b *testing.B) {
 		fmt.Sscan(v, &burst)
 	}
 	b.Setenv("TABBY_CNI_HINT_DIR", b.TempDir())
-	sides := []*dsSide{newEtcdSide(b, ""), newKDDSide(b, "", true), newKDDSide(b, "", false)}
+	sides := []*dsSide{newEtcdSide(b, ""), newKDDSide(b, "")}
 	if dir := os.Getenv("TABBY_BENCH_BASELINE"); dir != "" {
-		sides = append(sides, newEtcdSide(b, dir), newKDDSide(b, dir, false))
+		sides = append(sides, newEtcdSide(b, dir), newKDDSide(b, dir))
 	}
 	rounds := max(3, b.N/6)
 	for _, s := range sides {
@@ -111,14 +111,14 @@ func BenchmarkCNIDatastores(b *testing.B) {
 		reportP50P99(b, s.name+"-burst-add", s.burst)
 		reportP50P99(b, s.name+"-burst-wall", s.walls)
 	}
-	ratio := func(k, e *dsSide) {
-		b.ReportMetric(float64(p50(k.single))/float64(p50(e.single)), k.name+"/etcd-single-p50")
-		b.ReportMetric(float64(p50(k.burst))/float64(p50(e.burst)), k.name+"/etcd-burst-p50")
+	ratio := func(what string, k, e []time.Duration) {
+		b.ReportMetric(float64(p50(k))/float64(p50(e)), "kdd/etcd-"+what+"-p50")
 	}
-	ratio(sides[1], sides[0])
-	ratio(sides[2], sides[0])
-	if len(sides) == 5 {
-		ratio(sides[4], sides[3])
+	ratio("single", sides[1].single, sides[0].single)
+	ratio("burst", sides[1].burst, sides[0].burst)
+	if len(sides) == 4 {
+		b.ReportMetric(float64(p50(sides[3].single))/float64(p50(sides[2].single)), "base-kdd/etcd-single-p50")
+		b.ReportMetric(float64(p50(sides[3].burst))/float64(p50(sides[2].burst)), "base-kdd/etcd-burst-p50")
 	}
 }
 
@@ -202,12 +202,7 @@ func newEtcdSide(b testing.TB, baseline string) *dsSide {
 
 // newKDDSide: a real kube-apiserver with Calico's CRDs, reached from each
 // node namespace through a loopback proxy.
-// With relayed, each node has calico-node's relay (node/kuberelay) and
-// the plugin asks it first for its cached reads, as on a node where
-// calico-node runs (side "kdd"); without, the plugin asks the API server
-// for everything, as when calico-node is not running (side "kdd-direct",
-// or "kdd-base").
-func newKDDSide(b testing.TB, baseline string, relayed bool) *dsSide {
+func newKDDSide(b testing.TB, baseline string) *dsSide {
 	k := testservers.StartKubeAPIServer(b, testservers.WithAPIServerFlags("--shutdown-watch-termination-grace-period=1s"))
 	rc, err := clientcmd.BuildConfigFromFlags("", k.Kubeconfig())
 	if err != nil {
@@ -220,22 +215,11 @@ func newKDDSide(b testing.TB, baseline string, relayed bool) *dsSide {
 		b.Fatal(err)
 	}
 	s := &dsSide{client: client, kube: kubernetes.NewForConfigOrDie(rc)}
-	name := "kdd"
-	if !relayed && baseline == "" {
-		name = "kdd-direct"
-	}
-	s.name, s.binDir = sideBinaries(b, name, baseline, true)
+	s.name, s.binDir = sideBinaries(b, "kdd", baseline, true)
 	for i := 0; i < benchNodes; i++ {
 		n := netnstest.NewNode(b)
-		kubeconfig := nodeKubeconfig(b, n, k)
 		s.addNode(b, map[string]any{"datastore_type": "kubernetes", "policy": map[string]any{"type": "k8s"},
-			"kubernetes": map[string]any{"kubeconfig": kubeconfig}}, &cluster{t: b, node: n})
-		socket := filepath.Join(b.TempDir(), "no-relay.sock")
-		if relayed {
-			socket, _ = startRelay(b, n, kubeconfig, s.nodeName(i))
-		}
-		s.nodes[i].cni = libcni.NewCNIConfigWithCacheDir([]string{s.binDir}, b.TempDir(),
-			envExec{env: []string{"TABBY_CNI_KUBE_RELAY=" + socket}})
+			"kubernetes": map[string]any{"kubeconfig": nodeKubeconfig(b, n, k)}}, &cluster{t: b, node: n})
 	}
 	return s
 }

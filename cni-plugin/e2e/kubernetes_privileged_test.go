@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"io"
 	"net"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -65,14 +64,7 @@ func proxyInto(t testing.TB, n ns.NetNS, addr string) string {
 // ipAddrs annotation, writes Calico's pod annotations (from which the
 // Kubernetes datastore derives the WorkloadEndpoint), and DEL blanks them
 // and releases everything.
-func TestPrivilegedKubernetesDatastore(t *testing.T) { testKubernetesDatastore(t, false) }
-
-// TestPrivilegedKubernetesDatastoreRelayed: the same with calico-node's
-// kube relay (node/kuberelay), which answers the reads that may be a
-// little behind from its watches.
-func TestPrivilegedKubernetesDatastoreRelayed(t *testing.T) { testKubernetesDatastore(t, true) }
-
-func testKubernetesDatastore(t *testing.T, relayed bool) {
+func TestPrivilegedKubernetesDatastore(t *testing.T) {
 	node := netnstest.NewNode(t)
 	k := testservers.StartKubeAPIServer(t, testservers.WithAPIServerFlags("--shutdown-watch-termination-grace-period=1s"))
 	rc, err := clientcmd.BuildConfigFromFlags("", k.Kubeconfig())
@@ -111,19 +103,7 @@ func testKubernetesDatastore(t *testing.T, relayed bool) {
 		t.Fatal(err)
 	}
 	t.Setenv("TABBY_CNI_HINT_DIR", t.TempDir())
-	socket, counts := filepath.Join(t.TempDir(), "no-relay.sock"), func() (int64, int64) { return 0, 0 }
-	if relayed {
-		socket, counts = startRelay(t, node, kubeconfig, "node1")
-	}
-	c := &cluster{t: t, node: node, list: list,
-		cni: libcni.NewCNIConfigWithCacheDir([]string{cniBinDir(t)}, t.TempDir(), envExec{env: []string{"TABBY_CNI_KUBE_RELAY=" + socket}})}
-	defer func() {
-		answered, missed := counts()
-		t.Logf("kube relay: %d reads answered from its watches, %d not held", answered, missed)
-		if relayed && answered == 0 {
-			t.Errorf("the plugin did not ask the relay: %d answered, %d not held", answered, missed)
-		}
-	}()
+	c := &cluster{t: t, node: node, cni: libcni.NewCNIConfigWithCacheDir([]string{cniBinDir(t)}, t.TempDir(), nil), list: list}
 
 	web, db := c.newPod("web"), c.newPod("db")
 	c.mustAdd(web)

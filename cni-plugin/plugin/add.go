@@ -76,9 +76,6 @@ func (p *Plugin) add(a *skel.CmdArgs) (res *current.Result, err error) {
 	}
 	defer client.Close()
 	tm.mark("connect")
-	if r, ok := client.(interface{ Relayed() bool }); ok && r.Relayed() {
-		tm.note("relayed", 0)
-	}
 	// Fail before taking an address if the namespace is not there.
 	if podNS, err := ns.GetNS(a.Netns); err != nil {
 		return nil, types.NewError(types.ErrInvalidEnvironmentVariables, "CNI_NETNS is not a usable network namespace", err.Error())

@@ -90,16 +90,6 @@ func New(backends dsconfig.Backends) *Plugin {
 // datastore/kdd/tlssession.go).
 const tlsSessionFile = "kdd-tls-session"
 
-// kubeRelay is calico-node's relay socket for the Kubernetes datastore
-// (datastore/kdd/relay.go); TABBY_CNI_KUBE_RELAY in the plugin's
-// environment moves it (tests run a relay per node).
-func kubeRelay() string {
-	if s := os.Getenv("TABBY_CNI_KUBE_RELAY"); s != "" {
-		return s
-	}
-	return dsconfig.DefaultKubeRelay
-}
-
 // clientFor builds the datastore client the network config names.
 func clientFor(backends dsconfig.Backends, tlsSession string) func(*netconf.NetConf) (datastore.Client, error) {
 	return func(c *netconf.NetConf) (datastore.Client, error) {
@@ -109,7 +99,6 @@ func clientFor(backends dsconfig.Backends, tlsSession string) func(*netconf.NetC
 		spec.RequestTimeout = 3 * time.Second
 		spec.OneCall = true
 		spec.TLSSessionFile = tlsSession
-		spec.KubeRelay = kubeRelay()
 		client, err := backends.New(spec)
 		if err != nil {
 			return nil, netconf.DatastoreConfigError(err)

@@ -73,15 +73,7 @@ type Spec struct {
 	// is where its TLS session is kept for the next process to resume
 	// (datastore/kdd/tlssession.go). Not part of the file format.
 	TLSSessionFile string `json:"-"`
-	// KubeRelay, for a OneCall client of the Kubernetes datastore, is
-	// calico-node's relay socket, used when it answers
-	// (datastore/kdd/relay.go). Not part of the file format.
-	KubeRelay string `json:"-"`
 }
-
-// DefaultKubeRelay is where calico-node serves its relay of the
-// Kubernetes API for the node's CNI plugin (node/kuberelay).
-const DefaultKubeRelay = "/var/run/calico/kube-relay.sock"
 
 // APIConfig is the CalicoAPIConfig document.
 type APIConfig struct {

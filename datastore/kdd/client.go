@@ -44,9 +44,6 @@ type Config struct {
 	// file for the next process to resume instead of a full handshake
 	// (see tlssession.go).
 	TLSSessionFile string
-	// Relay is calico-node's relay socket (see ViaRelay): the reads that
-	// may be a little behind are asked of it first, when it is there.
-	Relay string
 }
 
 // Client implements datastore.Client over the Kubernetes API. It is safe
@@ -63,8 +60,6 @@ type Client struct {
 	partial *datastore.PartialReporter
 	// qps is the client's request rate limit (QPS, burst), as configured.
 	qps [2]float32
-	// relayed: reads are asked of calico-node's relay first (Config.Relay).
-	relayed bool
 }
 
 var (
@@ -96,10 +91,6 @@ func New(cfg Config) (*Client, error) {
 	if rc.UserAgent == "" {
 		rc.UserAgent = "tabby"
 	}
-	relayed := cfg.Relay != "" && relayListening(cfg.Relay)
-	if relayed {
-		rc = ViaRelay(rc, cfg.Relay)
-	}
 	if rc.Dial == nil {
 		// Bound connecting; a request's own deadline bounds the rest.
 		rc.Dial = (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext
@@ -127,14 +118,10 @@ func New(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes datastore: %w", err)
 	}
-	c := &Client{native: native, dyn: dyn, meta: meta, endpoint: rc.Host, timeout: cfg.RequestTimeout, qps: [2]float32{rc.QPS, float32(rc.Burst)}, partial: &datastore.PartialReporter{}, relayed: relayed}
+	c := &Client{native: native, dyn: dyn, meta: meta, endpoint: rc.Host, timeout: cfg.RequestTimeout, qps: [2]float32{rc.QPS, float32(rc.Burst)}, partial: &datastore.PartialReporter{}}
 	c.kinds = c.backends()
 	return c, nil
 }
-
-// Relayed reports whether the client asks calico-node's relay first
-// (Config.Relay named a socket that was there).
-func (c *Client) Relayed() bool { return c.relayed }
 
 // Close implements datastore.Client; connections are pooled by client-go
 // and need no explicit release.

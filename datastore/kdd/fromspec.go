@@ -20,7 +20,7 @@ func FromSpec(s dsconfig.Spec) (datastore.Client, error) {
 		return nil, err
 	}
 	return New(Config{REST: rc, QPS: s.K8sClientQPS, Burst: s.K8sClientBurst, RequestTimeout: s.RequestTimeout,
-		OneConnection: s.OneCall, TLSSessionFile: s.TLSSessionFile, Relay: s.KubeRelay})
+		OneConnection: s.OneCall, TLSSessionFile: s.TLSSessionFile})
 }
 
 // RESTConfig resolves Calico's KubeConfig settings as libcalico-go does:

@@ -108,11 +108,3 @@ func setAffinityLabels(u *unstructured.Unstructured) {
 	}
 	u.SetLabels(labels)
 }
-
-// NodeAffinitySelector is the label selector of node's BlockAffinities,
-// as the client sends it to the API server (calico-node's relay watches
-// the same set).
-func NodeAffinitySelector(node string) string {
-	sel, _ := nodeFilter(node)
-	return sel
-}

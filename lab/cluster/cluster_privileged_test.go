@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -48,7 +47,6 @@ func TestPrivilegedCluster(t *testing.T) {
 	// VXLAN as installed, then CrossSubnet; BGP (no encapsulation) last:
 	// node-3, alone on its subnet, is only reachable with VXLAN, and the
 	// other checks use it.
-	t.Run("kube-relay", func(t *testing.T) { c.checkKubeRelay(t, ctx, "node-1", "node-2", "node-3") })
 	t.Run("vxlan", func(t *testing.T) { c.checkPoolMode(t, ctx, pods, "Always") })
 	t.Run("vxlan-crosssubnet", func(t *testing.T) { c.checkPoolMode(t, ctx, pods, "CrossSubnet") })
 	t.Run("networkpolicy", func(t *testing.T) { c.checkNetworkPolicy(t, ctx, pods) })
@@ -385,30 +383,4 @@ func (c *Cluster) tabbyLab(ctx context.Context, args ...string) (string, error) 
 		return string(out), fmt.Errorf("tabby-lab cluster %s: %w\n%s", strings.Join(args, " "), err, out)
 	}
 	return string(out), nil
-}
-
-// checkKubeRelay: on each node the CNI plugin's ADDs went through
-// calico-node's kube relay and some of its reads were answered from the
-// relay's watches (calico-node logs its counts every 10 s).
-func (c *Cluster) checkKubeRelay(t *testing.T, ctx context.Context, nodes ...string) {
-	answered, node := regexp.MustCompile(`answeredFromWatches=([0-9]+)`), regexp.MustCompile(`node="([^"]+)"`)
-	seen := map[string]bool{}
-	eventuallyC(t, 45*time.Second, "every node's relay answering the plugin", func() bool {
-		out, err := c.Kubectl(ctx, "-n", "kube-system", "logs", "-l", "k8s-app=calico-node", "-c", "calico-node", "--tail=-1")
-		if err != nil {
-			t.Fatalf("calico-node logs: %v", err)
-		}
-		for _, l := range strings.Split(out, "\n") {
-			a, n := answered.FindStringSubmatch(l), node.FindStringSubmatch(l)
-			if a != nil && n != nil && strings.Contains(l, "through the kube relay") && a[1] != "0" {
-				seen[n[1]] = true
-			}
-		}
-		for _, n := range nodes {
-			if !seen[n] {
-				return false
-			}
-		}
-		return true
-	})
 }

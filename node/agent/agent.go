@@ -236,15 +236,6 @@ func Run(ctx context.Context, o Options) error {
 		}
 		run("node condition", func(ctx context.Context) error { return manageNodeCondition(ctx, agg, kube.Client, k8sNode, log) })
 	}
-	relay, why, err := kubeRelay(getenv, spec, cfg.NodeName, log.With("component", "kube-relay"))
-	if err != nil {
-		return fmt.Errorf("the CNI plugin's kube relay: %w", err)
-	}
-	if relay != nil {
-		run("kube relay", relay.Run)
-	} else {
-		log.Info("not serving the CNI plugin's kube relay", "reason", why)
-	}
 	rep := &nodestatus.Reporter{Client: client, Node: cfg.NodeName, Socket: paths.BIRDSocket, Logger: log.With("component", "status-reporter")}
 	run("node status reporter", rep.Run)
 	select {
