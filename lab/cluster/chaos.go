@@ -340,6 +340,23 @@ func (r *chaosRun) final(ctx context.Context) ([]string, time.Duration, error) {
 			return nil, 0, err
 		}
 	}
+	// The ReplicaSets delete the pods a moment after the scale: wait for
+	// them to be gone, or settle would see them running and the summary
+	// would count their deletions as missing.
+	if err := r.waitChurnGone(ctx); err != nil {
+		return nil, 0, err
+	}
 	leaks, settle := r.settleAndCheck(ctx)
 	return leaks, settle, nil
+}
+
+// waitChurnGone waits until no pod of the churn's namespace is left.
+func (r *chaosRun) waitChurnGone(ctx context.Context) error {
+	deadline := time.Now().Add(r.settleTo)
+	for ; time.Now().Before(deadline) && ctx.Err() == nil; time.Sleep(500 * time.Millisecond) {
+		if left := r.obs.pods(func(p *corev1.Pod) bool { return p.Namespace == chaosChurn }); len(left) == 0 {
+			return nil
+		}
+	}
+	return fmt.Errorf("the churn's pods not gone %s after scaling to 0", r.settleTo)
 }
