@@ -94,6 +94,11 @@ var DefaultBackoff = Backoff{Initial: 100 * time.Millisecond, Max: 5 * time.Seco
 // record that no longer says it. When the record is fixed it is delivered
 // as Added again.
 //
+// A change that leaves the delivered resource as it was but for its
+// version (SameButVersion: a Node's status heartbeat on the Kubernetes
+// datastore) is not delivered; a Lean syncer, holding no objects, delivers
+// it.
+//
 // One goroutine runs per kind; the callbacks are serialised by a mutex.
 type WatchSyncer struct {
 	client  Client
@@ -306,10 +311,14 @@ func (s *WatchSyncer) watch(ctx context.Context, kind, rev string, cache map[Key
 			delete(cache, k)
 		case EventAdded, EventModified:
 			typ := EventAdded
-			if _, ok := cache[k]; ok {
+			old, ok := cache[k]
+			if ok {
 				typ = EventModified
 			}
 			cache[k] = s.entry(ev.Object)
+			if ok && old.obj != nil && SameButVersion(old.obj, ev.Object) {
+				continue // a write the resource does not show (SameButVersion)
+			}
 			ev.Type = typ
 		}
 		s.emit([]Update{{Type: ev.Type, Key: k, Object: ev.Object}})
@@ -355,7 +364,7 @@ func (s *WatchSyncer) diffSnapshot(cache map[Key]cached, items []v3.Resource, pa
 		switch {
 		case !ok:
 			ups = append(ups, Update{Type: EventAdded, Key: k, Object: it})
-		case old.rv != it.GetResourceVersion():
+		case old.rv != it.GetResourceVersion() && (old.obj == nil || !SameButVersion(old.obj, it)):
 			ups = append(ups, Update{Type: EventModified, Key: k, Object: it})
 		default:
 			continue

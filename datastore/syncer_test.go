@@ -34,9 +34,22 @@ func (f *fakeStore) put(name string) v3.Resource {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.revision++
-	p := &v3.IPPool{TypeMeta: metav1.TypeMeta{Kind: v3.KindIPPool}, ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: fmt.Sprint(f.revision)}}
+	p := &v3.IPPool{TypeMeta: metav1.TypeMeta{Kind: v3.KindIPPool}, ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: fmt.Sprint(f.revision),
+		Annotations: map[string]string{"put-at": fmt.Sprint(f.revision)}}}
 	f.items[name] = p
 	delete(f.bad, name)
+	return p
+}
+
+// touch stores name again as it is, at a new revision (as a write the
+// converted resource does not show).
+func (f *fakeStore) touch(name string) v3.Resource {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.revision++
+	p := f.items[name].DeepCopyObject().(*v3.IPPool)
+	p.ResourceVersion = fmt.Sprint(f.revision)
+	f.items[name] = p
 	return p
 }
 
@@ -146,6 +159,41 @@ func nextWatch(t *testing.T, f *fakeStore) chan Event {
 		t.Fatal("syncer did not watch")
 	}
 	return nil
+}
+
+// TestWatchSyncerSkipsSameButVersion: a change that leaves the resource as
+// it was but for its version is not delivered, live or found by a relist,
+// by a syncer that keeps the objects; a lean one, which cannot tell,
+// delivers it.
+func TestWatchSyncerSkipsSameButVersion(t *testing.T) {
+	for _, lean := range []bool{false, true} {
+		t.Run(fmt.Sprintf("lean=%v", lean), func(t *testing.T) {
+			f := newFakeStore()
+			f.put("a")
+			f.put("b")
+			cb := &logCallbacks{}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			s := NewWatchSyncer(f, []string{v3.KindIPPool}, cb, Backoff{Initial: time.Millisecond, Max: 5 * time.Millisecond})
+			if lean {
+				s.Lean()
+			}
+			go s.Run(ctx)
+			w1 := nextWatch(t, f)
+			cb.waitLen(t, 4)
+			w1 <- Event{Type: EventModified, Object: f.touch("a")}
+			f.touch("b")
+			w1 <- Event{Type: EventError, Err: ErrRevisionGone}
+			nextWatch(t, f) <- Event{Type: EventAdded, Object: f.put("c")}
+			want := "WaitForDatastore; Added a; Added b; InSync; Added c"
+			if lean {
+				want = "WaitForDatastore; Added a; Added b; InSync; Modified a; Modified b; Added c"
+			}
+			if got := cb.waitLen(t, strings.Count(want, ";")+1); got != want {
+				t.Fatalf("got %s\nwant %s", got, want)
+			}
+		})
+	}
 }
 
 // TestWatchSyncerRelistDeliversOnlyDifferences drives the syncer through

@@ -267,6 +267,9 @@ func (r *syncRun) sync(item queueKey) {
 		r.delivered[item] = cur
 	case prev.GetResourceVersion() == cur.GetResourceVersion():
 		return // a relist re-reporting what was already delivered
+	case datastore.SameButVersion(prev, cur):
+		r.delivered[item] = cur // a write Calico's view does not show
+		return
 	default:
 		ups = append(ups, datastore.Update{Type: datastore.EventModified, Key: datastore.KeyOf(cur), Object: cur})
 		r.delivered[item] = cur

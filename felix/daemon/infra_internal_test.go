@@ -33,7 +33,8 @@ func (r *recordingRoutes) SetCluster(c *infra.Cluster)          { r.clusters = a
 // a bare IP is in the VXLAN hosts the rules accept; a node address that
 // cannot be read is logged once and counted (felix_infra_bad_input_total,
 // felix_infra_bad_input), and the count goes back to 0 when it is fixed;
-// a change of neither pools nor nodes hands over no new cluster.
+// a change of neither pools nor nodes hands over no new cluster, nor does
+// a Node change of what felix does not read.
 func TestRulesAndRoutesShareOneReading(t *testing.T) {
 	var logs strings.Builder
 	log := slog.New(slog.NewTextHandler(&logs, nil))
@@ -73,6 +74,14 @@ func TestRulesAndRoutesShareOneReading(t *testing.T) {
 	d.Recompute()
 	if len(rm.clusters) != 1 {
 		t.Errorf("a profile change handed over a new cluster")
+	}
+	relabelled := testNode("bare", "172.30.1.11", "10.70.1.1")
+	relabelled.Labels = map[string]string{"rack": "r2"}
+	handed := dp.calls
+	d.OnUpdates(ups(relabelled))
+	d.Recompute()
+	if len(rm.clusters) != 1 || dp.calls != handed {
+		t.Errorf("a Node change felix does not read (a label): %d clusters, %d more rulesets; want 1 and none", len(rm.clusters), dp.calls-handed)
 	}
 	d.OnUpdates(ups(testNode("broken", "172.30.1.13/24", "10.70.3.1")))
 	d.Recompute()

@@ -116,14 +116,20 @@ func (d *Daemon) Recompute() bool {
 	return true
 }
 
-// applyCluster reads the Nodes and IP pools when they changed: NAT
-// outgoing's pools and the tunnel rules for the rendering, and the route
-// manager's cluster (the same reading).
+// applyCluster reads the Nodes and IP pools when they changed and, if
+// what felix derives from them changed too, hands it on: NAT outgoing's
+// pools and the tunnel rules for the rendering, and the route manager's
+// cluster (the same reading).
 func (d *Daemon) applyCluster(t taken) {
 	if !t.clusterChanged {
 		return
 	}
 	c := infra.Derive(t.pools, t.nodes)
+	if d.calc.cluster != nil && reflect.DeepEqual(c, d.calc.cluster) {
+		// A Node or pool changed in what felix does not read (a label, an
+		// AS number): nothing to render or route again.
+		return
+	}
 	d.calc.cluster = c
 	d.calc.natPools, d.calc.tunnels = rulesInfra(c)
 	d.calc.renderNeeded = true
