@@ -94,10 +94,10 @@ var DefaultBackoff = Backoff{Initial: 100 * time.Millisecond, Max: 5 * time.Seco
 // record that no longer says it. When the record is fixed it is delivered
 // as Added again.
 //
-// A change that leaves the delivered resource as it was but for its
-// version (SameButVersion: a Node's status heartbeat on the Kubernetes
-// datastore) is not delivered; a Lean syncer, holding no objects, delivers
-// it.
+// A Node or WorkloadEndpoint change that leaves the delivered resource as
+// it was but for its version (VersionOnlyChange: a Node's status heartbeat
+// on the Kubernetes datastore) is not delivered; a Lean syncer, holding no
+// objects, delivers it.
 //
 // One goroutine runs per kind; the callbacks are serialised by a mutex.
 type WatchSyncer struct {
@@ -316,8 +316,8 @@ func (s *WatchSyncer) watch(ctx context.Context, kind, rev string, cache map[Key
 				typ = EventModified
 			}
 			cache[k] = s.entry(ev.Object)
-			if ok && old.obj != nil && SameButVersion(old.obj, ev.Object) {
-				continue // a write the resource does not show (SameButVersion)
+			if ok && old.obj != nil && VersionOnlyChange(old.obj, ev.Object) {
+				continue // a write the resource does not show (VersionOnlyChange)
 			}
 			ev.Type = typ
 		}
@@ -364,7 +364,7 @@ func (s *WatchSyncer) diffSnapshot(cache map[Key]cached, items []v3.Resource, pa
 		switch {
 		case !ok:
 			ups = append(ups, Update{Type: EventAdded, Key: k, Object: it})
-		case old.rv != it.GetResourceVersion() && (old.obj == nil || !SameButVersion(old.obj, it)):
+		case old.rv != it.GetResourceVersion() && (old.obj == nil || !VersionOnlyChange(old.obj, it)):
 			ups = append(ups, Update{Type: EventModified, Key: k, Object: it})
 		default:
 			continue

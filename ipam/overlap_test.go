@@ -113,6 +113,7 @@ type claimHooks struct {
 	mu            sync.Mutex
 	count         map[string]int
 	before, after map[string]func()
+	events        []string // in order, for a failure's message
 }
 
 func newHooks(c datastore.Client) *claimHooks {
@@ -124,6 +125,7 @@ func (h *claimHooks) around(kind string, op func()) {
 	h.mu.Lock()
 	h.count[kind]++
 	e := fmt.Sprintf("%s%d", kind, h.count[kind])
+	h.events = append(h.events, e)
 	before, after := h.before[e], h.after[e]
 	h.mu.Unlock()
 	if before != nil {
@@ -310,15 +312,30 @@ func TestOverlapCheckAfterConfirmKeepsClaim(t *testing.T) {
 	s := ipamtest.NewStore()
 	mustCreate(t, s, pool("big", big.String(), 24), pool("small", small.String(), 28))
 	p1, p2, p3 := newHooks(s), newHooks(s), newHooks(s)
+	t.Cleanup(func() {
+		if t.Failed() {
+			for i, h := range []*claimHooks{p1, p2, p3} {
+				h.mu.Lock()
+				t.Logf("p%d: %v", i+1, h.events)
+				h.mu.Unlock()
+			}
+		}
+	})
 	waitP2Listed, p2Listed := step(t, "p2Listed")
 	waitP3Listed, p3Listed := step(t, "p3Listed")
 	waitP1Checked, p1Checked := step(t, "p1Checked")
 	waitP3Created, p3Created := step(t, "p3Created")
 	p2.after["list1"] = p2Listed
 	p3.after["list1"] = p3Listed
-	p1.before["create1"] = func() { waitP2Listed(); waitP3Listed() }
+	// p1 creates its block only once p2 is at its own create: p2's looks
+	// at the node's affinities before it (not hooked) then cannot find
+	// p1's block, confirmed (p2 would take it without claiming) or
+	// pending (p2 would finish p1's claim as an interrupted one). Under
+	// -race both happened, and p2Checked never came.
+	waitP2Creating, p2Creating := step(t, "p2Creating")
+	p1.before["create1"] = func() { waitP2Listed(); waitP3Listed(); waitP2Creating() }
 	p1.after["list2"] = p1Checked
-	p2.before["create1"] = waitP1Checked // its create finds p1's block
+	p2.before["create1"] = func() { p2Creating(); waitP1Checked() } // its create finds p1's block
 	waitP1Confirmed, p1Confirmed := step(t, "p1Confirmed")
 	p1.after["confirm1"] = p1Confirmed
 	p3.before["create1"] = waitP1Confirmed

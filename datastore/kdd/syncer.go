@@ -267,7 +267,7 @@ func (r *syncRun) sync(item queueKey) {
 		r.delivered[item] = cur
 	case prev.GetResourceVersion() == cur.GetResourceVersion():
 		return // a relist re-reporting what was already delivered
-	case datastore.SameButVersion(prev, cur):
+	case datastore.VersionOnlyChange(prev, cur):
 		r.delivered[item] = cur // a write Calico's view does not show
 		return
 	default:
