@@ -316,8 +316,8 @@ func (s *WatchSyncer) watch(ctx context.Context, kind, rev string, cache map[Key
 				typ = EventModified
 			}
 			cache[k] = s.entry(ev.Object)
-			if ok && old.obj != nil && VersionOnlyChange(old.obj, ev.Object) {
-				continue // a write the resource does not show (VersionOnlyChange)
+			if VersionOnlyChange(old.obj, ev.Object) { // nil when new or lean: false
+				continue // a write the resource does not show
 			}
 			ev.Type = typ
 		}
@@ -364,7 +364,7 @@ func (s *WatchSyncer) diffSnapshot(cache map[Key]cached, items []v3.Resource, pa
 		switch {
 		case !ok:
 			ups = append(ups, Update{Type: EventAdded, Key: k, Object: it})
-		case old.rv != it.GetResourceVersion() && (old.obj == nil || !VersionOnlyChange(old.obj, it)):
+		case old.rv != it.GetResourceVersion() && !VersionOnlyChange(old.obj, it):
 			ups = append(ups, Update{Type: EventModified, Key: k, Object: it})
 		default:
 			continue
